@@ -1,0 +1,156 @@
+// Blog backend on Azure: an Azure Functions custom handler (Linux binary `handler`)
+// over Azure Cosmos DB for NoSQL. Managed identity everywhere: no account keys,
+// connection strings or publishing passwords are created or stored.
+//
+//   az deployment group create -g <rg> -f infra/main.bicep -p infra/main.parameters.json
+//
+// See infra/DEPLOY.md.
+
+targetScope = 'resourceGroup'
+
+@description('Azure region for every resource. Flex Consumption must be offered there (az functionapp list-flexconsumption-locations).')
+param location string = resourceGroup().location
+
+@description('Short lowercase prefix used in resource names.')
+@minLength(2)
+@maxLength(10)
+param baseName string = 'blog'
+
+@description('Tags applied to every resource.')
+param tags object = {
+  app: 'blog'
+}
+
+@description('FlexConsumption (default). ElasticPremium is the fallback for a region whose Flex Consumption offer lacks the custom handler runtime.')
+@allowed([
+  'FlexConsumption'
+  'ElasticPremium'
+])
+param hostingPlan string = 'FlexConsumption'
+
+@description('Flex Consumption instance memory size in MB.')
+@allowed([
+  512
+  2048
+  4096
+])
+param instanceMemoryMB int = 2048
+
+@description('Flex Consumption maximum instance count.')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 40
+
+@description('Cosmos DB capacity: serverless (default, pay per request) or autoscale (provisioned throughput shared by the database containers).')
+@allowed([
+  'serverless'
+  'autoscale'
+])
+param cosmosThroughputMode string = 'serverless'
+
+@description('Maximum RU/s of the shared autoscale throughput (only when cosmosThroughputMode is autoscale; scales between 10% and 100% of it).')
+@minValue(1000)
+param autoscaleMaxThroughput int = 1000
+
+@description('Cosmos DB database name.')
+param cosmosDatabaseName string = 'blog'
+
+@description('Optional Microsoft Entra object id of a developer granted Cosmos DB data access (e.g. az ad signed-in-user show --query id -o tsv). Empty: none.')
+param developerPrincipalId string = ''
+
+var suffix = uniqueString(resourceGroup().id, baseName)
+var compactBase = toLower(replace(baseName, '-', ''))
+
+var identityName = 'id-${baseName}-${suffix}'
+var storageAccountName = take('st${compactBase}${suffix}', 24)
+var logAnalyticsName = 'log-${baseName}-${suffix}'
+var appInsightsName = 'appi-${baseName}-${suffix}'
+var cosmosAccountName = toLower('cosmos-${baseName}-${suffix}')
+var planName = 'plan-${baseName}-${suffix}'
+var functionAppName = toLower('func-${baseName}-${suffix}')
+var deploymentContainerName = 'app-package'
+
+var cosmosPrincipalIds = concat([
+  identity.outputs.principalId
+], empty(developerPrincipalId) ? [] : [
+  developerPrincipalId
+])
+
+module identity 'modules/identity.bicep' = {
+  name: 'identity'
+  params: {
+    name: identityName
+    location: location
+    tags: tags
+  }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  params: {
+    logAnalyticsName: logAnalyticsName
+    appInsightsName: appInsightsName
+    location: location
+    tags: tags
+    publisherPrincipalId: identity.outputs.principalId
+  }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'storage'
+  params: {
+    name: storageAccountName
+    location: location
+    tags: tags
+    deploymentContainerName: deploymentContainerName
+    hostPrincipalId: identity.outputs.principalId
+  }
+}
+
+module cosmos 'modules/cosmos.bicep' = {
+  name: 'cosmos'
+  params: {
+    accountName: cosmosAccountName
+    location: location
+    tags: tags
+    databaseName: cosmosDatabaseName
+    throughputMode: cosmosThroughputMode
+    autoscaleMaxThroughput: autoscaleMaxThroughput
+    dataContributorPrincipalIds: cosmosPrincipalIds
+  }
+}
+
+module functionApp 'modules/functionapp.bicep' = {
+  name: 'functionapp'
+  params: {
+    name: functionAppName
+    planName: planName
+    location: location
+    tags: tags
+    hostingPlan: hostingPlan
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    identityId: identity.outputs.id
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
+    cosmosEndpoint: cosmos.outputs.endpoint
+    cosmosDatabaseName: cosmos.outputs.databaseName
+  }
+  // The role assignments live in these modules; the host must be able to reach its
+  // storage, Cosmos DB and Application Insights when it first starts.
+  dependsOn: [
+    storage
+    cosmos
+    monitoring
+  ]
+}
+
+output functionAppName string = functionApp.outputs.name
+output apiBaseUrl string = 'https://${functionApp.outputs.defaultHostName}/api'
+output cosmosEndpoint string = cosmos.outputs.endpoint
+output cosmosDatabaseName string = cosmos.outputs.databaseName
+output identityClientId string = identity.outputs.clientId
+output storageAccountName string = storage.outputs.name
+output deploymentContainerUrl string = storage.outputs.deploymentContainerUrl

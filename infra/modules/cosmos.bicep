@@ -1,0 +1,235 @@
+// Cosmos DB (NoSQL API) account, the blog database and its four containers, and
+// data-plane RBAC. Key-based auth is disabled: the app and (optionally) a developer
+// reach the data with Microsoft Entra tokens through the built-in Data Contributor role.
+
+@description('Cosmos DB account name (3-44 lowercase letters, digits and hyphens).')
+@minLength(3)
+@maxLength(44)
+param accountName string
+
+@description('Azure region (single-region account).')
+param location string
+
+@description('Tags applied to the resources.')
+param tags object = {}
+
+@description('SQL database name.')
+param databaseName string
+
+@description('serverless: pay per request (capability EnableServerless). autoscale: provisioned autoscale throughput shared by all containers of the database.')
+@allowed([
+  'serverless'
+  'autoscale'
+])
+param throughputMode string
+
+@description('Maximum RU/s of the shared autoscale throughput (used only when throughputMode is autoscale).')
+@minValue(1000)
+param autoscaleMaxThroughput int
+
+@description('Principal (object) ids granted the Cosmos DB Built-in Data Contributor role on the account.')
+param dataContributorPrincipalIds array
+
+var isServerless = throughputMode == 'serverless'
+
+// Cosmos DB Built-in Data Contributor (data-plane role definition).
+var dataContributorRoleDefinitionId = '00000000-0000-0000-0000-000000000002'
+
+// Paths the blog's queries filter or sort on; everything else is excluded to keep
+// writes cheap. "/*" must appear in either the included or the excluded paths.
+var excludeAll = [
+  {
+    path: '/*'
+  }
+  {
+    path: '/"_etag"/?'
+  }
+]
+
+// WHERE c.type = 'post' ORDER BY c.creationDate DESC is served by this composite index.
+var typeThenNewest = [
+  [
+    {
+      path: '/type'
+      order: 'ascending'
+    }
+    {
+      path: '/creationDate'
+      order: 'descending'
+    }
+  ]
+]
+
+var containers = [
+  {
+    // Users and their own posts: WHERE c.type = 'post' ORDER BY c.creationDate DESC,
+    // WHERE c.type = 'post' AND c.userUsername != @name.
+    name: 'users'
+    partitionKey: '/userId'
+    indexingPolicy: {
+      indexingMode: 'consistent'
+      automatic: true
+      includedPaths: [
+        {
+          path: '/type/?'
+        }
+        {
+          path: '/creationDate/?'
+        }
+        {
+          path: '/userUsername/?'
+        }
+      ]
+      excludedPaths: excludeAll
+      compositeIndexes: typeThenNewest
+    }
+  }
+  {
+    // Posts with their comments and likes: filter on type ordered by creationDate,
+    // cross-partition by userId with userUsername != @name,
+    // SELECT VALUE COUNT(1) ... WHERE c.type = 'like'.
+    name: 'posts'
+    partitionKey: '/postId'
+    indexingPolicy: {
+      indexingMode: 'consistent'
+      automatic: true
+      includedPaths: [
+        {
+          path: '/type/?'
+        }
+        {
+          path: '/creationDate/?'
+        }
+        {
+          path: '/userId/?'
+        }
+        {
+          path: '/userUsername/?'
+        }
+      ]
+      excludedPaths: excludeAll
+      compositeIndexes: typeThenNewest
+    }
+  }
+  {
+    // Materialized feed: ORDER BY c.creationDate DESC within the partition.
+    name: 'feed'
+    partitionKey: '/type'
+    indexingPolicy: {
+      indexingMode: 'consistent'
+      automatic: true
+      includedPaths: [
+        {
+          path: '/creationDate/?'
+        }
+      ]
+      excludedPaths: excludeAll
+    }
+  }
+  {
+    // Lease container of the Functions Cosmos DB trigger (createLeaseContainerIfNotExists
+    // is false, so it must exist). The trigger's lease manager queries it, so it keeps
+    // the default consistent indexing of every path.
+    name: 'leases'
+    partitionKey: '/id'
+    indexingPolicy: {
+      indexingMode: 'consistent'
+      automatic: true
+      includedPaths: [
+        {
+          path: '/*'
+        }
+      ]
+      excludedPaths: [
+        {
+          path: '/"_etag"/?'
+        }
+      ]
+    }
+  }
+]
+
+resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
+  #checkov:skip=CKV_AZURE_101:The Function App has no virtual network integration in this template, so it reaches Cosmos DB over the public endpoint; local (key) auth is disabled and every request needs an Entra token with a data-plane role.
+  name: accountName
+  location: location
+  tags: tags
+  kind: 'GlobalDocumentDB'
+  properties: {
+    databaseAccountOfferType: 'Standard'
+    consistencyPolicy: {
+      defaultConsistencyLevel: 'Session'
+    }
+    locations: [
+      {
+        locationName: location
+        failoverPriority: 0
+        isZoneRedundant: false
+      }
+    ]
+    capabilities: isServerless ? [
+      {
+        name: 'EnableServerless'
+      }
+    ] : []
+    disableLocalAuth: true
+    disableKeyBasedMetadataWriteAccess: true
+    minimalTlsVersion: 'Tls12'
+    enableMultipleWriteLocations: false
+    enableAutomaticFailover: false
+    enableFreeTier: false
+    publicNetworkAccess: 'Enabled'
+  }
+}
+
+resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15' = {
+  parent: account
+  name: databaseName
+  properties: {
+    resource: {
+      id: databaseName
+    }
+    // Serverless accounts take no throughput; autoscale throughput is shared by the
+    // four containers at database level (one autoscale setting instead of four).
+    options: isServerless ? {} : {
+      autoscaleSettings: {
+        maxThroughput: autoscaleMaxThroughput
+      }
+    }
+  }
+}
+
+resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-11-15' = [for c in containers: {
+  parent: database
+  name: c.name
+  properties: {
+    resource: {
+      id: c.name
+      partitionKey: {
+        paths: [
+          c.partitionKey
+        ]
+        kind: 'Hash'
+        version: 2
+      }
+      indexingPolicy: c.indexingPolicy
+    }
+    options: {}
+  }
+}]
+
+// One at a time: Cosmos DB rejects concurrent RBAC writes on the same account.
+@batchSize(1)
+resource dataContributors 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-11-15' = [for principalId in dataContributorPrincipalIds: {
+  parent: account
+  name: guid(account.id, principalId, dataContributorRoleDefinitionId)
+  properties: {
+    roleDefinitionId: '${account.id}/sqlRoleDefinitions/${dataContributorRoleDefinitionId}'
+    principalId: principalId
+    scope: account.id
+  }
+}]
+
+output accountName string = account.name
+output endpoint string = account.properties.documentEndpoint
+output databaseName string = database.name

@@ -1,0 +1,264 @@
+//! C2–C4, Q2, Q4–Q6: posts, comments and likes (in `posts`, partition `postId`) and the feed.
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{list, AppState, JsonBody, Paging, PathId};
+use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
+use crate::error::{ApiError, ApiResult};
+use crate::projection::FEED_PK;
+use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PostBody {
+    user_id: String,
+    title: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommentBody {
+    user_id: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LikeBody {
+    user_id: String,
+}
+
+/// The current username of the user a body names; 422 when there is no such user.
+async fn author_name(store: &dyn Store, user_id: &Id) -> ApiResult<String> {
+    let user = store
+        .read(Container::Users, user_id.as_str(), user_id.as_str())
+        .await?;
+    user.as_ref()
+        .filter(|u| u["type"] == "user")
+        .and_then(|u| u["username"].as_str())
+        .map(String::from)
+        .ok_or_else(|| {
+            ApiError::Unprocessable(format!("user `{user_id}` (`userId`) does not exist"))
+        })
+}
+
+/// C2 `POST /api/posts`: read the author's name, then create the post (two operations).
+pub async fn create(
+    State(s): State<AppState>,
+    JsonBody(body): JsonBody<PostBody>,
+) -> ApiResult<Response> {
+    let user_id = Id::parse("userId", &body.user_id)?;
+    let title = Text::title(&body.title)?;
+    let content = Text::post_content(&body.content)?;
+    let username = author_name(&*s.store, &user_id).await?;
+    let id = Id::new();
+    let post = Post {
+        id: id.to_string(),
+        kind: "post".into(),
+        post_id: id.to_string(),
+        user_id: user_id.to_string(),
+        user_username: username,
+        title: title.as_str().into(),
+        content: content.as_str().into(),
+        comment_count: 0,
+        like_count: 0,
+        creation_date: domain::now(),
+    };
+    let stored = s
+        .store
+        .create(Container::Posts, id.as_str(), to_value(&post))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, format!("/api/posts/{id}"))],
+        Json(public(stored)),
+    )
+        .into_response())
+}
+
+/// C2 `PUT /api/posts/{postId}`: read the post (its author), then patch title and content, so a
+/// concurrent counter change is never overwritten (two operations).
+pub async fn update(
+    State(s): State<AppState>,
+    PathId(id): PathId,
+    JsonBody(body): JsonBody<PostBody>,
+) -> ApiResult<Json<Value>> {
+    let user_id = Id::parse("userId", &body.user_id)?;
+    let title = Text::title(&body.title)?;
+    let content = Text::post_content(&body.content)?;
+    let post = read_post(&*s.store, &id).await?;
+    if post["userId"].as_str() != Some(user_id.as_str()) {
+        return Err(ApiError::Forbidden(format!(
+            "only the author may edit post `{id}`"
+        )));
+    }
+    let ops = [
+        PatchOp::set("/title", title.as_str()),
+        PatchOp::set("/content", content.as_str()),
+    ];
+    match s
+        .store
+        .patch(Container::Posts, id.as_str(), id.as_str(), &ops)
+        .await
+    {
+        Ok(post) => Ok(Json(public(post))),
+        Err(StoreError::NotFound) => Err(ApiError::not_found("post", id.as_str())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
+    match store
+        .read(Container::Posts, id.as_str(), id.as_str())
+        .await?
+    {
+        Some(post) if post["type"] == "post" => Ok(post),
+        _ => Err(ApiError::not_found("post", id.as_str())),
+    }
+}
+
+/// Q2 `GET /api/posts/{postId}`: one point read; name and counters are on the post.
+pub async fn get(State(s): State<AppState>, PathId(id): PathId) -> ApiResult<Json<Value>> {
+    Ok(Json(public(read_post(&*s.store, &id).await?)))
+}
+
+/// Create `item` in the post's partition only if the post exists, atomically (one batch of
+/// read + create), then bump the post's counter with a server-side increment. The increment
+/// makes the count fresh at once; the change feed's recount corrects it should the process die
+/// between the two writes.
+async fn add_to_post(
+    store: &dyn Store,
+    post_id: &Id,
+    item: Value,
+    counter: &str,
+) -> Result<Value, StoreError> {
+    let results = store
+        .batch(
+            Container::Posts,
+            post_id.as_str(),
+            vec![
+                BatchOp::Read {
+                    id: post_id.to_string(),
+                },
+                BatchOp::Create { item },
+            ],
+        )
+        .await?;
+    let created = results.into_iter().nth(1).unwrap_or(Value::Null);
+    let ops = [PatchOp::incr(counter, 1)];
+    if let Err(e) = store
+        .patch(Container::Posts, post_id.as_str(), post_id.as_str(), &ops)
+        .await
+    {
+        // Acknowledging is right: the item is stored and the recount will count it.
+        tracing::warn!(error = %e, post = %post_id, counter, "counter increment failed; the change feed recount will fix it");
+    }
+    Ok(created)
+}
+
+fn post_missing(e: &StoreError) -> bool {
+    matches!(e, StoreError::BatchFailed { index: 0, source } if matches!(**source, StoreError::NotFound))
+}
+
+/// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment (three operations).
+pub async fn comment(
+    State(s): State<AppState>,
+    PathId(post_id): PathId,
+    JsonBody(body): JsonBody<CommentBody>,
+) -> ApiResult<Response> {
+    let user_id = Id::parse("userId", &body.user_id)?;
+    let content = Text::comment_content(&body.content)?;
+    let username = author_name(&*s.store, &user_id).await?;
+    let comment = Comment {
+        id: Id::new().to_string(),
+        kind: "comment".into(),
+        post_id: post_id.to_string(),
+        user_id: user_id.to_string(),
+        user_username: username,
+        content: content.as_str().into(),
+        creation_date: domain::now(),
+    };
+    match add_to_post(&*s.store, &post_id, to_value(&comment), "/commentCount").await {
+        Ok(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
+        Err(e) if post_missing(&e) => Err(ApiError::not_found("post", post_id.as_str())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// C4 `POST /api/posts/{postId}/likes`: the like's id is derived from the user, so a repeat is
+/// a conflict; it answers 200 with the existing like and leaves the count alone.
+pub async fn like(
+    State(s): State<AppState>,
+    PathId(post_id): PathId,
+    JsonBody(body): JsonBody<LikeBody>,
+) -> ApiResult<Response> {
+    let user_id = Id::parse("userId", &body.user_id)?;
+    let username = author_name(&*s.store, &user_id).await?;
+    let like = Like {
+        id: domain::like_id(user_id.as_str()),
+        kind: "like".into(),
+        post_id: post_id.to_string(),
+        user_id: user_id.to_string(),
+        user_username: username,
+        creation_date: domain::now(),
+    };
+    match add_to_post(&*s.store, &post_id, to_value(&like), "/likeCount").await {
+        Ok(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
+        Err(e) if post_missing(&e) => Err(ApiError::not_found("post", post_id.as_str())),
+        Err(StoreError::BatchFailed { index: 1, source })
+            if matches!(*source, StoreError::Conflict) =>
+        {
+            let existing = s
+                .store
+                .read(Container::Posts, post_id.as_str(), &like.id)
+                .await?
+                .ok_or_else(|| ApiError::Conflict("the like changed concurrently; retry".into()))?;
+            Ok((StatusCode::OK, Json(public(existing))).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn in_post(post_id: &Id, kind: &str, paging: Paging) -> Query {
+    Query::partition(post_id.as_str())
+        .eq("type", kind)
+        .order_by_creation(Order::Asc)
+        .limit(paging.limit)
+        .continuation(paging.continuation)
+}
+
+/// Q4 `GET /api/posts/{postId}/comments`: one query in the post's partition, oldest first.
+pub async fn comments(
+    State(s): State<AppState>,
+    PathId(post_id): PathId,
+    paging: Paging,
+) -> ApiResult<Response> {
+    let q = in_post(&post_id, "comment", paging);
+    Ok(list(s.store.query(Container::Posts, &q).await?))
+}
+
+/// Q5 `GET /api/posts/{postId}/likes`: one query in the post's partition, oldest first.
+pub async fn likes(
+    State(s): State<AppState>,
+    PathId(post_id): PathId,
+    paging: Paging,
+) -> ApiResult<Response> {
+    let q = in_post(&post_id, "like", paging);
+    Ok(list(s.store.query(Container::Posts, &q).await?))
+}
+
+/// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first.
+pub async fn feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
+    let q = Query::partition(FEED_PK)
+        .eq("type", "post")
+        .order_by_creation(Order::Desc)
+        .limit(paging.limit)
+        .continuation(paging.continuation);
+    Ok(list(s.store.query(Container::Feed, &q).await?))
+}

@@ -1,0 +1,340 @@
+//! Domain types: validated inputs (`parse` or a clear error) and the item shapes of CONTRACT §2–3.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use unicode_segmentation::UnicodeSegmentation;
+
+/// The feed holds this many posts.
+pub const FEED_SIZE: usize = 100;
+/// Short-form content is at most this many characters (including the ellipsis).
+pub const SHORT_CONTENT_CHARS: usize = 200;
+
+/// Why an input was rejected; becomes a 400 with this text as `detail`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+fn count_chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn check_length(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
+    let n = count_chars(value);
+    if n == 0 {
+        return Err(Invalid(format!("`{field}` must not be empty")));
+    }
+    if n > max {
+        return Err(Invalid(format!(
+            "`{field}` must be at most {max} characters (got {n})"
+        )));
+    }
+    Ok(())
+}
+
+/// An item id: opaque, 1..=128 characters, none of `/ \ ? #` (Cosmos forbids them in ids) and no
+/// control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Id(String);
+
+impl Id {
+    pub const MAX_CHARS: usize = 128;
+
+    pub fn parse(field: &str, s: &str) -> Result<Self, Invalid> {
+        check_length(field, s, Self::MAX_CHARS)?;
+        if s.chars()
+            .any(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control())
+        {
+            return Err(Invalid(format!(
+                "`{field}` must not contain `/`, `\\`, `?`, `#` or control characters"
+            )));
+        }
+        Ok(Id(s.to_string()))
+    }
+
+    /// A fresh random id.
+    pub fn new() -> Self {
+        Id(uuid::Uuid::new_v4().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Id {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A username: trimmed, 1..=64 characters, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Username(String);
+
+impl Username {
+    pub const MAX_CHARS: usize = 64;
+
+    pub fn parse(s: &str) -> Result<Self, Invalid> {
+        let s = s.trim();
+        check_length("username", s, Self::MAX_CHARS)?;
+        if s.chars().any(char::is_control) {
+            return Err(Invalid(
+                "`username` must not contain control characters".into(),
+            ));
+        }
+        Ok(Username(s.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Text with a length limit (titles, contents). Kept as given, but never empty or blank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text(String);
+
+impl Text {
+    pub fn parse(field: &str, s: &str, max: usize) -> Result<Self, Invalid> {
+        check_length(field, s, max)?;
+        if s.trim().is_empty() {
+            return Err(Invalid(format!("`{field}` must not be blank")));
+        }
+        Ok(Text(s.to_string()))
+    }
+
+    pub fn title(s: &str) -> Result<Self, Invalid> {
+        Self::parse("title", s, 200)
+    }
+
+    pub fn post_content(s: &str) -> Result<Self, Invalid> {
+        Self::parse("content", s, 20_000)
+    }
+
+    pub fn comment_content(s: &str) -> Result<Self, Invalid> {
+        Self::parse("content", s, 2_000)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `content` cut to at most [`SHORT_CONTENT_CHARS`] characters at a grapheme boundary, with `…`
+/// appended when cut (the ellipsis counts towards the limit).
+pub fn short_content(content: &str) -> String {
+    if count_chars(content) <= SHORT_CONTENT_CHARS {
+        return content.to_string();
+    }
+    let budget = SHORT_CONTENT_CHARS - 1;
+    let mut out = String::new();
+    let mut used = 0;
+    for g in content.graphemes(true) {
+        let n = count_chars(g);
+        if used + n > budget {
+            break;
+        }
+        out.push_str(g);
+        used += n;
+    }
+    out.push('…');
+    out
+}
+
+/// Now, as RFC 3339 UTC with millisecond precision and fixed width, so it sorts as text.
+pub fn now() -> String {
+    format_time(time::OffsetDateTime::now_utc())
+}
+
+pub fn format_time(t: time::OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// The id of `userId`'s like on a post: derived from the user, so a repeat like is a conflict.
+pub fn like_id(user_id: &str) -> String {
+    format!("like-{user_id}")
+}
+
+// Item shapes. Stored items carry `type` and their partition key; responses drop system
+// properties (see `public`).
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub user_id: String,
+    pub username: String,
+}
+
+impl User {
+    pub fn new(id: &Id, username: &Username) -> Self {
+        User {
+            id: id.to_string(),
+            kind: "user".into(),
+            user_id: id.to_string(),
+            username: username.as_str().to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Post {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub title: String,
+    pub content: String,
+    pub comment_count: u64,
+    pub like_count: u64,
+    pub creation_date: String,
+}
+
+impl Post {
+    /// The short form kept in `users` and `feed`: the same post with `content` cut.
+    pub fn summary(&self) -> Post {
+        Post {
+            content: short_content(&self.content),
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comment {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub content: String,
+    pub creation_date: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Like {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub creation_date: String,
+}
+
+pub fn to_value<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).expect("domain types serialize")
+}
+
+/// Drop store system properties (`_rid`, `_etag`, `_ts`, `_lsn`, …) and the internal `type`
+/// discriminator from an item before it is returned to a client.
+pub fn public(mut item: Value) -> Value {
+    if let Some(o) = item.as_object_mut() {
+        o.retain(|k, _| !k.starts_with('_') && k != "type");
+    }
+    item
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_reject_reserved_characters_and_length() {
+        assert!(Id::parse("id", "abc-123").is_ok());
+        for bad in ["", "a/b", "a\\b", "a?b", "a#b", "a\nb"] {
+            assert!(Id::parse("id", bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(Id::parse("id", &"x".repeat(128)).is_ok());
+        assert!(Id::parse("id", &"x".repeat(129)).is_err());
+        assert!(
+            Id::parse("id", &"é".repeat(128)).is_ok(),
+            "limit counts characters"
+        );
+    }
+
+    #[test]
+    fn usernames_are_trimmed_and_limited() {
+        assert_eq!(Username::parse("  ana ").unwrap().as_str(), "ana");
+        assert!(Username::parse("   ").is_err());
+        assert!(Username::parse("a\u{7}b").is_err());
+        assert!(Username::parse(&"ж".repeat(64)).is_ok());
+        assert!(Username::parse(&"ж".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn text_limits_count_characters() {
+        assert!(Text::title(&"標".repeat(200)).is_ok());
+        assert!(Text::title(&"標".repeat(201)).is_err());
+        assert!(Text::comment_content(&"a".repeat(2000)).is_ok());
+        assert!(Text::comment_content(&"a".repeat(2001)).is_err());
+        assert!(Text::post_content(&"a".repeat(20_000)).is_ok());
+        assert!(Text::post_content(&"a".repeat(20_001)).is_err());
+        assert!(Text::post_content(" \n ").is_err());
+    }
+
+    #[test]
+    fn short_content_keeps_short_text_whole() {
+        let s = "x".repeat(200);
+        assert_eq!(short_content(&s), s);
+        assert_eq!(short_content("héllo"), "héllo");
+    }
+
+    #[test]
+    fn short_content_cuts_at_200_characters_with_ellipsis() {
+        let cut = short_content(&"a".repeat(201));
+        assert_eq!(cut.chars().count(), 200);
+        assert!(cut.ends_with('…'));
+        assert_eq!(&cut[..199], "a".repeat(199));
+    }
+
+    #[test]
+    fn short_content_never_splits_a_character_in_any_script() {
+        for unit in ["я", "漢", "ع", "ह", "😀", "👩‍👩‍👧", "é", "🇵🇱"] {
+            let text = unit.repeat(300);
+            let cut = short_content(&text);
+            assert!(cut.chars().count() <= 200, "{unit}: too long");
+            let body = cut.strip_suffix('…').expect("ellipsis");
+            // Only whole graphemes of the source remain.
+            assert!(
+                body.graphemes(true).all(|g| g == unit),
+                "{unit}: a grapheme was split"
+            );
+            assert!(text.starts_with(body));
+        }
+    }
+
+    #[test]
+    fn time_is_fixed_width_utc() {
+        let t = time::macros::datetime!(2026-11-21 10:00:00.123 UTC);
+        assert_eq!(format_time(t), "2026-11-21T10:00:00.123Z");
+        let t = time::macros::datetime!(2026-01-02 03:04:05.006 +02:00);
+        assert_eq!(format_time(t), "2026-01-02T01:04:05.006Z");
+        assert_eq!(now().len(), 24);
+    }
+}

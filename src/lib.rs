@@ -1,0 +1,31 @@
+//! A blog backend on the Azure Cosmos DB data model of "How to model and partition data on Azure
+//! Cosmos DB using a real-world example" (its final V3 design), served by one binary, `handler`,
+//! either standalone or as an Azure Functions custom handler.
+//!
+//! Where each part lives:
+//! - [`settings`]: environment variables (CONTRACT §1); [`telemetry`]: logging to stdout.
+//! - [`domain`]: validated inputs, item shapes, short-form content, timestamps.
+//! - [`store`]: the Cosmos-shaped [`store::Store`] trait, its embedded SQLite implementation and
+//!   the per-request accounting behind `x-store-operations` / `x-request-charge`.
+//! - [`api`]: the HTTP routes of CONTRACT §3; [`error`]: the one error type (problem+json).
+//! - [`projection`]: the change-feed denormalizations of CONTRACT §4, planned as pure functions
+//!   and applied through the store; [`pump`]: the in-process change-feed follower that drives
+//!   them standalone.
+//! - [`startup`]: bind, build the store, start the pump, serve.
+
+pub mod api;
+pub mod domain;
+pub mod error;
+pub mod projection;
+pub mod pump;
+pub mod settings;
+pub mod startup;
+pub mod store;
+pub mod telemetry;
+
+pub use api::AppState;
+
+/// The whole HTTP application over the given state.
+pub fn app(state: AppState) -> axum::Router {
+    api::router(state)
+}

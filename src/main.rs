@@ -1,0 +1,53 @@
+//! `handler`: settings, telemetry, bind, serve.
+
+use blog::settings::Settings;
+use blog::startup::Application;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let settings = match Settings::from_env() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("handler: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    blog::telemetry::init(settings.log_format);
+    let app = match Application::build(&settings).await {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "start-up failed");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(
+        addr = %app.local_addr(),
+        store = app.state().store.kind(),
+        hosted = settings.hosted,
+        pump = settings.pump,
+        "listening"
+    );
+    match app.run_until(shutdown_signal()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "server stopped");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

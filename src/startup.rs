@@ -1,0 +1,80 @@
+//! Bind first, then build the store and start the pump, then serve: the Functions host probes
+//! the port from the moment it starts the process.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+
+use crate::settings::{Settings, StoreKind};
+use crate::store::embedded::EmbeddedStore;
+use crate::store::Store;
+use crate::{app, pump, AppState};
+
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    pump: bool,
+}
+
+impl Application {
+    pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(settings.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", settings.addr))?;
+        let store = open_store(settings).await?;
+        Ok(Application {
+            listener,
+            state: AppState::new(store),
+            pump: settings.pump,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("bound listener")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serve until `shutdown` resolves; the pump stops with the server.
+    pub async fn run_until(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let pumps = if self.pump {
+            pump::spawn(self.state.store.clone())
+        } else {
+            Vec::new()
+        };
+        let result = axum::serve(self.listener, app(self.state))
+            .with_graceful_shutdown(shutdown)
+            .await;
+        for p in pumps {
+            p.abort();
+        }
+        result.context("server failed")
+    }
+}
+
+async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
+    match settings.store {
+        StoreKind::Embedded => {
+            let path = settings.db_path.clone();
+            let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&path))
+                .await?
+                .with_context(|| {
+                    format!(
+                        "cannot open the embedded store at {}",
+                        settings.db_path.display()
+                    )
+                })?;
+            Ok(Arc::new(store))
+        }
+        StoreKind::Cosmos => {
+            anyhow::bail!("the Cosmos DB store is not available in this build yet")
+        }
+    }
+}

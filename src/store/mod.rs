@@ -1,0 +1,336 @@
+//! The store: one small, Cosmos-shaped trait with two implementations.
+//!
+//! The trait speaks in containers, partition keys, JSON items, patches, partition-scoped queries,
+//! transactional batches and a per-container change feed, because that is what Cosmos DB offers;
+//! the embedded store ([`embedded::EmbeddedStore`], SQLite) mirrors exactly that, so the service
+//! code cannot come to depend on anything Cosmos could not do.
+//!
+//! Every operation records itself (and its request charge) in the per-request [`metrics`]
+//! accumulator, which is what `x-store-operations` and `x-request-charge` report.
+
+pub mod embedded;
+pub mod metrics;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// The four containers of the data model (CONTRACT §2) and their partition-key paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Container {
+    Users,
+    Posts,
+    Feed,
+    Leases,
+}
+
+impl Container {
+    pub const ALL: [Container; 4] = [
+        Container::Users,
+        Container::Posts,
+        Container::Feed,
+        Container::Leases,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Users => "users",
+            Container::Posts => "posts",
+            Container::Feed => "feed",
+            Container::Leases => "leases",
+        }
+    }
+
+    /// The item property holding the partition key (the path without its leading `/`).
+    pub fn partition_key_field(self) -> &'static str {
+        match self {
+            Container::Users => "userId",
+            Container::Posts => "postId",
+            Container::Feed => "type",
+            Container::Leases => "id",
+        }
+    }
+}
+
+/// What can go wrong in a store operation. The HTTP layer maps each to a status.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("item not found")]
+    NotFound,
+    #[error("an item with this id already exists")]
+    Conflict,
+    #[error("the item changed since it was read")]
+    PreconditionFailed,
+    /// The store asks the caller to slow down (Cosmos 429).
+    #[error("the store is throttling requests")]
+    Throttled { retry_after: Duration },
+    /// The store cannot be reached or is not ready (Cosmos 503, network errors, timeouts).
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
+    /// A transactional batch failed as a whole because operation `index` failed with `source`.
+    #[error("batch operation {index} failed: {source}")]
+    BatchFailed {
+        index: usize,
+        #[source]
+        source: Box<StoreError>,
+    },
+    /// The request was not something the store accepts (bad continuation token, bad item).
+    #[error("bad store request: {0}")]
+    BadRequest(String),
+    #[error("store error: {0}")]
+    Other(String),
+}
+
+impl StoreError {
+    /// Worth retrying as is: the same call may well succeed later.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Throttled { .. } | StoreError::Unavailable(_) => true,
+            StoreError::BatchFailed { source, .. } => source.is_transient(),
+            _ => false,
+        }
+    }
+
+    /// The error an operation inside a batch failed with, or the error itself.
+    pub fn root(&self) -> &StoreError {
+        match self {
+            StoreError::BatchFailed { source, .. } => source.root(),
+            other => other,
+        }
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// One patch operation, with Cosmos semantics (`set` creates or replaces a top-level or nested
+/// property; `incr` adds to a number, creating it at the increment when missing).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PatchOp {
+    /// Path like `/commentCount`.
+    Set(String, Value),
+    Incr(String, i64),
+}
+
+impl PatchOp {
+    pub fn set(path: &str, value: impl Into<Value>) -> Self {
+        PatchOp::Set(path.to_string(), value.into())
+    }
+    pub fn incr(path: &str, by: i64) -> Self {
+        PatchOp::Incr(path.to_string(), by)
+    }
+}
+
+/// One operation of a transactional batch (all in one partition; all or nothing).
+#[derive(Debug, Clone)]
+pub enum BatchOp {
+    /// Fails the batch with `NotFound` when the item is missing: an atomic existence check.
+    Read {
+        id: String,
+    },
+    Create {
+        item: Value,
+    },
+    Upsert {
+        item: Value,
+    },
+    Replace {
+        id: String,
+        item: Value,
+    },
+    Delete {
+        id: String,
+    },
+}
+
+/// Comparison in a query filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+}
+
+/// `c.<field> <cmp> <value>`; fields are top-level property names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    pub field: String,
+    pub cmp: Cmp,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// Which partitions a query reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    /// One partition: the only kind the request path uses.
+    Partition(String),
+    /// Every partition: only the username fan-out in the change feed uses this.
+    CrossPartition,
+}
+
+/// A query on one container: `SELECT * FROM c WHERE <filters, ANDed>
+/// [ORDER BY c.creationDate <order>, c.id <order>] [OFFSET offset] LIMIT limit`, paged by an
+/// opaque continuation token. `count_only` turns it into `SELECT VALUE COUNT(1)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub scope: Scope,
+    pub filters: Vec<Filter>,
+    /// Order by `creationDate` (ties broken by `id`); `None` means store order.
+    pub order_by_creation: Option<Order>,
+    /// Items to skip first (only used without a continuation token).
+    pub offset: Option<u32>,
+    /// Page size.
+    pub limit: u32,
+    pub continuation: Option<String>,
+}
+
+impl Query {
+    pub fn partition(pk: impl Into<String>) -> Self {
+        Query {
+            scope: Scope::Partition(pk.into()),
+            filters: Vec::new(),
+            order_by_creation: None,
+            offset: None,
+            limit: 100,
+            continuation: None,
+        }
+    }
+
+    pub fn cross_partition() -> Self {
+        Query {
+            scope: Scope::CrossPartition,
+            ..Query::partition("")
+        }
+    }
+
+    pub fn eq(mut self, field: &str, value: impl Into<Value>) -> Self {
+        self.filters.push(Filter {
+            field: field.into(),
+            cmp: Cmp::Eq,
+            value: value.into(),
+        });
+        self
+    }
+
+    pub fn ne(mut self, field: &str, value: impl Into<Value>) -> Self {
+        self.filters.push(Filter {
+            field: field.into(),
+            cmp: Cmp::Ne,
+            value: value.into(),
+        });
+        self
+    }
+
+    pub fn order_by_creation(mut self, order: Order) -> Self {
+        self.order_by_creation = Some(order);
+        self
+    }
+
+    pub fn offset(mut self, offset: u32) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    pub fn continuation(mut self, token: Option<String>) -> Self {
+        self.continuation = token;
+        self
+    }
+}
+
+/// One page of query results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub items: Vec<Value>,
+    /// `Some` when more items may follow.
+    pub continuation: Option<String>,
+}
+
+/// One page of a container's change feed in "latest version" mode: each item changed since the
+/// continuation, once, in its latest state, in commit order within a partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangePage {
+    pub items: Vec<Value>,
+    /// Where to resume after these items. Always set (store it as the checkpoint).
+    pub continuation: String,
+}
+
+/// The store, shaped like a Cosmos DB database with the four containers of the data model.
+///
+/// Items are JSON objects with a string `id`; the partition key is passed explicitly and must
+/// equal the item's partition-key property. Returned items may carry system properties (`_etag`,
+/// `_ts`, `_lsn`, …) which the HTTP layer strips.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// A short name for logs and the bench ("embedded", "cosmos").
+    fn kind(&self) -> &'static str;
+
+    /// Point read; `Ok(None)` when the item does not exist.
+    async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>>;
+
+    /// Create; `Conflict` when the id exists in the partition.
+    async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value>;
+
+    async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value>;
+
+    /// Replace an existing item, optionally only if its `_etag` still matches (`PreconditionFailed`).
+    async fn replace(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        item: Value,
+        if_match: Option<&str>,
+    ) -> StoreResult<Value>;
+
+    /// Delete; `NotFound` when missing.
+    async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()>;
+
+    /// Server-side patch: applied atomically by the store, never as a client read + replace.
+    async fn patch(&self, c: Container, pk: &str, id: &str, ops: &[PatchOp]) -> StoreResult<Value>;
+
+    async fn query(&self, c: Container, q: &Query) -> StoreResult<Page>;
+
+    /// `SELECT VALUE COUNT(1)` over the query's scope and filters (order, offset, limit ignored).
+    async fn count(&self, c: Container, q: &Query) -> StoreResult<u64>;
+
+    /// Transactional batch in one partition: every operation or none. Returns one result per
+    /// operation (the item for Read/Create/Upsert/Replace, `Null` for Delete).
+    async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>>;
+
+    /// Read the change feed of a whole container from `continuation` (`None`: from the beginning),
+    /// at most `max_items` items. An empty page means nothing new *for now*.
+    async fn changes(
+        &self,
+        c: Container,
+        continuation: Option<&str>,
+        max_items: u32,
+    ) -> StoreResult<ChangePage>;
+}
+
+/// The error a store should report when an item's partition key property does not match `pk`.
+pub fn check_partition_key(c: Container, pk: &str, item: &Value) -> StoreResult<()> {
+    let field = c.partition_key_field();
+    match item.get(field).and_then(Value::as_str) {
+        Some(v) if v == pk => Ok(()),
+        _ => Err(StoreError::BadRequest(format!(
+            "item property `{field}` must equal the partition key"
+        ))),
+    }
+}
+
+/// The `id` of an item, or a `BadRequest`.
+pub fn item_id(item: &Value) -> StoreResult<&str> {
+    item.get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| StoreError::BadRequest("item has no string `id`".into()))
+}
