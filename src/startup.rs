@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use crate::settings::{Settings, StoreKind};
+use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
 use crate::{app, pump, AppState};
@@ -73,8 +74,8 @@ async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
                 })?;
             Ok(Arc::new(store))
         }
-        StoreKind::Cosmos => {
-            anyhow::bail!("the Cosmos DB store is not available in this build yet")
-        }
+        // No I/O here: the Cosmos store connects on its first call, so a slow or unreachable
+        // account never delays binding; until it answers, requests get 503 + Retry-After.
+        StoreKind::Cosmos => Ok(Arc::new(CosmosStore::new(settings.cosmos.clone()))),
     }
 }

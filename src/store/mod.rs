@@ -1,13 +1,14 @@
 //! The store: one small, Cosmos-shaped trait with two implementations.
 //!
 //! The trait speaks in containers, partition keys, JSON items, patches, partition-scoped queries,
-//! transactional batches and a per-container change feed, because that is what Cosmos DB offers;
-//! the embedded store ([`embedded::EmbeddedStore`], SQLite) mirrors exactly that, so the service
-//! code cannot come to depend on anything Cosmos could not do.
+//! transactional batches and a per-container change feed, because that is what Cosmos DB offers
+//! ([`cosmos::CosmosStore`]); the embedded store ([`embedded::EmbeddedStore`], SQLite) mirrors
+//! exactly that, so the service code cannot come to depend on anything Cosmos could not do.
 //!
 //! Every operation records itself (and its request charge) in the per-request [`metrics`]
 //! accumulator, which is what `x-store-operations` and `x-request-charge` report.
 
+pub mod cosmos;
 pub mod embedded;
 pub mod metrics;
 

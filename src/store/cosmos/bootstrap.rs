@@ -1,0 +1,107 @@
+//! Opt-in (`BLOG_CREATE_CONTAINERS=true`) creation of the database and the four containers, for
+//! development against the emulator or a scratch account. Production containers come from infra
+//! (`infra/modules/cosmos.bicep`); the SDK's control plane needs key authentication anyway.
+
+use std::borrow::Cow;
+
+use azure_data_cosmos::models::{ContainerProperties, IndexingMode, IndexingPolicy};
+use azure_data_cosmos::CosmosClient;
+
+use super::errors::Failure;
+use crate::store::{Container, StoreError, StoreResult};
+
+/// The properties a container is created with: its partition key path and an indexing policy
+/// that indexes only the paths the store's queries filter or sort on, so writes stay cheap.
+pub(super) fn container_properties(c: Container) -> ContainerProperties {
+    let paths: &[&str] = match c {
+        Container::Users => &["type", "creationDate", "userUsername"],
+        Container::Posts => &["type", "creationDate", "userId", "userUsername"],
+        Container::Feed => &["type", "creationDate"],
+        // Checkpoints are only read by id; keep the default policy (every path).
+        Container::Leases => &[],
+    };
+    let pk = format!("/{}", c.partition_key_field());
+    let props = ContainerProperties::new(Cow::Borrowed(c.name()), pk.into());
+    if paths.is_empty() {
+        return props;
+    }
+    let mut policy = IndexingPolicy::default()
+        .with_indexing_mode(IndexingMode::Consistent)
+        .with_excluded_path("/*")
+        .with_excluded_path("/\"_etag\"/?");
+    for p in paths {
+        policy = policy.with_included_path(format!("/{p}/?"));
+    }
+    // `automatic: false` is legacy "manual" indexing; the service expects `true`.
+    policy.automatic = true;
+    props.with_indexing_policy(policy)
+}
+
+/// Create the database and the containers that do not exist yet (409 means it exists).
+pub(super) async fn create_missing(client: &CosmosClient, database: &str) -> StoreResult<()> {
+    let exists = |e: &azure_data_cosmos::CosmosError| e.status().is_conflict();
+    match client.create_database(database, None).await {
+        Ok(_) => tracing::info!(database, "created the Cosmos DB database"),
+        Err(e) if exists(&e) => {}
+        Err(e) => return Err(bootstrap_error("database", database, &e)),
+    }
+    let db = client.database_client(database);
+    for c in Container::ALL {
+        match db.create_container(container_properties(c), None).await {
+            Ok(_) => tracing::info!(
+                database,
+                container = c.name(),
+                "created a Cosmos DB container"
+            ),
+            Err(e) if exists(&e) => {}
+            Err(e) => return Err(bootstrap_error("container", c.name(), &e)),
+        }
+    }
+    Ok(())
+}
+
+fn bootstrap_error(what: &str, name: &str, e: &azure_data_cosmos::CosmosError) -> StoreError {
+    let mut f = Failure::of(e);
+    f.message = format!(
+        "cannot create the {what} `{name}` (BLOG_CREATE_CONTAINERS): {}",
+        f.message
+    );
+    f.into_store_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cosmos_containers_index_only_the_queried_paths() {
+        let json = |c| serde_json::to_value(container_properties(c)).unwrap();
+        let posts = json(Container::Posts);
+        assert_eq!(posts["id"], "posts");
+        assert_eq!(
+            posts["partitionKey"]["paths"],
+            serde_json::json!(["/postId"])
+        );
+        let policy = &posts["indexingPolicy"];
+        assert_eq!(policy["automatic"], true);
+        assert_eq!(policy["indexingMode"], "consistent");
+        let included: Vec<&str> = policy["includedPaths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            included,
+            ["/type/?", "/creationDate/?", "/userId/?", "/userUsername/?"]
+        );
+        assert_eq!(policy["excludedPaths"][0]["path"], "/*");
+        assert_eq!(
+            json(Container::Feed)["partitionKey"]["paths"],
+            serde_json::json!(["/type"])
+        );
+        let leases = json(Container::Leases);
+        assert_eq!(leases["partitionKey"]["paths"], serde_json::json!(["/id"]));
+        assert!(leases.get("indexingPolicy").is_none());
+    }
+}
