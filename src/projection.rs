@@ -645,6 +645,19 @@ mod tests {
     }
 
     #[test]
+    fn counts_behind_only_when_items_outnumber_the_counter() {
+        let mut facts = PostsFacts {
+            posts: HashMap::from([("p1".into(), post("p1", "u1", "ana", &date(1), 2, 1))]),
+            comment_counts: HashMap::from([("p1".into(), 2)]),
+            like_counts: HashMap::from([("p1".into(), 0)]),
+            ..Default::default()
+        };
+        assert!(!counts_behind(&facts), "equal or ahead is not behind");
+        facts.like_counts.insert("p1".into(), 2);
+        assert!(counts_behind(&facts));
+    }
+
+    #[test]
     fn an_item_that_raced_a_rename_gets_the_current_name() {
         let p = post("p1", "u1", "old", &date(5), 0, 0);
         let comment =
