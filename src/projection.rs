@@ -431,15 +431,39 @@ pub async fn posts_facts(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<P
     Ok(facts)
 }
 
+/// How long a recount waits for an in-flight request's increment before correcting a counter
+/// that is behind its items.
+pub const SETTLE: Duration = Duration::from_millis(250);
+
+/// Whether some counter is below the number of its items. Usually that is a request between its
+/// create and its increment; only if it persists was the increment lost.
+pub fn counts_behind(facts: &PostsFacts) -> bool {
+    facts.posts.iter().any(|(id, post)| {
+        let behind = |counts: &HashMap<String, u64>, counter: u64| {
+            counts.get(id).is_some_and(|n| *n > counter)
+        };
+        behind(&facts.comment_counts, post.comment_count)
+            || behind(&facts.like_counts, post.like_count)
+    })
+}
+
 /// Project a batch from the `posts` change feed: gather facts, plan, apply.
 pub async fn project_posts(
     store: &dyn Store,
     changes: &[Value],
 ) -> Result<Report, ProjectionError> {
     let needs = posts_needs(changes);
-    let facts = posts_facts(store, &needs)
-        .await
-        .map_err(|e| failed(Container::Posts, changes, e))?;
+    let gather = || async {
+        posts_facts(store, &needs)
+            .await
+            .map_err(|e| failed(Container::Posts, changes, e))
+    };
+    let mut facts = gather().await?;
+    if counts_behind(&facts) {
+        // Correcting now would race the pending increment and count the item twice.
+        tokio::time::sleep(SETTLE).await;
+        facts = gather().await?;
+    }
     let writes = plan_posts(changes, &facts);
     apply(store, &writes).await.map_err(|(i, e)| {
         failed(
