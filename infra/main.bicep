@@ -11,7 +11,7 @@ targetScope = 'resourceGroup'
 @description('Azure region for every resource. Flex Consumption must be offered there (az functionapp list-flexconsumption-locations).')
 param location string = resourceGroup().location
 
-@description('Short lowercase prefix used in resource names.')
+@description('Short prefix used in resource names: lowercase letters, digits and hyphens.')
 @minLength(2)
 @maxLength(10)
 param baseName string = 'blog'
@@ -138,13 +138,9 @@ module functionApp 'modules/functionapp.bicep' = {
     cosmosEndpoint: cosmos.outputs.endpoint
     cosmosDatabaseName: cosmos.outputs.databaseName
   }
-  // The role assignments live in these modules; the host must be able to reach its
-  // storage, Cosmos DB and Application Insights when it first starts.
-  dependsOn: [
-    storage
-    cosmos
-    monitoring
-  ]
+  // Using the storage, monitoring and cosmos outputs orders this module after those
+  // deployments, role assignments included, so the host can reach storage, Cosmos DB
+  // and Application Insights with its identity as soon as it first starts.
 }
 
 output functionAppName string = functionApp.outputs.name

@@ -33,6 +33,9 @@ pub enum Write {
         pk: String,
         id: String,
         ops: Vec<PatchOp>,
+        /// Only if the item is still at this `_etag`; if it changed, the newer change is on its
+        /// way through the feed and will be projected in turn, so the patch is moot.
+        if_match: Option<String>,
     },
     Delete {
         container: Container,
@@ -92,6 +95,8 @@ pub struct PostsNeeds {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct PostsFacts {
     pub posts: HashMap<String, Post>,
+    /// The `_etag` of each post as read, so a recount never overwrites a newer increment.
+    pub etags: HashMap<String, String>,
     pub comment_counts: HashMap<String, u64>,
     pub like_counts: HashMap<String, u64>,
     pub usernames: HashMap<String, String>,
@@ -156,6 +161,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
                         pk: post_id.into(),
                         id: id.into(),
                         ops: vec![PatchOp::set("/userUsername", current.as_str())],
+                        if_match: None,
                     });
                 }
             }
@@ -197,6 +203,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
                 pk: post_id.clone(),
                 id: post_id.clone(),
                 ops,
+                if_match: facts.etags.get(&post_id).cloned(),
             });
         }
         if post_changed {
@@ -258,6 +265,7 @@ pub fn plan_rename(container: Container, username: &str, stale: &[Value]) -> Vec
                 pk: str_field(d, pk_field)?.into(),
                 id: str_field(d, "id")?.into(),
                 ops: vec![PatchOp::set("/userUsername", username)],
+                if_match: None,
             })
         })
         .collect()
@@ -350,7 +358,14 @@ pub async fn apply(store: &dyn Store, writes: &[Write]) -> Result<(), (usize, St
                     pk,
                     id,
                     ops,
-                } => store.patch(*container, pk, id, ops).await.map(drop),
+                    if_match,
+                } => match store
+                    .patch(*container, pk, id, ops, if_match.as_deref())
+                    .await
+                {
+                    Err(StoreError::PreconditionFailed) if if_match.is_some() => Ok(()),
+                    other => other.map(drop),
+                },
                 Write::Delete { container, pk, id } => store.delete(*container, pk, id).await,
             }
         })
@@ -368,6 +383,9 @@ pub async fn posts_facts(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<P
     let mut facts = PostsFacts::default();
     for id in &needs.posts {
         if let Some(v) = retry(|| store.read(Container::Posts, id, id)).await? {
+            if let Some(etag) = str_field(&v, "_etag") {
+                facts.etags.insert(id.clone(), etag.to_string());
+            }
             if let Ok(post) = serde_json::from_value::<Post>(v) {
                 facts.posts.insert(id.clone(), post);
             }
@@ -413,15 +431,39 @@ pub async fn posts_facts(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<P
     Ok(facts)
 }
 
+/// How long a recount waits for an in-flight request's increment before correcting a counter
+/// that is behind its items.
+pub const SETTLE: Duration = Duration::from_millis(250);
+
+/// Whether some counter is below the number of its items. Usually that is a request between its
+/// create and its increment; only if it persists was the increment lost.
+pub fn counts_behind(facts: &PostsFacts) -> bool {
+    facts.posts.iter().any(|(id, post)| {
+        let behind = |counts: &HashMap<String, u64>, counter: u64| {
+            counts.get(id).is_some_and(|n| *n > counter)
+        };
+        behind(&facts.comment_counts, post.comment_count)
+            || behind(&facts.like_counts, post.like_count)
+    })
+}
+
 /// Project a batch from the `posts` change feed: gather facts, plan, apply.
 pub async fn project_posts(
     store: &dyn Store,
     changes: &[Value],
 ) -> Result<Report, ProjectionError> {
     let needs = posts_needs(changes);
-    let facts = posts_facts(store, &needs)
-        .await
-        .map_err(|e| failed(Container::Posts, changes, e))?;
+    let gather = || async {
+        posts_facts(store, &needs)
+            .await
+            .map_err(|e| failed(Container::Posts, changes, e))
+    };
+    let mut facts = gather().await?;
+    if counts_behind(&facts) {
+        // Correcting now would race the pending increment and count the item twice.
+        tokio::time::sleep(SETTLE).await;
+        facts = gather().await?;
+    }
     let writes = plan_posts(changes, &facts);
     apply(store, &writes).await.map_err(|(i, e)| {
         failed(
@@ -608,6 +650,7 @@ mod tests {
 
         facts.comment_counts.insert("p1".into(), 3);
         facts.like_counts.insert("p1".into(), 0);
+        facts.etags.insert("p1".into(), "\"e1\"".into());
         let writes = plan_posts(&[comment, like], &facts);
         assert_eq!(
             writes,
@@ -619,8 +662,23 @@ mod tests {
                     PatchOp::set("/commentCount", 3),
                     PatchOp::set("/likeCount", 0)
                 ],
+                // Conditional: a newer increment is never overwritten by this recount.
+                if_match: Some("\"e1\"".into()),
             }]
         );
+    }
+
+    #[test]
+    fn counts_behind_only_when_items_outnumber_the_counter() {
+        let mut facts = PostsFacts {
+            posts: HashMap::from([("p1".into(), post("p1", "u1", "ana", &date(1), 2, 1))]),
+            comment_counts: HashMap::from([("p1".into(), 2)]),
+            like_counts: HashMap::from([("p1".into(), 0)]),
+            ..Default::default()
+        };
+        assert!(!counts_behind(&facts), "equal or ahead is not behind");
+        facts.like_counts.insert("p1".into(), 2);
+        assert!(counts_behind(&facts));
     }
 
     #[test]
@@ -640,12 +698,14 @@ mod tests {
             pk: "p1".into(),
             id: "c1".into(),
             ops: vec![PatchOp::set("/userUsername", "new2")],
+            if_match: None,
         }));
         assert!(writes.contains(&Write::Patch {
             container: Container::Posts,
             pk: "p1".into(),
             id: "p1".into(),
             ops: vec![PatchOp::set("/userUsername", "new")],
+            if_match: None,
         }));
         for item in upserts(&writes, Container::Users) {
             assert_eq!(item["userUsername"], "new");
@@ -710,6 +770,7 @@ mod tests {
                 pk: "p1".into(),
                 id: "p1".into(),
                 ops: vec![PatchOp::set("/userUsername", "new")],
+                if_match: None,
             }]
         );
     }

@@ -25,11 +25,16 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        Ok(Application {
+        Ok(Self::new(listener, store, settings.pump))
+    }
+
+    /// An application over an already bound listener and an already open store (tests, bench).
+    pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
+        Application {
             listener,
             state: AppState::new(store),
-            pump: settings.pump,
-        })
+            pump,
+        }
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -112,13 +112,16 @@ var containers = [
     }
   }
   {
-    // Materialized feed: ORDER BY c.creationDate DESC within the partition.
+    // Materialized feed: WHERE c.type = 'post' ORDER BY c.creationDate DESC in its one partition.
     name: 'feed'
     partitionKey: '/type'
     indexingPolicy: {
       indexingMode: 'consistent'
       automatic: true
       includedPaths: [
+        {
+          path: '/type/?'
+        }
         {
           path: '/creationDate/?'
         }

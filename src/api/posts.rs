@@ -104,7 +104,7 @@ pub async fn update(
     ];
     match s
         .store
-        .patch(Container::Posts, id.as_str(), id.as_str(), &ops)
+        .patch(Container::Posts, id.as_str(), id.as_str(), &ops, None)
         .await
     {
         Ok(post) => Ok(Json(public(post))),
@@ -153,7 +153,13 @@ async fn add_to_post(
     let created = results.into_iter().nth(1).unwrap_or(Value::Null);
     let ops = [PatchOp::incr(counter, 1)];
     if let Err(e) = store
-        .patch(Container::Posts, post_id.as_str(), post_id.as_str(), &ops)
+        .patch(
+            Container::Posts,
+            post_id.as_str(),
+            post_id.as_str(),
+            &ops,
+            None,
+        )
         .await
     {
         // Acknowledging is right: the item is stored and the recount will count it.

@@ -46,7 +46,7 @@ pub async fn rename(
     let ops = [PatchOp::set("/username", username.as_str())];
     match s
         .store
-        .patch(Container::Users, id.as_str(), id.as_str(), &ops)
+        .patch(Container::Users, id.as_str(), id.as_str(), &ops, None)
         .await
     {
         Ok(user) => Ok(Json(public(user))),

@@ -223,11 +223,7 @@ impl Writer<'_> {
             ));
         }
         let current = self.read(c, pk, id)?.ok_or(StoreError::NotFound)?;
-        if let Some(etag) = if_match {
-            if current.get("_etag").and_then(Value::as_str) != Some(etag) {
-                return Err(StoreError::PreconditionFailed);
-            }
-        }
+        check_etag(&current, if_match)?;
         self.write(c, pk, item)
     }
 
@@ -245,8 +241,16 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn patch(&self, c: Container, pk: &str, id: &str, ops: &[PatchOp]) -> StoreResult<Value> {
+    fn patch(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        ops: &[PatchOp],
+        if_match: Option<&str>,
+    ) -> StoreResult<Value> {
         let mut item = self.read(c, pk, id)?.ok_or(StoreError::NotFound)?;
+        check_etag(&item, if_match)?;
         apply_patch(c, &mut item, ops)?;
         self.write(c, pk, item)
     }
@@ -259,6 +263,15 @@ impl Writer<'_> {
             BatchOp::Replace { id, item } => self.replace(c, pk, &id, item, None),
             BatchOp::Delete { id } => self.delete(c, pk, &id).map(|()| Value::Null),
         }
+    }
+}
+
+fn check_etag(current: &Value, if_match: Option<&str>) -> StoreResult<()> {
+    match if_match {
+        Some(etag) if current.get("_etag").and_then(Value::as_str) != Some(etag) => {
+            Err(StoreError::PreconditionFailed)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -496,9 +509,18 @@ impl Store for EmbeddedStore {
         self.with_writer(move |w| w.delete(c, &pk, &id)).await
     }
 
-    async fn patch(&self, c: Container, pk: &str, id: &str, ops: &[PatchOp]) -> StoreResult<Value> {
+    async fn patch(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        ops: &[PatchOp],
+        if_match: Option<&str>,
+    ) -> StoreResult<Value> {
         let (pk, id, ops) = (pk.to_string(), id.to_string(), ops.to_vec());
-        self.with_writer(move |w| w.patch(c, &pk, &id, &ops)).await
+        let etag = if_match.map(str::to_string);
+        self.with_writer(move |w| w.patch(c, &pk, &id, &ops, etag.as_deref()))
+            .await
     }
 
     async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {

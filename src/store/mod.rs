@@ -296,8 +296,16 @@ pub trait Store: Send + Sync + 'static {
     /// Delete; `NotFound` when missing.
     async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()>;
 
-    /// Server-side patch: applied atomically by the store, never as a client read + replace.
-    async fn patch(&self, c: Container, pk: &str, id: &str, ops: &[PatchOp]) -> StoreResult<Value>;
+    /// Server-side patch: applied atomically by the store, never as a client read + replace;
+    /// optionally only if the item's `_etag` still matches (`PreconditionFailed`).
+    async fn patch(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        ops: &[PatchOp],
+        if_match: Option<&str>,
+    ) -> StoreResult<Value>;
 
     async fn query(&self, c: Container, q: &Query) -> StoreResult<Page>;
 

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Offline checks of the Azure infrastructure under infra/ (no Bicep compiler needed):
+#   1. every .bicep file parses with pycep (the Bicep grammar checkov itself uses);
+#   2. infra/main.parameters.json is valid JSON and names only parameters main.bicep declares;
+#   3. checkov's Bicep checks all pass. A justified exception is allowed only as an
+#      inline `#checkov:skip=<ID>:<reason>` comment inside the resource in the Bicep file.
+#
+# Run from the repository root: bash .ci/bicep-check.sh
+# The tools are installed with pip into a throw-away venv (a mktemp dir, removed on
+# exit). Set BICEP_CHECK_VENV=<dir> to keep and reuse a venv instead (e.g. .ci/.venv).
+set -euo pipefail
+
+CHECKOV_VERSION=3.3.30
+PYCEP_VERSION=0.5.1
+LARK_VERSION=1.3.1
+
+PYTHON=${PYTHON:-python3}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+if [ ! -d infra ]; then
+  echo "bicep-check: no infra/ directory in $ROOT" >&2
+  exit 1
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bicep-check.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+VENV=${BICEP_CHECK_VENV:-$WORK/venv}
+
+make_venv() {
+  "$PYTHON" -m venv "$VENV"
+}
+
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! make_venv 2>"$WORK/venv.err"; then
+    # Debian's system Python ships venv/ensurepip in a separate package.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "bicep-check: python venv unavailable; installing python3-venv" >&2
+      apt-get install -y -q python3-venv >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
+      rm -rf "$VENV"
+      make_venv
+    else
+      cat "$WORK/venv.err" >&2
+      exit 1
+    fi
+  fi
+fi
+
+PY="$VENV/bin/python"
+"$PY" -m pip install --quiet --disable-pip-version-check \
+  "checkov==$CHECKOV_VERSION" "pycep-parser==$PYCEP_VERSION" "lark==$LARK_VERSION"
+
+echo "bicep-check: checkov $("$PY" -c 'from checkov.version import version; print(version)'), pycep-parser $("$PY" -c 'import importlib.metadata as m; print(m.version("pycep-parser"))')"
+
+# 1. Parse every .bicep file; 2. validate the JSON parameters file against main.bicep.
+"$PY" - <<'PY'
+import json
+import re
+import sys
+from pathlib import Path
+
+from pycep import BicepParser
+
+parser = BicepParser()
+files = sorted(Path("infra").rglob("*.bicep"))
+if not files:
+    sys.exit("bicep-check: no .bicep files under infra/")
+
+failed = 0
+for path in files:
+    try:
+        doc = parser.parse(file_path=path)
+    except Exception as exc:  # lark raises several exception types
+        failed += 1
+        print(f"PARSE ERROR {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        continue
+    counts = {key: len(doc.get(key) or {}) for key in ("parameters", "resources", "modules", "outputs")}
+    print(f"parsed {path}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+if failed:
+    sys.exit(f"bicep-check: {failed} of {len(files)} Bicep files failed to parse")
+
+main = Path("infra/main.bicep")
+if not main.is_file():
+    sys.exit("bicep-check: infra/main.bicep is missing")
+declared = set(parser.parse(file_path=main).get("parameters") or {})
+
+params_file = Path("infra/main.parameters.json")
+if params_file.is_file():
+    try:
+        doc = json.loads(params_file.read_text())
+    except json.JSONDecodeError as exc:
+        sys.exit(f"bicep-check: {params_file} is not valid JSON: {exc}")
+    given = doc.get("parameters")
+    if not isinstance(given, dict):
+        sys.exit(f"bicep-check: {params_file} has no 'parameters' object")
+    unknown = sorted(set(given) - declared)
+    if unknown:
+        sys.exit(f"bicep-check: {params_file} sets parameters main.bicep does not declare: {unknown}")
+    for name, entry in given.items():
+        if not isinstance(entry, dict) or not ({"value", "reference"} & set(entry)):
+            sys.exit(f"bicep-check: {params_file}: parameter {name!r} needs a 'value' (or 'reference')")
+    print(f"checked {params_file}: {len(given)} parameters, all declared in {main}")
+PY
+
+# 3. checkov. Its JSON report is read to fail on failed checks, parsing errors, or a
+#    scan that found nothing; the readable report is printed when something is wrong.
+set +e
+"$VENV/bin/checkov" -d infra --framework bicep --compact --skip-download -o json >"$WORK/checkov.json" 2>"$WORK/checkov.err"
+rc=$?
+set -e
+
+if ! "$PY" - "$WORK/checkov.json" "$rc" <<'PY'
+import json
+import sys
+
+path, rc = sys.argv[1], int(sys.argv[2])
+try:
+    data = json.load(open(path))
+except ValueError:
+    print("bicep-check: checkov produced no JSON report", file=sys.stderr)
+    sys.exit(1)
+reports = data if isinstance(data, list) else [data]
+bad = rc != 0
+total = {"passed": 0, "failed": 0, "skipped": 0, "parsing_errors": 0, "resource_count": 0}
+for report in reports:
+    summary = report.get("summary", {})
+    for key in total:
+        total[key] += int(summary.get(key, 0) or 0)
+    results = report.get("results", {})
+    for check in results.get("failed_checks", []):
+        print(f"FAILED {check.get('check_id')} {check.get('resource')} "
+              f"{check.get('file_path')}:{check.get('file_line_range')} {check.get('check_name')}")
+    for check in results.get("skipped_checks", []):
+        reason = (check.get("check_result") or {}).get("suppress_comment", "")
+        print(f"skipped {check.get('check_id')} {check.get('resource')}: {reason}")
+print("checkov: " + ", ".join(f"{k}={v}" for k, v in total.items()) + f", exit={rc}")
+if total["failed"] or total["parsing_errors"] or total["resource_count"] == 0:
+    bad = True
+sys.exit(1 if bad else 0)
+PY
+then
+  echo "bicep-check: checkov failed; readable report:" >&2
+  cat "$WORK/checkov.err" >&2 || true
+  "$VENV/bin/checkov" -d infra --framework bicep --quiet --compact --skip-download >&2 || true
+  exit 1
+fi
+
+echo "bicep-check: OK"

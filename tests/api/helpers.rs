@@ -1,0 +1,219 @@
+//! Start the application on `127.0.0.1:0` over a given store, and talk to it as a client would.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blog::startup::Application;
+use blog::store::embedded::EmbeddedStore;
+use blog::store::Store;
+use reqwest::header::HeaderMap;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A store for one test, with whatever must live as long as it (a temporary directory).
+pub struct Fixture {
+    pub store: Arc<dyn Store>,
+    pub dir: Option<TempDir>,
+}
+
+/// A fresh embedded store in a temporary directory.
+pub async fn embedded_fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = EmbeddedStore::open(&dir.path().join("blog.db")).expect("open store");
+    Fixture {
+        store: Arc::new(store),
+        dir: Some(dir),
+    }
+}
+
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`
+    pub origin: String,
+    pub client: reqwest::Client,
+    pub store: Arc<dyn Store>,
+    pub dir: Option<TempDir>,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<()>>,
+}
+
+/// The response as a client sees it.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// `x-store-operations` as a number.
+    pub fn store_operations(&self) -> u32 {
+        self.header("x-store-operations")
+            .expect("x-store-operations header")
+            .parse()
+            .expect("a number")
+    }
+
+    pub fn items(&self) -> &Vec<Value> {
+        self.body["items"].as_array().expect("a list response")
+    }
+
+    /// Assert a problem+json error with this status.
+    #[track_caller]
+    pub fn assert_problem(&self, status: u16) {
+        assert_eq!(self.status, status, "{:?}", self.body);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json"),
+            "{:?}",
+            self.body
+        );
+        assert_eq!(self.body["status"], status);
+        assert!(self.body["title"].is_string() && self.body["detail"].is_string());
+        assert!(self.body["type"].is_string());
+    }
+}
+
+/// The app over a fresh embedded store, with the change-feed pump running.
+pub async fn spawn_app() -> TestApp {
+    TestApp::spawn(embedded_fixture().await, true).await
+}
+
+impl TestApp {
+    pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let app = Application::new(listener, fixture.store.clone(), pump);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            app.run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("server runs");
+        });
+        TestApp {
+            origin,
+            client: reqwest::Client::new(),
+            store: fixture.store,
+            dir: fixture.dir,
+            stop: Some(stop),
+            server: Some(server),
+        }
+    }
+
+    /// Stop the server (and its pump) and hand back the store's directory.
+    pub async fn stop(mut self) -> Option<TempDir> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        self.dir.take()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.origin, path)
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("body");
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.send(self.client.get(self.url(path))).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Resp {
+        self.send(self.client.post(self.url(path)).json(&body))
+            .await
+    }
+
+    pub async fn put(&self, path: &str, body: Value) -> Resp {
+        self.send(self.client.put(self.url(path)).json(&body)).await
+    }
+
+    /// C1, asserting success; returns the user.
+    pub async fn create_user(&self, name: &str) -> Value {
+        let r = self.post("/api/users", json!({ "username": name })).await;
+        assert_eq!(r.status, 201, "{:?}", r.body);
+        r.body
+    }
+
+    /// C2, asserting success; returns the post.
+    pub async fn create_post(&self, user_id: &str, title: &str, content: &str) -> Value {
+        let r = self
+            .post(
+                "/api/posts",
+                json!({ "userId": user_id, "title": title, "content": content }),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{:?}", r.body);
+        r.body
+    }
+
+    pub async fn comment(&self, post_id: &str, user_id: &str, content: &str) -> Resp {
+        self.post(
+            &format!("/api/posts/{post_id}/comments"),
+            json!({ "userId": user_id, "content": content }),
+        )
+        .await
+    }
+
+    pub async fn like(&self, post_id: &str, user_id: &str) -> Resp {
+        self.post(
+            &format!("/api/posts/{post_id}/likes"),
+            json!({ "userId": user_id }),
+        )
+        .await
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(server) = &self.server {
+            server.abort();
+        }
+    }
+}
+
+/// Wait until `check` holds (the change feed is eventually consistent), or fail naming `what`.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never converged: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_string()
+}

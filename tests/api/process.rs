@@ -1,0 +1,119 @@
+//! The real binary as a process: data survives a restart, also after `kill -9`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Handler {
+    child: Child,
+    base: String,
+}
+
+impl Handler {
+    async fn start(db: &std::path::Path) -> Handler {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_handler"))
+            .env_clear()
+            .env("PORT", port.to_string())
+            .env("BLOG_DB_PATH", db)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("handler starts");
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while reqwest::get(format!("{base}/")).await.is_err() {
+            assert!(Instant::now() < deadline, "handler never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Handler { child, base }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let r = reqwest::Client::new()
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+        r.json().await.unwrap()
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        reqwest::get(format!("{}{path}", self.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn acknowledged_writes_survive_kill_9_and_the_pump_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("blog.db");
+    let h = Handler::start(&db).await;
+    let user = h.post("/api/users", json!({ "username": "ana" })).await;
+    let u = user["id"].as_str().unwrap().to_string();
+    let post = h
+        .post(
+            "/api/posts",
+            json!({ "userId": u, "title": "t", "content": "c" }),
+        )
+        .await;
+    let p = post["id"].as_str().unwrap().to_string();
+    let comment = h
+        .post(
+            &format!("/api/posts/{p}/comments"),
+            json!({ "userId": u, "content": "hi" }),
+        )
+        .await;
+    // Killed at once: the pump may not have projected anything yet.
+    h.kill();
+
+    let h = Handler::start(&db).await;
+    assert_eq!(h.get(&format!("/api/users/{u}")).await["username"], "ana");
+    assert_eq!(h.get(&format!("/api/posts/{p}")).await["commentCount"], 1);
+    let comments = h.get(&format!("/api/posts/{p}/comments")).await;
+    assert_eq!(comments["items"][0]["id"], comment["id"]);
+    // The restarted pump finishes what the killed one left.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let feed = h.get("/api/feed").await;
+        let copies = h.get(&format!("/api/users/{u}/posts")).await;
+        if feed["items"][0]["id"] == p.as_str() && copies["items"][0]["id"] == p.as_str() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the pump did not resume");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.kill();
+}
+
+#[tokio::test]
+async fn a_malformed_setting_stops_the_process_naming_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .env_clear()
+        .env("PORT", "not-a-port")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PORT"), "{text}");
+}
