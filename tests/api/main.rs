@@ -7,5 +7,6 @@ mod helpers;
 mod api_suite;
 mod store_suite;
 
+mod cosmos;
 mod embedded;
 mod process;

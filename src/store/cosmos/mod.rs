@@ -309,6 +309,7 @@ impl Store for CosmosStore {
         key: &str,
         id: &str,
         ops: &[PatchOp],
+        if_match: Option<&str>,
     ) -> StoreResult<Value> {
         let mut m = OpMeter::default();
         let operations = ops
@@ -322,9 +323,12 @@ impl Store for CosmosStore {
         // client-side read + replace, which can lose a concurrent change and leaves an
         // `_azsdkPatchTracking` property in the item. A server-side `incr` retried after an
         // ambiguous failure may count twice; the change feed's recount corrects that.
-        let options = PatchItemOptions::default()
+        let mut options = PatchItemOptions::default()
             .with_strategy(PatchStrategy::ServerSide)
             .with_operation_options(with_content());
+        if let Some(etag) = if_match {
+            options = options.with_precondition(Precondition::if_match(etag.to_string()));
+        }
         let container = self.container(c).await?;
         match container
             .patch_item(
