@@ -86,35 +86,50 @@ impl LazyConnection {
         if let Some(c) = self.cell.get() {
             return Ok(c);
         }
-        if let Some((at, why)) = &*self.last_failure.lock().expect("lock") {
-            if at.elapsed() < RETRY_PAUSE {
-                return Err(StoreError::Unavailable(why.clone()));
-            }
+        if let Some(e) = self.recent_failure() {
+            return Err(e);
         }
-        // Concurrent first calls wait for the one attempt in flight rather than each starting one.
-        let result = self
-            .cell
+        // Concurrent first calls wait for the one attempt in flight rather than each starting
+        // one; when it fails, the waiters see its failure instead of trying again at once.
+        self.cell
             .get_or_try_init(|| async {
-                match tokio::time::timeout(CONNECT_TIMEOUT, connect(&self.source)).await {
+                if let Some(e) = self.recent_failure() {
+                    return Err(e);
+                }
+                let result = match tokio::time::timeout(CONNECT_TIMEOUT, connect(&self.source)).await
+                {
                     Ok(result) => result,
                     Err(_) => Err(StoreError::Unavailable(format!(
                         "connecting to Cosmos DB took longer than {CONNECT_TIMEOUT:?}"
                     ))),
-                }
-            })
-            .await;
-        match result {
-            Ok(c) => Ok(c),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot connect to Cosmos DB; retrying on later calls");
-                *self.last_failure.lock().expect("lock") = Some((Instant::now(), e.to_string()));
-                // Whatever the cause (bad key, no network, missing container), the store is not
-                // usable yet and may be in a moment: the HTTP layer answers 503 + Retry-After.
-                Err(match e {
-                    StoreError::Unavailable(_) | StoreError::Throttled { .. } => e,
-                    other => StoreError::Unavailable(other.to_string()),
+                };
+                result.map_err(|e| {
+                    tracing::warn!(error = %e, "cannot connect to Cosmos DB; retrying on later calls");
+                    // Whatever the cause (bad key, no network, missing container), the store is
+                    // not usable yet and may be in a moment: the HTTP layer answers 503 with
+                    // Retry-After.
+                    let e = match e {
+                        StoreError::Unavailable(_) | StoreError::Throttled { .. } => e,
+                        other => StoreError::Unavailable(other.to_string()),
+                    };
+                    let why = match &e {
+                        StoreError::Unavailable(why) => why.clone(),
+                        other => other.to_string(),
+                    };
+                    *self.last_failure.lock().expect("lock") = Some((Instant::now(), why));
+                    e
                 })
+            })
+            .await
+    }
+
+    /// The last attempt's failure, while it is recent enough to answer with it.
+    fn recent_failure(&self) -> Option<StoreError> {
+        match &*self.last_failure.lock().expect("lock") {
+            Some((at, why)) if at.elapsed() < RETRY_PAUSE => {
+                Some(StoreError::Unavailable(why.clone()))
             }
+            _ => None,
         }
     }
 }
