@@ -733,9 +733,13 @@ pub async fn counters_heal_after_a_crash_between_writes(app: &TestApp) {
 
 pub async fn errors_are_problem_json(app: &TestApp) {
     app.get("/api/nothing-here").await.assert_problem(404);
-    app.send(app.client.delete(app.url("/api/feed")))
-        .await
-        .assert_problem(405);
+    let r = app.send(app.client.delete(app.url("/api/feed"))).await;
+    r.assert_problem(405);
+    assert!(
+        r.header("allow").is_some_and(|a| a.contains("GET")),
+        "{:?}",
+        r.headers
+    );
     app.send(app.client.patch(app.url("/api/users")))
         .await
         .assert_problem(405);
