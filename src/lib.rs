@@ -10,12 +10,14 @@
 //! - [`api`]: the HTTP routes of CONTRACT §3; [`error`]: the one error type (problem+json).
 //! - [`projection`]: the change-feed denormalizations of CONTRACT §4, planned as pure functions
 //!   and applied through the store; [`pump`]: the in-process change-feed follower that drives
-//!   them standalone.
+//!   them standalone; [`functions`]: the same projections invoked by the Functions host's
+//!   Cosmos DB triggers.
 //! - [`startup`]: bind, build the store, start the pump, serve.
 
 pub mod api;
 pub mod domain;
 pub mod error;
+pub mod functions;
 pub mod projection;
 pub mod pump;
 pub mod settings;

@@ -1,4 +1,5 @@
-//! The HTTP API of CONTRACT §3 under `/api`, plus the readiness answer at `/`.
+//! The HTTP API of CONTRACT §3 under `/api`, plus the readiness answer at `/` and the Functions
+//! host's trigger invocations at `/<FunctionName>`.
 
 mod extract;
 mod posts;
@@ -68,10 +69,11 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/feed", get(posts::feed))
 }
 
-/// The whole application: API routes, readiness at `/`, problem+json for unknown routes and
-/// methods, the body limit and per-request store accounting.
+/// The whole application: API routes, readiness at `/`, trigger invocations, problem+json for
+/// unknown routes and methods, the body limit and per-request store accounting.
 pub fn router(state: AppState) -> Router {
     api_routes()
+        .merge(crate::functions::routes())
         // The Functions host probes `/` until it answers; answer at once, whatever the store does.
         .route("/", any(|| async { Json(json!({ "status": "ok" })) }))
         .fallback(|| async { ApiError::NotFound("no such resource".into()) })

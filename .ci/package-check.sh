@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Packaging check (CONTRACT §5): run scripts/package.sh, then check what it produced:
+#   1. dist/app/host.json is the repository's host.json;
+#   2. dist/app/<FunctionName>/function.json exists, identical, for every functions/<FunctionName>/,
+#      and dist/app holds no other function folder;
+#   3. dist/app/handler is an executable, statically linked x86-64 ELF (no dynamic loader, no
+#      shared libraries), so it runs on whatever image the Functions host uses;
+#   4. the packaged handler starts as the host starts it (FUNCTIONS_CUSTOMHANDLER_PORT) and
+#      answers the readiness probe at / and a forwarded request under /api.
+#
+# Run from anywhere: bash .ci/package-check.sh   (needs root or sudo the first time, to install
+# musl-tools; see scripts/package.sh). Takes a release build for x86_64-unknown-linux-musl.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+DIST="$ROOT/dist/app"
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); printf 'package-check: ok   %s\n' "$*"; }
+fail() { failed=$((failed + 1)); printf 'package-check: FAIL %s\n' "$*"; }
+
+DIST="$DIST" bash scripts/package.sh
+
+# 1. host.json
+if cmp -s host.json "$DIST/host.json"; then ok "host.json"; else fail "dist/app/host.json differs from host.json or is missing"; fi
+
+# 2. one folder per function, nothing else
+expected=()
+for dir in functions/*/; do
+    name=$(basename "$dir")
+    expected+=("$name")
+    if cmp -s "$dir/function.json" "$DIST/$name/function.json"; then
+        ok "$name/function.json"
+    else
+        fail "dist/app/$name/function.json differs from functions/$name/function.json or is missing"
+    fi
+done
+if [ "${#expected[@]}" -eq 0 ]; then fail "no functions under functions/"; fi
+for dir in "$DIST"/*/; do
+    [ -d "$dir" ] || continue
+    name=$(basename "$dir")
+    if [[ ! " ${expected[*]} " == *" $name "* ]]; then fail "dist/app/$name is not a function of functions/"; fi
+done
+
+# 3. a static x86-64 executable
+BIN="$DIST/handler"
+if [ -x "$BIN" ]; then ok "handler is executable"; else fail "dist/app/handler is missing or not executable"; fi
+desc=$(file -b "$BIN" 2>/dev/null || true)
+if [[ "$desc" == *"ELF 64-bit"* && "$desc" == *"x86-64"* && ( "$desc" == *"statically linked"* || "$desc" == *"static-pie linked"* ) ]]; then
+    ok "handler is a static x86-64 ELF ($desc)"
+else
+    fail "handler is not a static x86-64 ELF: $desc"
+fi
+# ldd exits non-zero for a binary without dynamic dependencies; its message is what counts.
+linkage=$(ldd "$BIN" 2>&1 || true)
+if [[ "$linkage" == *"not a dynamic executable"* || "$linkage" == *"statically linked"* ]]; then
+    ok "ldd: no shared libraries"
+else
+    fail "ldd lists dynamic dependencies: $linkage"
+fi
+
+# 4. the packaged handler starts as the host starts it
+if [ -x "$BIN" ]; then
+    work=$(mktemp -d "${TMPDIR:-/tmp}/package-check.XXXXXX")
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+    env -i FUNCTIONS_CUSTOMHANDLER_PORT="$port" BLOG_STORE=embedded BLOG_DB_PATH="$work/blog.db" \
+        "$BIN" >"$work/stdout" 2>"$work/stderr" &
+    pid=$!
+    ready=no
+    for _ in $(seq 1 100); do
+        if curl -fsS "http://127.0.0.1:$port/" >/dev/null 2>&1; then ready=yes; break; fi
+        sleep 0.1
+    done
+    if [ "$ready" = yes ]; then ok "the packaged handler answers the probe at /"; else fail "the packaged handler never answered at /"; fi
+    status=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        -d '{"username":"package-check"}' "http://127.0.0.1:$port/api/users" || true)
+    if [ "$status" = 201 ]; then ok "POST /api/users answers 201"; else fail "POST /api/users answered $status"; fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    if [ -s "$work/stderr" ]; then fail "the handler wrote to stderr: $(head -c 500 "$work/stderr")"; else ok "nothing on stderr"; fi
+    rm -rf "$work"
+fi
+
+echo "package-check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

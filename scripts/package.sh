@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Assemble the deployable Functions app in dist/app/ (CONTRACT §5):
+#
+#   dist/app/host.json
+#   dist/app/<FunctionName>/function.json   one folder per functions/<FunctionName>/
+#   dist/app/handler                        static x86_64 Linux binary (musl)
+#   dist/app/.funcignore
+#
+# The binary is linked statically against musl so it runs on whatever Linux image the Functions
+# host uses, whatever glibc that image has. Missing build tools (the rustup target, Debian's
+# musl-tools for the C parts: bundled SQLite and aws-lc) are installed on the way.
+#
+# Usage: scripts/package.sh            (from anywhere; paths are relative to the repository)
+# Env:   CARGO_TARGET_DIR              honoured, as cargo does
+#        DIST                          output folder (default: <repo>/dist/app)
+set -euo pipefail
+
+TARGET=x86_64-unknown-linux-musl
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DIST="${DIST:-$ROOT/dist/app}"
+cd "$ROOT"
+
+log() { printf 'package: %s\n' "$*"; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+if ! rustup target list --installed | grep -qx "$TARGET"; then
+    log "installing the rustup target $TARGET"
+    rustup target add "$TARGET"
+fi
+
+if ! command -v musl-gcc >/dev/null 2>&1; then
+    log "installing musl-tools (musl-gcc compiles the bundled C code for $TARGET)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools
+fi
+
+# The cc crate picks musl-gcc for this target on its own; naming it keeps the choice explicit
+# for build scripts that read these variables directly (aws-lc-sys does).
+export CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}"
+export AR_x86_64_unknown_linux_musl="${AR_x86_64_unknown_linux_musl:-ar}"
+
+log "building handler for $TARGET (release)"
+cargo build --release --locked --target "$TARGET" --bin handler
+
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+BIN="$TARGET_DIR/$TARGET/release/handler"
+
+# Start from an empty folder so a function removed from functions/ is not deployed stale.
+rm -rf "$DIST"
+mkdir -p "$DIST"
+cp host.json "$DIST/host.json"
+cp .funcignore "$DIST/.funcignore"
+for dir in functions/*/; do
+    name="$(basename "$dir")"
+    mkdir -p "$DIST/$name"
+    cp "$dir/function.json" "$DIST/$name/function.json"
+done
+install -m 0755 "$BIN" "$DIST/handler"
+
+log "wrote $DIST:"
+(cd "$DIST" && find . -type f | LC_ALL=C sort | sed 's/^/  /')
+file "$DIST/handler" | sed 's/^/package: /'

@@ -1,0 +1,241 @@
+//! The Functions app definition (`host.json`, `functions/*/function.json`) against CONTRACT §5
+//! and against the router: an HTTP function without a route, a route without a function, or a
+//! trigger the handler does not answer fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use blog::api::ROUTES;
+use blog::functions::{Feed, TRIGGERS};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{repo, TestApp};
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Every `functions/<name>/function.json`, by function name.
+fn functions() -> BTreeMap<String, Value> {
+    let dir = repo().join("functions");
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("functions/ exists") {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            out.insert(name, read_json(&path.join("function.json")));
+        }
+    }
+    assert!(!out.is_empty(), "no functions under {}", dir.display());
+    out
+}
+
+fn trigger_type(f: &Value) -> &str {
+    f["bindings"][0]["type"].as_str().unwrap_or("")
+}
+
+/// `(route, METHOD)` for every request of CONTRACT §3, from the router's own list.
+fn router_requests() -> BTreeSet<(String, String)> {
+    ROUTES
+        .iter()
+        .flat_map(|(route, methods)| {
+            methods
+                .iter()
+                .map(|m| (route.to_string(), m.to_uppercase()))
+        })
+        .collect()
+}
+
+#[test]
+fn host_json_runs_the_handler_with_forwarded_http_under_api() {
+    let host = read_json(&repo().join("host.json"));
+    assert_eq!(host["version"], "2.0");
+    assert_eq!(
+        host["customHandler"]["description"]["defaultExecutablePath"],
+        "handler"
+    );
+    assert_eq!(host["customHandler"]["enableForwardingHttpRequest"], true);
+    assert_eq!(host["extensions"]["http"]["routePrefix"], "api");
+    assert_eq!(
+        host["extensionBundle"]["id"],
+        "Microsoft.Azure.Functions.ExtensionBundle"
+    );
+    assert_eq!(host["extensionBundle"]["version"], "[4.*, 5.0.0)");
+    assert!(host["logging"]["logLevel"]["default"].is_string());
+}
+
+#[test]
+fn function_names_are_valid_for_the_host() {
+    // The host's rule for function (folder) names.
+    for name in functions().keys() {
+        let mut chars = name.chars();
+        let ok = name.len() <= 128
+            && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        assert!(ok, "`{name}` is not a valid function name");
+    }
+}
+
+#[test]
+fn every_http_function_matches_a_route_and_every_route_has_a_function() {
+    let mut declared: Vec<(String, String)> = Vec::new();
+    for (name, f) in functions() {
+        if trigger_type(&f) != "httpTrigger" {
+            continue;
+        }
+        let bindings = f["bindings"].as_array().unwrap();
+        assert_eq!(bindings.len(), 2, "{name}: httpTrigger + http output only");
+        let (input, output) = (&bindings[0], &bindings[1]);
+        assert_eq!(input["direction"], "in", "{name}");
+        assert_eq!(input["authLevel"], "anonymous", "{name}");
+        assert_eq!(output["type"], "http", "{name}");
+        assert_eq!(output["direction"], "out", "{name}");
+        let route = input["route"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: no route"));
+        assert!(
+            !route.starts_with('/') && !route.starts_with("api/"),
+            "{name}: `{route}` must be relative to the `api` prefix"
+        );
+        let methods = input["methods"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: no methods (all methods would be routed)"));
+        assert!(!methods.is_empty(), "{name}");
+        for m in methods {
+            declared.push((route.to_string(), m.as_str().unwrap().to_uppercase()));
+        }
+    }
+    let unique: BTreeSet<_> = declared.iter().cloned().collect();
+    assert_eq!(
+        unique.len(),
+        declared.len(),
+        "a request is declared by two functions: {declared:?}"
+    );
+
+    let served = router_requests();
+    let no_route: Vec<_> = unique.difference(&served).collect();
+    let no_function: Vec<_> = served.difference(&unique).collect();
+    assert!(
+        no_route.is_empty(),
+        "HTTP functions the router does not serve: {no_route:?}"
+    );
+    assert!(
+        no_function.is_empty(),
+        "routes no function forwards: {no_function:?}"
+    );
+}
+
+#[test]
+fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
+    let all = functions();
+    let triggers: BTreeMap<_, _> = all
+        .iter()
+        .filter(|(_, f)| trigger_type(f) != "httpTrigger")
+        .collect();
+    let expected: BTreeSet<&str> = TRIGGERS.iter().map(|t| t.function).collect();
+    assert_eq!(
+        triggers.keys().map(|k| k.as_str()).collect::<BTreeSet<_>>(),
+        expected,
+        "every non-HTTP function is a trigger the handler answers, and the other way round"
+    );
+
+    let mut prefixes = BTreeSet::new();
+    for t in TRIGGERS {
+        let f = triggers[&t.function.to_string()];
+        let bindings = f["bindings"].as_array().unwrap();
+        assert_eq!(bindings.len(), 1, "{}: the trigger only", t.function);
+        let b = &bindings[0];
+        let container = match t.feed {
+            Feed::Posts => "posts",
+            Feed::Users => "users",
+        };
+        assert_eq!(b["type"], "cosmosDBTrigger", "{}", t.function);
+        assert_eq!(b["direction"], "in", "{}", t.function);
+        assert_eq!(
+            b["name"], t.binding,
+            "{}: the handler reads Data.{}",
+            t.function, t.binding
+        );
+        assert_eq!(b["connection"], "COSMOS", "{}", t.function);
+        assert_eq!(b["databaseName"], "%COSMOS_DATABASE%", "{}", t.function);
+        assert_eq!(b["containerName"], container, "{}", t.function);
+        assert_eq!(b["leaseContainerName"], "leases", "{}", t.function);
+        assert_eq!(
+            b["createLeaseContainerIfNotExists"], false,
+            "{}",
+            t.function
+        );
+        let prefix = b["leaseContainerPrefix"].as_str().unwrap_or("");
+        assert!(
+            !prefix.is_empty() && prefixes.insert(prefix.to_string()),
+            "{}: a distinct leaseContainerPrefix",
+            t.function
+        );
+        let max = b["maxItemsPerInvocation"].as_u64().unwrap_or(0);
+        assert!(
+            (1..=1000).contains(&max),
+            "{}: maxItemsPerInvocation {max}",
+            t.function
+        );
+
+        // Without a retry policy the trigger checkpoints past a failed batch and it is lost.
+        let retry = &f["retry"];
+        assert_eq!(
+            retry["strategy"], "exponentialBackoff",
+            "{}: {retry}",
+            t.function
+        );
+        let count = retry["maxRetryCount"].as_i64().unwrap();
+        assert!(
+            count == -1 || count >= 100,
+            "{}: maxRetryCount {count}",
+            t.function
+        );
+        let min = seconds(retry["minimumInterval"].as_str().unwrap());
+        let max = seconds(retry["maximumInterval"].as_str().unwrap());
+        assert!(0 < min && min < max, "{}: {retry}", t.function);
+    }
+}
+
+/// `hh:mm:ss` to seconds.
+fn seconds(s: &str) -> u64 {
+    let parts: Vec<u64> = s.split(':').map(|p| p.parse().unwrap()).collect();
+    assert_eq!(parts.len(), 3, "`{s}` is hh:mm:ss");
+    parts[0] * 3600 + parts[1] * 60 + parts[2]
+}
+
+#[tokio::test]
+async fn the_router_serves_every_listed_route_and_answers_every_trigger() {
+    let app = TestApp::spawn().await;
+    for (route, methods) in ROUTES {
+        let path = format!(
+            "/api/{}",
+            route
+                .replace("{userId}", "nobody")
+                .replace("{postId}", "nothing")
+        );
+        for method in *methods {
+            let r = app
+                .client
+                .request(method.parse().unwrap(), app.url(&path))
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+            // The fallback's 404 means no route; a handler's 404 names the missing resource.
+            assert_ne!(
+                body["detail"], "no such resource",
+                "{method} {path}: not routed"
+            );
+        }
+    }
+    for t in TRIGGERS {
+        app.deliver(t.function, &[]).await.assert_applied();
+    }
+}

@@ -1,0 +1,276 @@
+//! Hosted mode as the Functions host starts it: `FUNCTIONS_CUSTOMHANDLER_PORT` set, the host
+//! probing `/`, HTTP forwarded to `/api/...`, the change feed arriving only through the triggers.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use blog::settings::Settings;
+use blog::startup::Application;
+use blog::store::Container;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{free_port, TestApp};
+
+fn hosted_settings(port: u16, dir: &std::path::Path) -> Settings {
+    let vars: HashMap<&str, String> = HashMap::from([
+        ("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string()),
+        // Ignored under the host: the host's port wins.
+        ("PORT", "1".to_string()),
+        ("BLOG_DB_PATH", dir.join("blog.db").display().to_string()),
+        ("BLOG_STORE", "embedded".to_string()),
+    ]);
+    Settings::from_lookup(|k| vars.get(k).cloned()).unwrap()
+}
+
+#[tokio::test]
+async fn hosted_mode_listens_on_the_hosts_port_answers_the_probe_and_serves_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let settings = hosted_settings(port, dir.path());
+    assert!(settings.hosted && !settings.pump);
+    let expected: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert_eq!(settings.addr, expected);
+
+    let app = Application::build(&settings).await.unwrap();
+    assert_eq!(app.local_addr(), expected);
+    let store = app.state().store.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+
+    let client = reqwest::Client::new();
+    let base = format!("http://{expected}");
+    // The host's readiness probe: any answer will do; this one is 200 at once.
+    let probe = client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(probe.status(), StatusCode::OK);
+
+    // Forwarded HTTP functions arrive at their original path.
+    let user: Value = client
+        .post(format!("{base}/api/users"))
+        .json(&json!({ "username": "ana" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let post = client
+        .post(format!("{base}/api/posts"))
+        .json(&json!({ "userId": user["id"], "title": "Hosted", "content": "hello" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status(), StatusCode::CREATED);
+    let post: Value = post.json().await.unwrap();
+    let post_id = post["id"].as_str().unwrap();
+
+    // No pump under the host: nothing reaches the feed until the trigger delivers the change.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let feed: Value = client
+        .get(format!("{base}/api/feed"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        feed["items"],
+        json!([]),
+        "the pump must be off under the host"
+    );
+
+    let doc = store
+        .read(Container::Posts, post_id, post_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let r = client
+        .post(format!("{base}/PostsChangeFeed"))
+        .header(
+            "X-Azure-Functions-InvocationId",
+            "3c1d6c1e-0000-4000-8000-000000000001",
+        )
+        .json(&json!({ "Data": { "documents": [doc] }, "Metadata": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let feed: Value = client
+        .get(format!("{base}/api/feed"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(feed["items"][0]["id"], post_id);
+
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn the_same_app_standalone_serves_the_same_paths() {
+    // Shapes differ only in address and pump; the trigger endpoints exist in both.
+    let app = TestApp::spawn().await;
+    let (status, _) = app.get("/").await;
+    assert_eq!(status, StatusCode::OK);
+    app.deliver("UsersChangeFeed", &[]).await.assert_applied();
+}
+
+/// The real `handler` binary, started as the host starts it, with its stdout and stderr kept.
+struct Handler {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Handler {
+    fn start(dir: &std::path::Path, log_format: Option<&str>) -> Handler {
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_handler"));
+        // Only what the host would set: nothing from the developer's shell leaks in.
+        cmd.env_clear()
+            .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
+            .env("BLOG_STORE", "embedded")
+            .env("BLOG_DB_PATH", dir.join("blog.db"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(f) = log_format {
+            cmd.env("BLOG_LOG_FORMAT", f);
+        }
+        Handler {
+            child: cmd.spawn().expect("the handler binary starts"),
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Probe `/` as the host does until the handler answers.
+    async fn wait_ready(&self, client: &reqwest::Client) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = client.get(format!("{}/", self.base)).send().await {
+                assert_eq!(r.status(), StatusCode::OK);
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the handler never answered the probe"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stop it and return (stdout, stderr).
+    fn stop(mut self) -> (String, String) {
+        self.child.kill().expect("kill the handler we started");
+        self.child.wait().unwrap();
+        let mut out = String::new();
+        let mut err = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (out, err)
+    }
+}
+
+impl Drop for Handler {
+    fn drop(&mut self) {
+        // A failed assertion must not leave the process behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn invoke_twice(handler: &Handler, client: &reqwest::Client, invocation_id: &str) {
+    let ok = client
+        .post(format!("{}/PostsChangeFeed", handler.base))
+        .header("X-Azure-Functions-InvocationId", invocation_id)
+        .json(&json!({ "Data": { "documents": "[]" }, "Metadata": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    let bad = client
+        .post(format!("{}/PostsChangeFeed", handler.base))
+        .header("X-Azure-Functions-InvocationId", invocation_id)
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn the_binary_logs_json_lines_to_stdout_only_with_the_invocation_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let handler = Handler::start(dir.path(), Some("json"));
+    handler.wait_ready(&client).await;
+    invoke_twice(&handler, &client, "inv-json-0001").await;
+    let (out, err) = handler.stop();
+
+    // The host logs every stderr line as an error.
+    assert!(err.is_empty(), "stderr: {err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    assert!(lines.iter().any(|l| l["message"] == "listening"), "{out}");
+    let in_span: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["span"]["invocation_id"] == "inv-json-0001")
+        .collect();
+    assert!(
+        in_span.iter().any(|l| l["message"] == "batch applied"),
+        "{out}"
+    );
+    assert!(
+        in_span.iter().any(|l| l["level"] == "ERROR"),
+        "the undecodable invocation is logged: {out}"
+    );
+}
+
+#[tokio::test]
+async fn the_binary_logs_readable_text_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let handler = Handler::start(dir.path(), None);
+    handler.wait_ready(&client).await;
+    invoke_twice(&handler, &client, "inv-text-0002").await;
+    let (out, err) = handler.stop();
+
+    assert!(err.is_empty(), "stderr: {err}");
+    assert!(
+        out.lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_err()),
+        "{out}"
+    );
+    assert!(
+        !out.contains('\u{1b}'),
+        "no colour codes when stdout is not a terminal: {out}"
+    );
+    let applied = out
+        .lines()
+        .find(|l| l.contains("batch applied"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        applied.contains("inv-text-0002") && applied.contains("PostsChangeFeed"),
+        "{applied}"
+    );
+}

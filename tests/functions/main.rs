@@ -1,0 +1,10 @@
+//! The Azure Functions custom handler (CONTRACT §5): the app definition against the router, trigger
+//! invocations as the host sends them, hosted mode and the binary's logging.
+//!
+//! The packaging layout (`scripts/package.sh`, a static musl build) is checked by
+//! `.ci/package-check.sh` instead, since it needs a release build for another target.
+
+mod common;
+mod contract;
+mod envelope;
+mod hosted;
