@@ -214,6 +214,14 @@ where
     }
 }
 
+/// A port nobody listens on right now, for a process that must be told its port up front.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("an ephemeral port")
+        .port()
+}
+
 pub fn id(v: &Value) -> String {
     v["id"].as_str().expect("an id").to_string()
 }

@@ -1,6 +1,10 @@
-//! The integration tests: one binary. `helpers` starts the app on port 0 over a fresh store;
-//! `store_suite` and `api_suite` are written once against the `Store` trait / the HTTP API and
-//! instantiated per store implementation (`embedded` here; a second store adds its own module).
+//! The integration tests: one binary.
+//! - `helpers` starts the app on port 0 over a fresh store and talks to it as a client would;
+//! - `store_suite` and `api_suite` are written once against the `Store` trait / the HTTP API and
+//!   instantiated per store (`embedded`, and `cosmos` on the Cosmos DB SDK's in-memory emulator);
+//! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
+//!   hosted mode, logging);
+//! - `process`: the real binary, killed with SIGKILL and restarted.
 
 mod helpers;
 
@@ -9,4 +13,5 @@ mod store_suite;
 
 mod cosmos;
 mod embedded;
+mod functions;
 mod process;

@@ -5,13 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::helpers::free_port;
 
 struct Handler {
     child: Child,

@@ -13,7 +13,8 @@ use blog::store::Container;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{free_port, TestApp};
+use super::common::TestApp;
+use crate::helpers::free_port;
 
 fn hosted_settings(port: u16, dir: &std::path::Path) -> Settings {
     let vars: HashMap<&str, String> = HashMap::from([

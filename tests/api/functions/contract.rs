@@ -10,7 +10,7 @@ use blog::functions::{Feed, TRIGGERS};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{repo, TestApp};
+use super::common::{repo, TestApp};
 
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)

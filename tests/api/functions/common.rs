@@ -21,15 +21,6 @@ pub fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// A port nobody listens on right now, for code that must be told its port up front (the
-/// Functions host hands the handler one through `FUNCTIONS_CUSTOMHANDLER_PORT`).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("an ephemeral port")
-        .port()
-}
-
 pub fn open_store(dir: &Path) -> Arc<EmbeddedStore> {
     Arc::new(EmbeddedStore::open(&dir.join("blog.db")).expect("embedded store opens"))
 }

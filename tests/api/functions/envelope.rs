@@ -11,7 +11,7 @@ use blog::store::{
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{envelope, fixture, TestApp};
+use super::common::{envelope, fixture, TestApp};
 
 const POST_FIXTURES: [&str; 3] = [
     "posts-array.json",
@@ -284,9 +284,16 @@ impl Store for FlakyWrites {
         self.check()?;
         self.inner.delete(c, pk, id).await
     }
-    async fn patch(&self, c: Container, pk: &str, id: &str, ops: &[PatchOp]) -> StoreResult<Value> {
+    async fn patch(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        ops: &[PatchOp],
+        if_match: Option<&str>,
+    ) -> StoreResult<Value> {
         self.check()?;
-        self.inner.patch(c, pk, id, ops).await
+        self.inner.patch(c, pk, id, ops, if_match).await
     }
     async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
         self.inner.query(c, q).await
@@ -359,6 +366,7 @@ async fn a_batch_that_cannot_be_written_fails_naming_its_ids_and_is_applied_when
             "fx-ana",
             "fx-ana",
             &[PatchOp::set("/username", "ana-2")],
+            None,
         )
         .await
         .unwrap();
