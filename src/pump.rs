@@ -11,8 +11,8 @@ use tokio::task::JoinHandle;
 use crate::projection::{self, ProjectionError, Report};
 use crate::store::{Container, Store, StoreResult};
 
-/// Pause between polls when the feed has nothing new.
-const IDLE: Duration = Duration::from_millis(50);
+/// First pause after a failure (doubling up to `MAX_BACKOFF`).
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const BATCH: u32 = 100;
 
@@ -58,7 +58,8 @@ async fn project(
 }
 
 async fn follow(store: Arc<dyn Store>, c: Container) {
-    let mut backoff = IDLE;
+    let mut backoff = FIRST_BACKOFF;
+    let idle = store.idle_poll();
     let mut continuation = loop {
         match load_checkpoint(&*store, c).await {
             Ok(cp) => break cp,
@@ -81,7 +82,7 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
         };
         if page.items.is_empty() {
             continuation = Some(page.continuation);
-            tokio::time::sleep(IDLE).await;
+            tokio::time::sleep(idle).await;
             continue;
         }
         match project(&*store, c, &page.items).await {
@@ -97,7 +98,7 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
                     tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
                 }
                 continuation = Some(page.continuation);
-                backoff = IDLE;
+                backoff = FIRST_BACKOFF;
             }
             Err(e) => {
                 tracing::error!(container = c.name(), error = %e, "batch not applied; it will be retried");
