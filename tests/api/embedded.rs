@@ -60,7 +60,9 @@ mod restart {
         let post = app.get(&format!("/api/posts/{p}")).await.body;
         assert_eq!(post["commentCount"], 2);
         assert_eq!(
-            app.post("/api/users", json!({ "username": "bob" })).await.status,
+            app.post("/api/users", json!({ "username": "bob" }))
+                .await
+                .status,
             201
         );
     }

@@ -67,10 +67,11 @@ use tokio::task::JoinSet;
 
 use dataset::{bar, Dataset, UserRef};
 use measure::{measured, stats, Client, Req, Sample, Stats};
-use report::{Lag, Latency, Report, Row, Throughput};
+use report::{Lag, Latency, Phase, Report, Row, Throughput};
 
-/// Loads in well under a minute and measures in about another on 2 cores (release build).
-const DEFAULT_USERS: usize = 200;
+/// About 183,000 items: on 2 cores a release run loads them in under 10 s and finishes in
+/// about 95 s (half of it waiting for the change feed to absorb the C1 rows' new users).
+const DEFAULT_USERS: usize = 100;
 /// Q3–Q5 ask for this many items: every post of a user (≤ 50), comment (≤ 25) and like
 /// (≤ 100) in one page, as the article lists them all.
 const LIST_LIMIT: u32 = 100;
@@ -219,7 +220,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.seed,
         store.kind()
     );
+    let mut phases = Phases::new();
     let data = dataset::load(store.clone(), args.users, args.seed).await?;
+    phases.done("load");
     let d = &data.summary;
     eprintln!(
         "bench: loaded {} items ({} posts, {} comments, {} likes) in {:.1} s",
@@ -231,12 +234,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
             "bench: verified: {} changes replayed, nothing left to project ({:.1} s)",
             v.changes_replayed, v.seconds
         );
+        phases.done("verify");
         Some(v)
     } else {
         None
     };
     // Everything is projected already: the pump starts after it.
     blog::pump::checkpoint_at_end(&*store).await?;
+    phases.done("checkpoint");
 
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let origin = format!("http://{}", listener.local_addr()?);
@@ -255,9 +260,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let measured = async {
         let baseline = bench.http_baseline().await?;
-        let rows = bench.rows().await?;
+        let [q1, q2, q3, q4, q5, q6] = bench.reads().await?;
+        phases.done("reads");
+        let [c1, c2, c3, c4] = bench.writes().await?;
+        phases.done("writes");
         let lag = bench.lag().await?;
+        phases.done("lag");
         let throughput = bench.throughput().await?;
+        phases.done("throughput");
+        let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6];
         anyhow::Ok((baseline, rows, lag, throughput))
     }
     .await;
@@ -276,6 +287,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         rows,
         change_feed_lag,
         throughput,
+        phases: phases.list,
         total_seconds: started.elapsed().as_secs_f64(),
     };
     println!("{}", report::markdown(&report));
@@ -286,6 +298,28 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     eprintln!("bench: done in {:.1} s", report.total_seconds);
     Ok(())
+}
+
+/// Wall time per phase of the run, logged as each ends.
+struct Phases {
+    last: Instant,
+    list: Vec<Phase>,
+}
+
+impl Phases {
+    fn new() -> Self {
+        Phases {
+            last: Instant::now(),
+            list: Vec::new(),
+        }
+    }
+
+    fn done(&mut self, name: &'static str) {
+        let seconds = self.last.elapsed().as_secs_f64();
+        self.last = Instant::now();
+        eprintln!("bench: {name} took {seconds:.1} s");
+        self.list.push(Phase { name, seconds });
+    }
 }
 
 fn latency_of(durations: &[Duration]) -> Latency {
@@ -400,26 +434,47 @@ impl Bench {
         F: FnMut(usize) -> Fut,
         Fut: Future<Output = anyhow::Result<Value>>,
     {
+        // A write sets the change feed to work: wait until it is done after each version, so
+        // that its work is not charged to the other (and note how long it took).
+        let writes = reqs[0].method != reqwest::Method::GET;
         let pb = bar(2 * self.n() as u64, request);
         let (v3, v3_answers) = self.v3_row(&pb, &reqs).await?;
+        let v3_settle = if writes {
+            Some(self.settle().await?)
+        } else {
+            None
+        };
         let (v1, v1_answers) = v1_row(&pb, self.args.warmup, self.args.samples, v1).await?;
+        let v1_settle = if writes {
+            Some(self.settle().await?)
+        } else {
+            None
+        };
         pb.finish_and_clear();
         eprintln!(
             "bench: [{request}] V1 p50 {:.2} ms, {:.1} ops; V3 p50 {:.2} ms, {:.1} ops",
             v1.p50_ms, v1.operations.mean, v3.p50_ms, v3.operations.mean
         );
+        if let (Some(a), Some(b)) = (v3_settle, v1_settle) {
+            eprintln!("bench: [{request}] the change feed settled in {a:.1} s after V3, {b:.1} s after V1");
+        }
         let row = Row {
             request,
             title,
             route: format!("{} {}", reqs[0].method, route_of(&reqs[0].path)),
             v1,
             v3,
+            v1_settle_seconds: v1_settle,
+            v3_settle_seconds: v3_settle,
         };
         Ok((row, v1_answers, v3_answers))
     }
 
-    async fn settle(&self) -> anyhow::Result<()> {
-        dataset::settle(&*self.store, SETTLE_LIMIT).await
+    /// Wait for the change-feed pump to apply everything; returns the seconds it took.
+    async fn settle(&self) -> anyhow::Result<f64> {
+        let started = Instant::now();
+        dataset::settle(&*self.store, SETTLE_LIMIT).await?;
+        Ok(started.elapsed().as_secs_f64())
     }
 
     async fn http_baseline(&mut self) -> anyhow::Result<Latency> {
@@ -433,8 +488,8 @@ impl Bench {
         Ok(latency_of(&durations))
     }
 
-    /// Every row, reads first on the loaded data, then writes; returned in the article's order.
-    async fn rows(&mut self) -> anyhow::Result<Vec<Row>> {
+    /// Q1–Q6, on the data as loaded.
+    async fn reads(&mut self) -> anyhow::Result<[Row; 6]> {
         let n = self.n();
         let store = self.store.clone();
         let limit = LIST_LIMIT;
@@ -514,8 +569,14 @@ impl Bench {
                 },
             )
             .await?;
+        Ok([q1, q2, q3, q4, q5, q6])
+    }
 
-        // Writes. New users get names like the dataset's.
+    /// C1–C4, letting the change feed settle after each row so that its work is not charged
+    /// to the next.
+    async fn writes(&mut self) -> anyhow::Result<[Row; 4]> {
+        let n = self.n();
+        let store = self.store.clone();
         let names: Vec<String> = (0..n)
             .map(|i| format!("bench{}-{i}", self.rng.random_range(0..1000u32)))
             .collect();
@@ -532,7 +593,6 @@ impl Bench {
                 }
             })
             .await?;
-        self.settle().await?;
 
         let authors = self.users(n);
         let texts: Vec<(String, String)> =
@@ -569,7 +629,6 @@ impl Bench {
                 }
             })
             .await?;
-        self.settle().await?;
 
         let (posts, authors) = (self.posts(n), self.users(n));
         let texts: Vec<String> = (0..n)
@@ -598,7 +657,6 @@ impl Bench {
                 async move { v1::create_comment(&*store, &comment).await }
             })
             .await?;
-        self.settle().await?;
 
         // Each version's likes come from the users its C1 created: first likes, all of them.
         let id_of = |v: &Value| v["id"].as_str().unwrap_or_default().to_string();
@@ -630,9 +688,7 @@ impl Bench {
         if v3_likes.iter().any(|l| l["userUsername"].is_null()) {
             bail!("a V3 like came back without its author's name");
         }
-        self.settle().await?;
-
-        Ok(vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6])
+        Ok([c1, c2, c3, c4])
     }
 
     /// C2 acknowledged → the post visible as the newest entry of Q6.

@@ -23,7 +23,15 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub change_feed_lag: Lag,
     pub throughput: Vec<Throughput>,
+    /// Wall time of each phase of the run.
+    pub phases: Vec<Phase>,
     pub total_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    pub name: &'static str,
+    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -73,6 +81,10 @@ pub struct Row {
     pub route: String,
     pub v1: Stats,
     pub v3: Stats,
+    /// Writes only: how long the change feed took to apply what each version's requests
+    /// set off (V1 writes trigger the product's projections too: they land in `posts`).
+    pub v1_settle_seconds: Option<f64>,
+    pub v3_settle_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -179,6 +191,24 @@ pub fn markdown(r: &Report) -> String {
         num(r.http_baseline.p50_ms),
         num(r.http_baseline.p99_ms)
     );
+    let settled: Vec<String> = r
+        .rows
+        .iter()
+        .filter_map(|row| {
+            Some(format!(
+                "[{}] V3 {:.1} s, V1 {:.1} s",
+                row.request, row.v3_settle_seconds?, row.v1_settle_seconds?
+            ))
+        })
+        .collect();
+    if !settled.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nChange-feed work set off by each write row (time until the pump had applied \
+             it all, waited out before the next measurement): {}.",
+            settled.join("; ")
+        );
+    }
     let lag = &r.change_feed_lag;
     let _ = writeln!(
         out,
