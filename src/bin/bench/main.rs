@@ -69,8 +69,8 @@ use dataset::{bar, Dataset, UserRef};
 use measure::{measured, stats, Client, Req, Sample, Stats};
 use report::{Lag, Latency, Phase, Report, Row, Throughput};
 
-/// About 183,000 items: on 2 cores a release run loads them in under 10 s and finishes in
-/// about 95 s (half of it waiting for the change feed to absorb the C1 rows' new users).
+/// About 183,000 items: on 2 cores a release run loads them in 7–14 s and finishes in about
+/// 95–125 s (half of it waiting for the change feed to absorb the C1 rows' new users).
 const DEFAULT_USERS: usize = 100;
 /// Q3–Q5 ask for this many items: every post of a user (≤ 50), comment (≤ 25) and like
 /// (≤ 100) in one page, as the article lists them all.
@@ -210,6 +210,11 @@ async fn open_store(kind: StoreArg) -> anyhow::Result<(Arc<dyn Store>, Option<Sc
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
+    // Fail now rather than after the whole run when the report cannot be written.
+    if let Some(path) = &args.json {
+        std::fs::write(path, b"")
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    }
     let (raw, _scratch) = open_store(args.store).await?;
     let store: Arc<dyn Store> = Arc::new(measure::Tally(raw));
     dataset::ensure_empty(&*store).await?;
@@ -293,7 +298,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("{}", report::markdown(&report));
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
         eprintln!("bench: report written to {}", path.display());
     }
     eprintln!("bench: done in {:.1} s", report.total_seconds);
