@@ -108,3 +108,44 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
         }
     }
 }
+
+/// The feeds the pump follows (those [`spawn`] starts a follower for).
+const WATCHED: [Container; 2] = [Container::Posts, Container::Users];
+
+/// Whether the pump has applied every change of the feeds it follows: nothing lies beyond
+/// either checkpoint. Projections write too, so this holds only once their writes have settled.
+pub async fn caught_up(store: &dyn Store) -> StoreResult<bool> {
+    for c in WATCHED {
+        let checkpoint = load_checkpoint(store, c).await?;
+        if !store
+            .changes(c, checkpoint.as_deref(), 1)
+            .await?
+            .items
+            .is_empty()
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Checkpoint the followed feeds at their current end, so that a pump started afterwards
+/// projects only later changes. Only for data written with its projections already in place
+/// (the bench loads its dataset that way); anything else needs the pump to read it all.
+pub async fn checkpoint_at_end(store: &dyn Store) -> StoreResult<()> {
+    for c in WATCHED {
+        let mut continuation = load_checkpoint(store, c).await?;
+        loop {
+            let page = store.changes(c, continuation.as_deref(), 1000).await?;
+            let done = page.items.is_empty();
+            continuation = Some(page.continuation);
+            if done {
+                break;
+            }
+        }
+        if let Some(cp) = &continuation {
+            save_checkpoint(store, c, cp).await?;
+        }
+    }
+    Ok(())
+}

@@ -65,7 +65,8 @@ impl Application {
     }
 }
 
-async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
+/// Open the store the settings choose (the bench opens its store through this too).
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
     match settings.store {
         StoreKind::Embedded => {
             let path = settings.db_path.clone();

@@ -1,0 +1,668 @@
+//! The article's dummy dataset, scaled to `--users`: every user writes 5–50 posts, every post
+//! gets 0–25 comments and 0–100 likes (likes by distinct users, so at most `--users` of them).
+//!
+//! Generated deterministically from `--seed` (ids, names, texts, counts and who comments or
+//! likes what; only the creation dates move with the clock, so that posts created by the bench
+//! itself are always the newest) and loaded *already converged*: the items are built from
+//! `blog::domain`'s types, and the copies (short-form posts in `users`, the newest in `feed`)
+//! are the writes `blog::projection::plan_posts` plans for them. Loading is transactional
+//! batches per partition, several in flight, straight through the `Store` trait.
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use blog::domain::{self, Comment, Like, Post, User};
+use blog::projection::{self, FeedEntry, PostsFacts, Write, FEED_PK};
+use blog::store::{BatchOp, Container, Query, Store};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::seq::index;
+use rand::seq::IndexedRandom;
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::task::JoinSet;
+
+/// Cosmos DB's limit on the operations of one transactional batch.
+const MAX_BATCH: usize = 100;
+/// Batches in flight while loading: enough to keep the store busy while the next ones are
+/// generated (the embedded store serializes writes anyway; Cosmos DB gains from more).
+const IN_FLIGHT: usize = 16;
+
+/// A user of the dataset, as the measurements need it.
+#[derive(Debug, Clone)]
+pub struct UserRef {
+    pub id: String,
+    pub username: String,
+}
+
+/// What was loaded: the users and posts requests are drawn from, and how much of everything.
+pub struct Dataset {
+    pub users: Vec<UserRef>,
+    pub post_ids: Vec<String>,
+    pub summary: DatasetSummary,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetSummary {
+    pub seed: u64,
+    pub users: usize,
+    pub posts: usize,
+    pub comments: usize,
+    pub likes: usize,
+    /// Short-form post copies in `users` (one per post).
+    pub user_post_copies: usize,
+    /// Short-form copies in `feed` (the newest, at most 100).
+    pub feed_copies: usize,
+    /// Every item written.
+    pub items: usize,
+    pub batches: usize,
+    pub load_seconds: f64,
+    pub items_per_second: f64,
+}
+
+/// Texts and names: a mix of scripts, so the short form is cut in more than ASCII.
+const WORDS: &[&str] = &[
+    "cosmos",
+    "partition",
+    "latency",
+    "request",
+    "unit",
+    "feed",
+    "post",
+    "comment",
+    "like",
+    "model",
+    "query",
+    "index",
+    "container",
+    "item",
+    "change",
+    "denormalize",
+    "copy",
+    "scale",
+    "throughput",
+    "the",
+    "a",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "on",
+    "with",
+    "data",
+    "write",
+    "read",
+    "fast",
+    "cheap",
+    "user",
+    "blog",
+    "café",
+    "naïve",
+    "über",
+    "Grüße",
+    "façade",
+    "日本語",
+    "データ",
+    "блог",
+    "данные",
+    "δεδομένα",
+    "مدونة",
+    "ब्लॉग",
+    "🙂",
+    "👩‍💻",
+];
+const NAMES: &[&str] = &[
+    "ana",
+    "ben",
+    "chloé",
+    "dmitri",
+    "eun-ji",
+    "fatima",
+    "gao",
+    "hana",
+    "ivan",
+    "jürgen",
+    "kofi",
+    "lucía",
+    "mei",
+    "noor",
+    "olaf",
+    "priya",
+    "quinn",
+    "raúl",
+    "sven",
+    "tomás",
+    "uma",
+    "vera",
+    "wei",
+    "xóchitl",
+    "yuki",
+    "zoë",
+    "łukasz",
+    "ανδρέας",
+    "мария",
+    "明",
+];
+
+fn new_id(rng: &mut Pcg64) -> String {
+    uuid::Builder::from_random_bytes(rng.random())
+        .into_uuid()
+        .to_string()
+}
+
+fn words(rng: &mut Pcg64, min_chars: usize, max_chars: usize) -> String {
+    let target = rng.random_range(min_chars..=max_chars);
+    let mut s = String::new();
+    while s.chars().count() < target {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(WORDS.choose(rng).expect("words"));
+    }
+    s
+}
+
+fn date(ms: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .expect("a date in range");
+    domain::format_time(t)
+}
+
+/// Everything in one post's partition.
+struct PostData {
+    post: Post,
+    comments: Vec<Comment>,
+    likes: Vec<Like>,
+}
+
+/// Generates users, then each user's posts with their comments and likes.
+struct Generator {
+    rng: Pcg64,
+    users: Vec<UserRef>,
+    /// Creation dates lie in `[from_ms, to_ms]`.
+    from_ms: i64,
+    to_ms: i64,
+}
+
+impl Generator {
+    fn new(seed: u64, n_users: usize, now_ms: i64) -> Self {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let users = (0..n_users)
+            .map(|i| UserRef {
+                id: new_id(&mut rng),
+                username: format!("{}{}", NAMES.choose(&mut rng).expect("names"), i + 1),
+            })
+            .collect();
+        // A year of history ending a second ago: anything the bench creates is newer.
+        let to_ms = now_ms - 1_000;
+        Generator {
+            rng,
+            users,
+            from_ms: to_ms - 365 * 24 * 3600 * 1000,
+            to_ms,
+        }
+    }
+
+    fn posts_of(&mut self, author: usize) -> Vec<PostData> {
+        let n_posts = self.rng.random_range(5..=50);
+        let author = self.users[author].clone();
+        (0..n_posts)
+            .map(|_| {
+                let rng = &mut self.rng;
+                let post_id = new_id(rng);
+                let post_ms = rng.random_range(self.from_ms..=self.to_ms);
+                let n_comments = rng.random_range(0..=25usize);
+                let comments: Vec<Comment> = (0..n_comments)
+                    .map(|_| {
+                        let by = self.users.choose(rng).expect("users");
+                        Comment {
+                            id: new_id(rng),
+                            kind: "comment".into(),
+                            post_id: post_id.clone(),
+                            user_id: by.id.clone(),
+                            user_username: by.username.clone(),
+                            content: words(rng, 10, 300),
+                            creation_date: date(rng.random_range(post_ms..=self.to_ms)),
+                        }
+                    })
+                    .collect();
+                // A like's id is its user's (`like-<userId>`): at most one per user and post.
+                let n_likes = rng.random_range(0..=100usize).min(self.users.len());
+                let likes: Vec<Like> = index::sample(rng, self.users.len(), n_likes)
+                    .into_iter()
+                    .map(|i| {
+                        let by = &self.users[i];
+                        Like {
+                            id: domain::like_id(&by.id),
+                            kind: "like".into(),
+                            post_id: post_id.clone(),
+                            user_id: by.id.clone(),
+                            user_username: by.username.clone(),
+                            creation_date: date(rng.random_range(post_ms..=self.to_ms)),
+                        }
+                    })
+                    .collect();
+                let post = Post {
+                    id: post_id.clone(),
+                    kind: "post".into(),
+                    post_id,
+                    user_id: author.id.clone(),
+                    user_username: author.username.clone(),
+                    title: words(rng, 10, 80),
+                    content: words(rng, 50, 1500),
+                    comment_count: comments.len() as u64,
+                    like_count: likes.len() as u64,
+                    creation_date: date(post_ms),
+                };
+                PostData {
+                    post,
+                    comments,
+                    likes,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Item bodies for a new post, comment or like as a client would send them.
+pub fn post_text(rng: &mut Pcg64) -> (String, String) {
+    (words(rng, 10, 80), words(rng, 50, 1500))
+}
+
+pub fn comment_text(rng: &mut Pcg64) -> String {
+    words(rng, 10, 300)
+}
+
+/// The feed being built: the newest posts' short forms by `(creationDate, id)`.
+#[derive(Default)]
+struct Feed(BTreeMap<(String, String), Value>);
+
+impl Feed {
+    /// Newest first, as `plan_posts` expects the feed it reads.
+    fn entries(&self) -> Vec<FeedEntry> {
+        self.0
+            .keys()
+            .rev()
+            .map(|(creation_date, id)| FeedEntry {
+                id: id.clone(),
+                creation_date: creation_date.clone(),
+            })
+            .collect()
+    }
+}
+
+fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The copies the change feed would write for `author`'s posts, planned by the product's own
+/// planner against the loaded state: the `users` items to create, and the feed updated in
+/// place. The counters and names being right already, the plan must patch nothing.
+fn plan_copies(
+    author: &UserRef,
+    posts: &[PostData],
+    feed: &mut Feed,
+) -> anyhow::Result<Vec<Value>> {
+    let changes: Vec<Value> = posts.iter().map(|p| domain::to_value(&p.post)).collect();
+    let facts = PostsFacts {
+        posts: posts
+            .iter()
+            .map(|p| (p.post.id.clone(), p.post.clone()))
+            .collect(),
+        comment_counts: posts
+            .iter()
+            .map(|p| (p.post.id.clone(), p.comments.len() as u64))
+            .collect(),
+        like_counts: posts
+            .iter()
+            .map(|p| (p.post.id.clone(), p.likes.len() as u64))
+            .collect(),
+        usernames: HashMap::from([(author.id.clone(), author.username.clone())]),
+        feed: feed.entries(),
+        etags: HashMap::new(),
+    };
+    let mut copies = Vec::new();
+    for w in projection::plan_posts(&changes, &facts) {
+        match w {
+            Write::Upsert {
+                container: Container::Users,
+                item,
+                ..
+            } => copies.push(item),
+            Write::Upsert {
+                container: Container::Feed,
+                item,
+                ..
+            } => {
+                let key = (
+                    str_of(&item, "creationDate").to_string(),
+                    str_of(&item, "id").to_string(),
+                );
+                feed.0.insert(key, item);
+            }
+            Write::Delete {
+                container: Container::Feed,
+                id,
+                ..
+            } => feed.0.retain(|(_, k), _| *k != id),
+            other => bail!(
+                "the generated data is not converged: the projection plans {}",
+                other.target()
+            ),
+        }
+    }
+    Ok(copies)
+}
+
+fn creates(items: impl IntoIterator<Item = Value>) -> Vec<BatchOp> {
+    items
+        .into_iter()
+        .map(|item| BatchOp::Create { item })
+        .collect()
+}
+
+/// Loads batches with a bounded number in flight; the first failure stops the load.
+struct Loader {
+    store: Arc<dyn Store>,
+    tasks: JoinSet<anyhow::Result<usize>>,
+    items: usize,
+    batches: usize,
+}
+
+impl Loader {
+    async fn submit(&mut self, c: Container, pk: &str, ops: Vec<BatchOp>) -> anyhow::Result<()> {
+        for chunk in ops.chunks(MAX_BATCH) {
+            while self.tasks.len() >= IN_FLIGHT {
+                self.items += self.join_one().await?;
+            }
+            let (store, pk, chunk) = (self.store.clone(), pk.to_string(), chunk.to_vec());
+            self.tasks.spawn(async move {
+                let n = chunk.len();
+                projection::retry(|| store.batch(c, &pk, chunk.clone()))
+                    .await
+                    .with_context(|| format!("loading a batch into {}/{pk}", c.name()))?;
+                Ok(n)
+            });
+            self.batches += 1;
+        }
+        Ok(())
+    }
+
+    async fn join_one(&mut self) -> anyhow::Result<usize> {
+        match self.tasks.join_next().await {
+            Some(r) => r.context("a load task panicked")?,
+            None => Ok(0),
+        }
+    }
+
+    async fn finish(&mut self) -> anyhow::Result<()> {
+        while !self.tasks.is_empty() {
+            self.items += self.join_one().await?;
+        }
+        Ok(())
+    }
+}
+
+pub fn bar(len: u64, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})",
+        )
+        .expect("progress template")
+        .progress_chars("=> "),
+    );
+    pb.set_prefix(what.to_string());
+    pb
+}
+
+/// Generate the dataset for `n_users` from `seed` and load it through `store`.
+pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::Result<Dataset> {
+    let started = Instant::now();
+    let now_ms = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
+    let mut gen = Generator::new(seed, n_users, now_ms);
+    let mut loader = Loader {
+        store,
+        tasks: JoinSet::new(),
+        items: 0,
+        batches: 0,
+    };
+    let mut feed = Feed::default();
+    let mut summary = DatasetSummary {
+        seed,
+        users: n_users,
+        ..DatasetSummary::default()
+    };
+    let mut post_ids = Vec::new();
+    let pb = bar(n_users as u64, "loading");
+    for author in 0..n_users {
+        let user = gen.users[author].clone();
+        let posts = gen.posts_of(author);
+        let copies = plan_copies(&user, &posts, &mut feed)?;
+        summary.user_post_copies += copies.len();
+        let user_item = User {
+            id: user.id.clone(),
+            kind: "user".into(),
+            user_id: user.id.clone(),
+            username: user.username.clone(),
+        };
+        // The user's partition: the user and the short forms of their posts.
+        let items = std::iter::once(domain::to_value(&user_item)).chain(copies);
+        loader
+            .submit(Container::Users, &user.id, creates(items))
+            .await?;
+        // Each post's partition: the post, its comments and its likes.
+        for p in posts {
+            summary.posts += 1;
+            summary.comments += p.comments.len();
+            summary.likes += p.likes.len();
+            post_ids.push(p.post.id.clone());
+            let items = std::iter::once(domain::to_value(&p.post))
+                .chain(p.comments.iter().map(domain::to_value))
+                .chain(p.likes.iter().map(domain::to_value));
+            loader
+                .submit(Container::Posts, &p.post.post_id, creates(items))
+                .await?;
+        }
+        pb.inc(1);
+        pb.set_message(format!("{} items", loader.items));
+    }
+    summary.feed_copies = feed.0.len();
+    loader
+        .submit(Container::Feed, FEED_PK, creates(feed.0.into_values()))
+        .await?;
+    loader.finish().await?;
+    pb.finish_and_clear();
+    summary.items = loader.items;
+    summary.batches = loader.batches;
+    summary.load_seconds = started.elapsed().as_secs_f64();
+    summary.items_per_second = summary.items as f64 / summary.load_seconds.max(1e-9);
+    Ok(Dataset {
+        users: gen.users,
+        post_ids,
+        summary,
+    })
+}
+
+/// An empty store, or a clear error: the bench loads its own dataset and must not mix it with
+/// (or count requests against) someone else's data.
+pub async fn ensure_empty(store: &dyn Store) -> anyhow::Result<()> {
+    for c in [Container::Users, Container::Posts, Container::Feed] {
+        let n = store.count(c, &Query::cross_partition()).await?;
+        if n > 0 {
+            bail!(
+                "container `{}` already holds {n} items; the bench needs an empty database",
+                c.name()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn without_system_properties(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|k, _| !k.starts_with('_'));
+    }
+    v
+}
+
+/// What `--verify` found.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub changes_replayed: usize,
+    pub writes_planned: usize,
+    pub seconds: f64,
+}
+
+/// Replay the whole `posts` change feed through the product's planner, reading the facts the
+/// way the pump does, and require that everything it would write is already stored as is (and
+/// no patch or delete is due); then require that no item carries a stale username. This is the
+/// evidence that the loaded data equals what the change feed would have converged to.
+pub async fn verify(store: &dyn Store) -> anyhow::Result<Verification> {
+    let started = Instant::now();
+    let mut out = Verification::default();
+    let mut continuation: Option<String> = None;
+    loop {
+        let page = store
+            .changes(Container::Posts, continuation.as_deref(), 500)
+            .await?;
+        if page.items.is_empty() {
+            break;
+        }
+        out.changes_replayed += page.items.len();
+        let needs = projection::posts_needs(&page.items);
+        let facts = projection::posts_facts(store, &needs).await?;
+        for w in projection::plan_posts(&page.items, &facts) {
+            out.writes_planned += 1;
+            let Write::Upsert {
+                container,
+                pk,
+                item,
+            } = &w
+            else {
+                bail!("not converged: the projection still plans {w:?}");
+            };
+            let stored = store
+                .read(*container, pk, str_of(item, "id"))
+                .await?
+                .map(without_system_properties);
+            if stored.as_ref() != Some(item) {
+                bail!(
+                    "not converged: {} is {stored:?}, the projection writes {item}",
+                    w.target()
+                );
+            }
+        }
+        continuation = Some(page.continuation);
+    }
+    let mut users = Vec::new();
+    let mut q = Query::cross_partition().eq("type", "user").limit(1000);
+    loop {
+        let page = store.query(Container::Users, &q).await?;
+        users.extend(page.items);
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => break,
+        }
+    }
+    for u in &users {
+        let (id, name) = (str_of(u, "userId"), str_of(u, "username"));
+        for (c, q) in [
+            (Container::Posts, Query::cross_partition().eq("userId", id)),
+            (Container::Users, Query::partition(id).eq("type", "post")),
+        ] {
+            let stale = store.count(c, &q.ne("userUsername", name)).await?;
+            if stale > 0 {
+                bail!(
+                    "not converged: {stale} items in {} carry a stale name of user {id}",
+                    c.name()
+                );
+            }
+        }
+    }
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// Wait until the pump has applied every change, or fail after `limit`.
+pub async fn settle(store: &dyn Store, limit: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !blog::pump::caught_up(store).await? {
+        if Instant::now() > deadline {
+            bail!("the change-feed pump did not catch up within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_generates_the_same_data() {
+        let gen = |seed| {
+            let mut g = Generator::new(seed, 4, 1_800_000_000_000);
+            let posts = g.posts_of(0);
+            (
+                g.users.iter().map(|u| u.id.clone()).collect::<Vec<_>>(),
+                posts
+                    .iter()
+                    .map(|p| (p.post.clone(), p.comments.len(), p.likes.len()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(gen(7), gen(7));
+        assert_ne!(gen(7).0, gen(8).0);
+    }
+
+    #[test]
+    fn shapes_follow_the_article() {
+        let mut g = Generator::new(1, 3, 1_800_000_000_000);
+        for author in 0..3 {
+            let posts = g.posts_of(author);
+            assert!((5..=50).contains(&posts.len()));
+            for p in &posts {
+                assert!(p.comments.len() <= 25);
+                assert!(p.likes.len() <= 3, "likes are by distinct users");
+                assert_eq!(p.post.comment_count as usize, p.comments.len());
+                assert_eq!(p.post.like_count as usize, p.likes.len());
+                for l in &p.likes {
+                    assert_eq!(l.id, domain::like_id(&l.user_id));
+                    assert!(l.creation_date >= p.post.creation_date);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_feed_keeps_the_newest_hundred_and_copies_are_short() {
+        let mut g = Generator::new(3, 10, 1_800_000_000_000);
+        let mut feed = Feed::default();
+        let mut all = Vec::new();
+        for author in 0..10 {
+            let user = g.users[author].clone();
+            let posts = g.posts_of(author);
+            let copies = plan_copies(&user, &posts, &mut feed).unwrap();
+            assert_eq!(copies.len(), posts.len());
+            for c in &copies {
+                assert!(str_of(c, "content").chars().count() <= domain::SHORT_CONTENT_CHARS);
+            }
+            all.extend(posts.into_iter().map(|p| p.post));
+        }
+        all.sort_by(|a, b| (&b.creation_date, &b.id).cmp(&(&a.creation_date, &a.id)));
+        let newest: Vec<_> = all.iter().take(domain::FEED_SIZE).map(|p| &p.id).collect();
+        let in_feed: Vec<_> = feed.entries().into_iter().map(|e| e.id).collect();
+        assert_eq!(in_feed.iter().collect::<Vec<_>>(), newest);
+    }
+}

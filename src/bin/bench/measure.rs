@@ -1,0 +1,426 @@
+//! How a request is measured: its latency, the store operations and request units it used
+//! (`blog::store::metrics`, the same accounting behind `x-store-operations`), and the partitions
+//! it touched (a wrapper around the store that notes every partition key an operation names,
+//! or the container when a query fans out across partitions).
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use async_trait::async_trait;
+use axum::body::Body;
+use blog::store::{
+    BatchOp, ChangePage, Container, Page, PatchOp, Query, Scope, Store, StoreResult,
+};
+use blog::AppState;
+use reqwest::Method;
+use serde::Serialize;
+use serde_json::Value;
+use tower::ServiceExt as _;
+
+/// The partitions a piece of work touched.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Touched {
+    /// `(container, partition key)` of every single-partition operation.
+    pub partitions: BTreeSet<(&'static str, String)>,
+    /// Containers queried across all their partitions.
+    pub cross: BTreeSet<&'static str>,
+}
+
+tokio::task_local! {
+    static TOUCHED: Arc<Mutex<Touched>>;
+}
+
+/// Run `fut`, noting the partitions its store operations touch. Only operations polled in the
+/// same task count, which is what keeps the change-feed pump's work out of a request's tally.
+pub async fn touched<F: Future>(fut: F) -> (F::Output, Touched) {
+    let t = Arc::new(Mutex::new(Touched::default()));
+    let out = TOUCHED.scope(t.clone(), fut).await;
+    let touched = t.lock().expect("touched lock").clone();
+    (out, touched)
+}
+
+fn note(c: Container, scope: Option<&str>) {
+    let _ = TOUCHED.try_with(|t| {
+        let mut t = t.lock().expect("touched lock");
+        match scope {
+            Some(pk) => {
+                t.partitions.insert((c.name(), pk.to_string()));
+            }
+            None => {
+                t.cross.insert(c.name());
+            }
+        }
+    });
+}
+
+fn note_query(c: Container, q: &Query) {
+    match &q.scope {
+        Scope::Partition(pk) => note(c, Some(pk)),
+        Scope::CrossPartition => note(c, None),
+    }
+}
+
+/// A store that notes the partitions each operation touches, then delegates.
+pub struct Tally(pub Arc<dyn Store>);
+
+#[async_trait]
+impl Store for Tally {
+    fn kind(&self) -> &'static str {
+        self.0.kind()
+    }
+
+    async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
+        note(c, Some(pk));
+        self.0.read(c, pk, id).await
+    }
+
+    async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
+        note(c, Some(pk));
+        self.0.create(c, pk, item).await
+    }
+
+    async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
+        note(c, Some(pk));
+        self.0.upsert(c, pk, item).await
+    }
+
+    async fn replace(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        item: Value,
+        if_match: Option<&str>,
+    ) -> StoreResult<Value> {
+        note(c, Some(pk));
+        self.0.replace(c, pk, id, item, if_match).await
+    }
+
+    async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
+        note(c, Some(pk));
+        self.0.delete(c, pk, id).await
+    }
+
+    async fn patch(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        ops: &[PatchOp],
+        if_match: Option<&str>,
+    ) -> StoreResult<Value> {
+        note(c, Some(pk));
+        self.0.patch(c, pk, id, ops, if_match).await
+    }
+
+    async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
+        note_query(c, q);
+        self.0.query(c, q).await
+    }
+
+    async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
+        note_query(c, q);
+        self.0.count(c, q).await
+    }
+
+    async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {
+        note(c, Some(pk));
+        self.0.batch(c, pk, ops).await
+    }
+
+    async fn changes(
+        &self,
+        c: Container,
+        continuation: Option<&str>,
+        max_items: u32,
+    ) -> StoreResult<ChangePage> {
+        note(c, None);
+        self.0.changes(c, continuation, max_items).await
+    }
+}
+
+/// One measured request.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub latency: Duration,
+    pub operations: u32,
+    pub request_charge: f64,
+    pub touched: Touched,
+}
+
+/// Mean, least and greatest of a per-request quantity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Spread {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Spread {
+        let (mut n, mut sum, mut min, mut max) = (0usize, 0.0, f64::INFINITY, f64::NEG_INFINITY);
+        for v in values {
+            n += 1;
+            sum += v;
+            min = min.min(v);
+            max = max.max(v);
+        }
+        if n == 0 {
+            return Spread::default();
+        }
+        Spread {
+            mean: sum / n as f64,
+            min,
+            max,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Partitions {
+    /// Containers read across every partition ("all" in the table).
+    pub cross_partition: Vec<&'static str>,
+    /// Distinct partitions named by single-partition operations.
+    pub distinct: Spread,
+}
+
+/// The figures of one row and version.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub samples: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    pub operations: Spread,
+    /// `None` when the store reports no request units (the embedded store).
+    pub request_charge: Option<Spread>,
+    pub partitions: Partitions,
+}
+
+/// The value at quantile `q` of sorted `xs` (nearest rank).
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Latency percentiles of a set of durations: `(p50, p99, mean, max)` in milliseconds.
+pub fn latency(durations: &[Duration]) -> (f64, f64, f64, f64) {
+    let mut xs: Vec<f64> = durations.iter().copied().map(ms).collect();
+    xs.sort_by(f64::total_cmp);
+    let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+    (
+        percentile(&xs, 0.50),
+        percentile(&xs, 0.99),
+        mean,
+        xs.last().copied().unwrap_or(0.0),
+    )
+}
+
+pub fn stats(samples: &[Sample]) -> Stats {
+    let durations: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
+    let (p50_ms, p99_ms, mean_ms, max_ms) = latency(&durations);
+    let charged = samples.iter().any(|s| s.request_charge > 0.0);
+    let cross: BTreeSet<&'static str> = samples
+        .iter()
+        .flat_map(|s| s.touched.cross.iter().copied())
+        .collect();
+    Stats {
+        samples: samples.len(),
+        p50_ms,
+        p99_ms,
+        mean_ms,
+        max_ms,
+        operations: Spread::of(samples.iter().map(|s| f64::from(s.operations))),
+        request_charge: charged.then(|| Spread::of(samples.iter().map(|s| s.request_charge))),
+        partitions: Partitions {
+            cross_partition: cross.into_iter().collect(),
+            distinct: Spread::of(samples.iter().map(|s| s.touched.partitions.len() as f64)),
+        },
+    }
+}
+
+/// Run `fut` as one measured unit of work against the store directly (the V1 requests).
+pub async fn measured<F: Future>(fut: F) -> (F::Output, Sample) {
+    let started = Instant::now();
+    let ((out, usage), touched) = touched(blog::store::metrics::scope(fut)).await;
+    let sample = Sample {
+        latency: started.elapsed(),
+        operations: usage.operations,
+        request_charge: usage.request_charge,
+        touched,
+    };
+    (out, sample)
+}
+
+/// A request to the API.
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub method: Method,
+    pub path: String,
+    pub body: Option<Value>,
+}
+
+impl Req {
+    pub fn get(path: impl Into<String>) -> Req {
+        Req {
+            method: Method::GET,
+            path: path.into(),
+            body: None,
+        }
+    }
+
+    pub fn post(path: impl Into<String>, body: Value) -> Req {
+        Req {
+            method: Method::POST,
+            path: path.into(),
+            body: Some(body),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+}
+
+/// A successful answer.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub body: Value,
+    pub sample: Sample,
+}
+
+fn header_num<T: std::str::FromStr>(h: &axum::http::HeaderMap, name: &str) -> Option<T> {
+    h.get(name)?.to_str().ok()?.parse().ok()
+}
+
+fn answer(
+    req: &Req,
+    status: u16,
+    headers: &axum::http::HeaderMap,
+    bytes: &[u8],
+    latency: Duration,
+) -> anyhow::Result<Answer> {
+    let body: Value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(bytes).unwrap_or_else(|_| Value::String(format!("{bytes:?}")))
+    };
+    if !(200..300).contains(&status) {
+        bail!("{} answered {status}: {body}", req.describe());
+    }
+    let operations = header_num(headers, "x-store-operations")
+        .with_context(|| format!("{} answered without x-store-operations", req.describe()))?;
+    Ok(Answer {
+        body,
+        sample: Sample {
+            latency,
+            operations,
+            // Sent only where the store reports request units.
+            request_charge: header_num(headers, "x-request-charge").unwrap_or(0.0),
+            touched: Touched::default(),
+        },
+    })
+}
+
+/// Talks to the running application: over HTTP for the measurements, and in process through
+/// the same router for a probe that can see which partitions a request touches (the HTTP
+/// server runs handlers in its own tasks, out of reach of the bench's task-local tally).
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    origin: String,
+    router: axum::Router,
+}
+
+impl Client {
+    pub fn new(origin: String, store: Arc<dyn Store>) -> Client {
+        Client {
+            http: reqwest::Client::new(),
+            origin,
+            router: blog::app(AppState::new(store)),
+        }
+    }
+
+    /// Send `req` over HTTP; the latency is the client's: send, then read the whole body.
+    pub async fn send(&self, req: &Req) -> anyhow::Result<Answer> {
+        let mut rb = self
+            .http
+            .request(req.method.clone(), format!("{}{}", self.origin, req.path));
+        if let Some(body) = &req.body {
+            rb = rb.json(body);
+        }
+        let started = Instant::now();
+        let resp = rb
+            .send()
+            .await
+            .with_context(|| format!("{} failed", req.describe()))?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp.bytes().await?;
+        let latency = started.elapsed();
+        answer(req, status, &headers, &bytes, latency)
+    }
+
+    /// Answer `req` through the application's router in this task, noting the partitions.
+    pub async fn probe(&self, req: &Req) -> anyhow::Result<Answer> {
+        let body = match &req.body {
+            Some(v) => Body::from(serde_json::to_vec(v)?),
+            None => Body::empty(),
+        };
+        let request = axum::http::Request::builder()
+            .method(req.method.clone())
+            .uri(&req.path)
+            .header(axum::http::header::CONTENT_TYPE, "application/json")
+            .body(body)?;
+        let started = Instant::now();
+        let (resp, touched) = touched(self.router.clone().oneshot(request)).await;
+        let resp = resp.expect("the router is infallible");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await?;
+        let mut a = answer(req, status, &headers, &bytes, started.elapsed())?;
+        a.sample.touched = touched;
+        Ok(a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let xs: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&xs, 0.5), 50.0);
+        assert_eq!(percentile(&xs, 0.99), 99.0);
+        assert_eq!(percentile(&[3.0], 0.99), 3.0);
+        assert_eq!(percentile(&[1.0, 2.0], 0.5), 1.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn stats_report_no_charge_when_the_store_reports_none() {
+        let s = Sample {
+            latency: Duration::from_millis(2),
+            operations: 3,
+            ..Sample::default()
+        };
+        let st = stats(&[s.clone(), s]);
+        assert!(st.request_charge.is_none());
+        assert_eq!(st.operations.mean, 3.0);
+        assert_eq!(st.p50_ms, 2.0);
+    }
+}

@@ -1,0 +1,242 @@
+//! The report: serialized whole to `--json`, and printed as markdown shaped like the article's
+//! conclusion table (one row per request, V1 and V3 side by side).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::dataset::{DatasetSummary, Verification};
+use crate::measure::{Spread, Stats};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub generated_at: String,
+    pub machine: Machine,
+    pub store: String,
+    pub config: serde_json::Value,
+    pub dataset: DatasetSummary,
+    pub verification: Option<Verification>,
+    /// A request that does no store work (`GET /`): the HTTP share of every V3 latency.
+    pub http_baseline: Latency,
+    /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6.
+    pub rows: Vec<Row>,
+    pub change_feed_lag: Lag,
+    pub throughput: Vec<Throughput>,
+    /// Wall time of each phase of the run.
+    pub phases: Vec<Phase>,
+    pub total_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    pub name: &'static str,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Machine {
+    pub cpus: usize,
+    pub cpu_model: String,
+    pub os: String,
+}
+
+impl Machine {
+    pub fn this() -> Machine {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(|m| m.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        Machine {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpu_model,
+            os: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Latency {
+    pub samples: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    /// `C1` … `Q6`.
+    pub request: &'static str,
+    pub title: &'static str,
+    /// The V3 route measured.
+    pub route: String,
+    pub v1: Stats,
+    pub v3: Stats,
+    /// Writes only: how long the change feed took to apply what each version's requests
+    /// set off (V1 writes trigger the product's projections too: they land in `posts`).
+    pub v1_settle_seconds: Option<f64>,
+    pub v3_settle_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lag {
+    #[serde(flatten)]
+    pub latency: Latency,
+    /// How often Q6 was polled while waiting: the resolution of each sample.
+    pub poll_interval_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Throughput {
+    pub request: &'static str,
+    pub version: &'static str,
+    pub concurrency: usize,
+    pub seconds: f64,
+    pub requests: usize,
+    pub requests_per_second: f64,
+    #[serde(flatten)]
+    pub latency: Latency,
+}
+
+fn num(x: f64) -> String {
+    if x < 10.0 {
+        format!("{x:.2}")
+    } else if x < 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn count(s: &Spread) -> String {
+    if s.min == s.max {
+        format!("{}", s.mean)
+    } else {
+        format!("{:.1}", s.mean)
+    }
+}
+
+fn cells(s: &Stats) -> String {
+    let partitions = if s.partitions.cross_partition.is_empty() {
+        count(&s.partitions.distinct)
+    } else {
+        "all".to_string()
+    };
+    let ru = s
+        .request_charge
+        .map_or_else(|| "—".to_string(), |r| format!("{:.2}", r.mean));
+    format!(
+        "{} / {} | {} | {} | {}",
+        num(s.p50_ms),
+        num(s.p99_ms),
+        count(&s.operations),
+        partitions,
+        ru
+    )
+}
+
+/// The whole report as markdown.
+pub fn markdown(r: &Report) -> String {
+    let d = &r.dataset;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Store `{}`; dataset (seed {}): {} users, {} posts, {} comments, {} likes, {} post \
+         copies in `users`, {} in `feed` — {} items loaded in {:.1} s ({:.0} items/s).\n",
+        r.store,
+        d.seed,
+        d.users,
+        d.posts,
+        d.comments,
+        d.likes,
+        d.user_post_copies,
+        d.feed_copies,
+        d.items,
+        d.load_seconds,
+        d.items_per_second
+    );
+    out.push_str(
+        "| | V1 p50 / p99 (ms) | V1 ops | V1 partitions | V1 RU \
+         | V3 p50 / p99 (ms) | V3 ops | V3 partitions | V3 RU |\n",
+    );
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for row in &r.rows {
+        let _ = writeln!(
+            out,
+            "| **[{}]** | {} | {} |",
+            row.request,
+            cells(&row.v1),
+            cells(&row.v3)
+        );
+    }
+    let samples = r.rows.first().map_or(0, |row| row.v3.samples);
+    let _ = writeln!(
+        out,
+        "\n{samples} sequential samples per cell. V3 is timed at an HTTP client of the running \
+         `handler` app (loopback; a request without store work takes p50 {} / p99 {} ms); V1 is \
+         timed around its store calls in process. Ops and RU are means per request; \
+         partitions are the distinct partitions a request touches (\"all\": a cross-partition \
+         query); RU \"—\": the store reports no request units.",
+        num(r.http_baseline.p50_ms),
+        num(r.http_baseline.p99_ms)
+    );
+    let settled: Vec<String> = r
+        .rows
+        .iter()
+        .filter_map(|row| {
+            Some(format!(
+                "[{}] V3 {:.1} s, V1 {:.1} s",
+                row.request, row.v3_settle_seconds?, row.v1_settle_seconds?
+            ))
+        })
+        .collect();
+    if !settled.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nChange-feed work set off by each write row (time until the pump had applied \
+             it all, waited out before the next measurement): {}.",
+            settled.join("; ")
+        );
+    }
+    let lag = &r.change_feed_lag;
+    let _ = writeln!(
+        out,
+        "\nChange-feed lag, C2 acknowledged → visible in Q6: p50 {} ms, p99 {} ms, max {} ms \
+         ({} posts, Q6 polled every {} ms).",
+        num(lag.latency.p50_ms),
+        num(lag.latency.p99_ms),
+        num(lag.latency.max_ms),
+        lag.latency.samples,
+        num(lag.poll_interval_ms)
+    );
+    out.push_str(
+        "\n| throughput | concurrency | seconds | requests | requests/s | p50 / p99 (ms) |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for t in &r.throughput {
+        let _ = writeln!(
+            out,
+            "| **[{}]** {} | {} | {:.1} | {} | {:.0} | {} / {} |",
+            t.request,
+            t.version,
+            t.concurrency,
+            t.seconds,
+            t.requests,
+            t.requests_per_second,
+            num(t.latency.p50_ms),
+            num(t.latency.p99_ms)
+        );
+    }
+    out
+}

@@ -1,0 +1,77 @@
+//! The bench runs end to end at a tiny scale and writes a full JSON report. No timing is
+//! asserted: only that every row was measured and that the accounting is what the product's
+//! contract says (one store operation per V3 query).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "--users",
+            "3",
+            "--samples",
+            "3",
+            "--warmup",
+            "1",
+            "--lag-samples",
+            "2",
+            "--concurrency",
+            "2",
+            "--seconds",
+            "0.2",
+            "--verify",
+            "--json",
+        ])
+        .arg(&json)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the bench starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("a JSON report")).expect("JSON");
+    let rows = report["rows"].as_array().expect("rows");
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["request"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["C1", "Q1", "C2", "Q2", "Q3", "C3", "Q4", "C4", "Q5", "Q6"]
+    );
+    for r in rows {
+        for v in ["v1", "v3"] {
+            assert_eq!(r[v]["samples"], 3, "{r}");
+            assert!(r[v]["p50Ms"].as_f64().is_some(), "{r}");
+            assert!(r[v]["operations"]["mean"].as_f64().unwrap() >= 1.0, "{r}");
+        }
+        if r["request"].as_str().unwrap().starts_with('Q') {
+            assert_eq!(
+                r["v3"]["operations"]["max"], 1.0,
+                "one operation per query: {r}"
+            );
+            assert_eq!(r["v3"]["partitions"]["distinct"]["max"], 1.0, "{r}");
+        }
+    }
+    // V1 fans out where the article says it does.
+    for q in [4, 9] {
+        assert_eq!(rows[q]["v1"]["partitions"]["crossPartition"][0], "posts");
+    }
+    let d = &report["dataset"];
+    assert_eq!(d["users"], 3);
+    assert_eq!(d["posts"], d["userPostCopies"]);
+    assert!(report["verification"]["changesReplayed"].as_u64().unwrap() > 0);
+    assert_eq!(report["changeFeedLag"]["samples"], 2);
+    assert_eq!(report["throughput"].as_array().unwrap().len(), 4);
+
+    let table = String::from_utf8_lossy(&out.stdout);
+    for name in names {
+        assert!(table.contains(&format!("**[{name}]**")), "{table}");
+    }
+}
