@@ -183,15 +183,22 @@ pub struct User {
     pub kind: String,
     pub user_id: String,
     pub username: String,
+    /// The name every item of this user already carries (set by the rename fan-out once done).
+    /// When it equals `username` the users change feed has nothing to fan out. Internal: not
+    /// returned to clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagated_username: Option<String>,
 }
 
 impl User {
+    /// A new user: nothing carries their name yet, so there is nothing to propagate either.
     pub fn new(id: &Id, username: &Username) -> Self {
         User {
             id: id.to_string(),
             kind: "user".into(),
             user_id: id.to_string(),
             username: username.as_str().to_string(),
+            propagated_username: Some(username.as_str().to_string()),
         }
     }
 }
@@ -251,11 +258,14 @@ pub fn to_value<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).expect("domain types serialize")
 }
 
-/// Drop store system properties (`_rid`, `_etag`, `_ts`, `_lsn`, …) and the internal `type`
-/// discriminator from an item before it is returned to a client.
+/// Properties the service keeps for itself.
+const INTERNAL_FIELDS: [&str; 2] = ["type", "propagatedUsername"];
+
+/// Drop store system properties (`_rid`, `_etag`, `_ts`, `_lsn`, …) and the service's internal
+/// properties from an item before it is returned to a client.
 pub fn public(mut item: Value) -> Value {
     if let Some(o) = item.as_object_mut() {
-        o.retain(|k, _| !k.starts_with('_') && k != "type");
+        o.retain(|k, _| !k.starts_with('_') && !INTERNAL_FIELDS.contains(&k.as_str()));
     }
     item
 }

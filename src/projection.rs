@@ -271,6 +271,13 @@ pub fn plan_rename(container: Container, username: &str, stale: &[Value]) -> Vec
         .collect()
 }
 
+/// The name to fan out for this user item, unless every item of theirs already carries it.
+/// A user item without the marker (written before it existed) is always fanned out.
+pub fn name_to_propagate(user: &Value) -> Option<&str> {
+    let name = str_field(user, "username")?;
+    (str_field(user, "propagatedUsername") != Some(name)).then_some(name)
+}
+
 /// Users whose change in the `users` feed calls for a rename fan-out.
 pub fn users_needs(changes: &[Value]) -> BTreeSet<String> {
     changes
@@ -491,7 +498,7 @@ pub async fn project_users(
             else {
                 return Ok(0);
             };
-            let Some(name) = str_field(&user, "username") else {
+            let Some(name) = name_to_propagate(&user) else {
                 return Ok(0);
             };
             let mut writes = Vec::new();
@@ -517,6 +524,19 @@ pub async fn project_users(
                 }
             }
             apply(store, &writes).await.map_err(|(_, e)| e)?;
+            // Remember the name is everywhere now, so the change this patch makes (and any
+            // redelivery) costs no second fan-out. Only at the version read: after a newer
+            // rename, that rename's own change fans out in turn.
+            let mark = Write::Patch {
+                container: Container::Users,
+                pk: user_id.clone(),
+                id: user_id.clone(),
+                ops: vec![PatchOp::set("/propagatedUsername", name)],
+                if_match: str_field(&user, "_etag").map(String::from),
+            };
+            apply(store, std::slice::from_ref(&mark))
+                .await
+                .map_err(|(_, e)| e)?;
             Ok(writes.len())
         }
         .await;
@@ -773,6 +793,23 @@ mod tests {
                 if_match: None,
             }]
         );
+    }
+
+    #[test]
+    fn a_name_is_fanned_out_only_until_it_is_everywhere() {
+        let new_user = crate::domain::to_value(&crate::domain::User::new(
+            &crate::domain::Id::parse("id", "u1").unwrap(),
+            &crate::domain::Username::parse("ana").unwrap(),
+        ));
+        assert_eq!(
+            name_to_propagate(&new_user),
+            None,
+            "a new user has no items yet"
+        );
+        let renamed = json!({"id":"u1","type":"user","userId":"u1","username":"bea","propagatedUsername":"ana"});
+        assert_eq!(name_to_propagate(&renamed), Some("bea"));
+        let unmarked = json!({"id":"u1","type":"user","userId":"u1","username":"bea"});
+        assert_eq!(name_to_propagate(&unmarked), Some("bea"));
     }
 
     #[test]

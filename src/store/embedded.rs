@@ -34,12 +34,15 @@ CREATE TABLE IF NOT EXISTS items (
     id            TEXT    NOT NULL,
     type          TEXT    NOT NULL DEFAULT '',
     creation_date TEXT    NOT NULL DEFAULT '',
+    user_id       TEXT    NOT NULL DEFAULT '',
     lsn           INTEGER NOT NULL,
     body          TEXT    NOT NULL,
     PRIMARY KEY (container, pk, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS items_by_lsn ON items (container, lsn);
 CREATE INDEX IF NOT EXISTS items_by_partition ON items (container, pk, type, creation_date, id);
+-- The username fan-out's cross-partition query by author, in its paging order.
+CREATE INDEX IF NOT EXISTS items_by_user ON items (container, user_id, pk, id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('lsn', 0);
 ";
@@ -177,25 +180,18 @@ impl Writer<'_> {
         obj.insert("_etag".into(), Value::String(format!("\"{lsn:016x}\"")));
         obj.insert("_ts".into(), Value::from(now));
         obj.insert("_lsn".into(), Value::from(lsn));
-        let ty = obj
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let cd = obj
-            .get("creationDate")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        // The properties the queries filter and order on get columns of their own.
+        let column = |f: &str| obj.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+        let (ty, cd, user) = (column("type"), column("creationDate"), column("userId"));
         let body = serde_json::to_string(&item).map_err(|e| StoreError::Other(e.to_string()))?;
         self.tx
             .execute(
-                "INSERT INTO items (container, pk, id, type, creation_date, lsn, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                "INSERT INTO items (container, pk, id, type, creation_date, user_id, lsn, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT (container, pk, id) DO UPDATE SET
                    type = excluded.type, creation_date = excluded.creation_date,
-                   lsn = excluded.lsn, body = excluded.body",
-                params![c.name(), pk, id, ty, cd, lsn, body],
+                   user_id = excluded.user_id, lsn = excluded.lsn, body = excluded.body",
+                params![c.name(), pk, id, ty, cd, user, lsn, body],
             )
             .map_err(sql)?;
         Ok(item)
@@ -391,10 +387,12 @@ fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<SqlValue>)>
                 f.field
             )));
         }
-        let column = match f.field.as_str() {
-            "type" => "type".to_string(),
-            "creationDate" => "creation_date".to_string(),
-            other => format!("json_extract(body, '$.{other}')"),
+        // The properties with a column of their own (string-valued, '' when missing) use it.
+        let column = match (f.field.as_str(), f.value.is_string()) {
+            ("type", true) => "type".to_string(),
+            ("creationDate", true) => "creation_date".to_string(),
+            ("userId", true) => "user_id".to_string(),
+            (other, _) => format!("json_extract(body, '$.{other}')"),
         };
         let op = match f.cmp {
             Cmp::Eq => "=",
@@ -434,8 +432,19 @@ fn run_query(conn: &Connection, c: Container, q: &Query) -> StoreResult<Page> {
     } else {
         0
     };
+    // Without statistics SQLite scans the container by primary key rather than use this index;
+    // the only cross-partition query (the rename fan-out, by author) names it.
+    let by_user = q.scope == Scope::CrossPartition
+        && q.filters
+            .iter()
+            .any(|f| f.field == "userId" && f.cmp == Cmp::Eq && f.value.is_string());
+    let index = if by_user {
+        "INDEXED BY items_by_user"
+    } else {
+        ""
+    };
     let text = format!(
-        "SELECT body, {key_a}, id FROM items WHERE {sql_where}
+        "SELECT body, {key_a}, id FROM items {index} WHERE {sql_where}
          ORDER BY {key_a} {dir_sql}, id {dir_sql} LIMIT {} OFFSET {offset}",
         limit as u64 + 1
     );

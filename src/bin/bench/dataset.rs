@@ -453,6 +453,7 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
             kind: "user".into(),
             user_id: user.id.clone(),
             username: user.username.clone(),
+            propagated_username: Some(user.username.clone()),
         };
         // The user's partition: the user and the short forms of their posts.
         let items = std::iter::once(domain::to_value(&user_item)).chain(copies);
