@@ -275,12 +275,10 @@ pub trait Store: Send + Sync + 'static {
     /// A short name for logs and the bench ("embedded", "cosmos").
     fn kind(&self) -> &'static str;
 
-    /// How long a change-feed follower waits after an empty page. Polling an idle Cosmos DB
-    /// feed costs request units on every partition range, so the default is the Functions
-    /// trigger's order of magnitude; a local store can afford to poll often.
-    fn idle_poll(&self) -> Duration {
-        Duration::from_secs(1)
-    }
+    /// How long a change-feed follower waits after an empty page: what polling an idle feed
+    /// costs differs per store. No default, so that a wrapper cannot silently lose its inner
+    /// store's answer.
+    fn idle_poll(&self) -> Duration;
 
     /// Point read; `Ok(None)` when the item does not exist.
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>>;

@@ -72,6 +72,10 @@ impl Store for Tally {
         self.0.kind()
     }
 
+    fn idle_poll(&self) -> std::time::Duration {
+        self.0.idle_poll()
+    }
+
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         note(c, Some(pk));
         self.0.read(c, pk, id).await

@@ -208,6 +208,12 @@ impl Store for CosmosStore {
         "cosmos"
     }
 
+    fn idle_poll(&self) -> std::time::Duration {
+        // Every poll of an idle feed reads each partition range and costs request units; once a
+        // second keeps the views fresh at the order of the Functions trigger's default.
+        std::time::Duration::from_secs(1)
+    }
+
     async fn read(&self, c: Container, key: &str, id: &str) -> StoreResult<Option<Value>> {
         let mut m = OpMeter::default();
         let container = self.container(c).await?;

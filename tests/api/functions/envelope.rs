@@ -258,6 +258,9 @@ impl Store for FlakyWrites {
     fn kind(&self) -> &'static str {
         "flaky"
     }
+    fn idle_poll(&self) -> std::time::Duration {
+        self.inner.idle_poll()
+    }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         self.inner.read(c, pk, id).await
     }
