@@ -613,7 +613,7 @@ pub async fn a_rename_racing_new_items_converges(app: &TestApp) {
 }
 
 pub async fn concurrent_comments_and_likes_count_exactly(app: &TestApp) {
-    const N: usize = 100;
+    const N: usize = 200;
     let author = app.create_user("author").await;
     let post = app.create_post(&id(&author), "popular", "c").await;
     let mut users = Vec::new();
@@ -654,13 +654,33 @@ pub async fn concurrent_comments_and_likes_count_exactly(app: &TestApp) {
             && feed.body["items"][0]["likeCount"] == N
     })
     .await;
-    let likes = app.get(&format!("/api/posts/{p}/likes?limit=100")).await;
-    let likers: HashSet<String> = likes
-        .items()
+    let likes = all_pages(app, &format!("/api/posts/{p}/likes")).await;
+    let likers: HashSet<&str> = likes
         .iter()
-        .map(|l| l["userId"].as_str().unwrap().into())
+        .map(|l| l["userId"].as_str().unwrap())
         .collect();
-    assert_eq!(likers.len(), N);
+    assert_eq!((likes.len(), likers.len()), (N, N), "one like per user");
+    assert_eq!(
+        all_pages(app, &format!("/api/posts/{p}/comments"))
+            .await
+            .len(),
+        N
+    );
+}
+
+/// Every item of a list, following its continuation tokens.
+async fn all_pages(app: &TestApp, path: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut next = format!("{path}?limit=100");
+    loop {
+        let r = app.get(&next).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        items.extend(r.items().iter().cloned());
+        match r.body["continuationToken"].as_str() {
+            Some(t) => next = format!("{path}?limit=100&continuationToken={}", url_encode(t)),
+            None => return items,
+        }
+    }
 }
 
 pub async fn concurrent_repeat_likes_count_once(app: &TestApp) {
