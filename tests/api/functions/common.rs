@@ -1,15 +1,14 @@
-//! Helpers shared by the Functions tests: an app over a fresh embedded store, driven over HTTP
-//! exactly as the Functions host drives it.
+//! What the Functions tests add to the shared `TestApp`: the app as the host runs it (no pump;
+//! only trigger invocations project) and invocations sent exactly as the host sends them.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use blog::store::embedded::EmbeddedStore;
 use blog::store::{Container, Store};
-use blog::AppState;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+
+use crate::helpers::{embedded_fixture, Fixture, TestApp};
 
 /// The repository root (where `host.json` and `functions/` live).
 pub fn repo() -> PathBuf {
@@ -21,63 +20,22 @@ pub fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-pub fn open_store(dir: &Path) -> Arc<EmbeddedStore> {
-    Arc::new(EmbeddedStore::open(&dir.join("blog.db")).expect("embedded store opens"))
+/// The app over a fresh embedded store without the change-feed pump, as under the host.
+pub async fn spawn_hosted() -> TestApp {
+    spawn_hosted_with(|s| s).await
 }
 
-/// The application served on an ephemeral loopback port, without the change-feed pump: in these
-/// tests only trigger invocations project, as under the Functions host.
-pub struct TestApp {
-    pub addr: SocketAddr,
-    pub client: reqwest::Client,
-    /// The store underneath whatever the app was given, for seeding and inspection.
-    pub store: Arc<dyn Store>,
-    _dir: tempfile::TempDir,
+/// As [`spawn_hosted`], with `wrap` deciding which store the app sees (a failing wrapper, say).
+pub async fn spawn_hosted_with(wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>) -> TestApp {
+    let fixture = embedded_fixture().await;
+    let fixture = Fixture {
+        store: wrap(fixture.store),
+        dir: fixture.dir,
+    };
+    TestApp::spawn(fixture, false).await
 }
 
 impl TestApp {
-    pub async fn spawn() -> Self {
-        Self::spawn_with(|s| s).await
-    }
-
-    /// `wrap` decides which store the app sees (a failing wrapper, say); `store` stays the inner one.
-    pub async fn spawn_with(wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store: Arc<dyn Store> = open_store(dir.path());
-        let app = blog::app(AppState::new(wrap(store.clone())));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        TestApp {
-            addr,
-            client: reqwest::Client::new(),
-            store,
-            _dir: dir,
-        }
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
-    }
-
-    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let r = self.client.get(self.url(path)).send().await.unwrap();
-        let status = r.status();
-        (status, r.json().await.unwrap_or(Value::Null))
-    }
-
-    pub async fn send_json(&self, method: &str, path: &str, body: Value) -> (StatusCode, Value) {
-        let r = self
-            .client
-            .request(method.parse().unwrap(), self.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        (status, r.json().await.unwrap_or(Value::Null))
-    }
-
     /// POST an invocation to `/<function>` the way the host does: JSON body, invocation id header.
     pub async fn invoke(&self, function: &str, body: Vec<u8>) -> Invocation {
         let r = self
@@ -109,26 +67,6 @@ impl TestApp {
         self.invoke(function, envelope(json!(documents), 0)).await
     }
 
-    pub async fn create_user(&self, username: &str) -> String {
-        let (status, user) = self
-            .send_json("POST", "/api/users", json!({ "username": username }))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{user}");
-        user["id"].as_str().unwrap().to_string()
-    }
-
-    pub async fn create_post(&self, user_id: &str, title: &str, content: &str) -> String {
-        let (status, post) = self
-            .send_json(
-                "POST",
-                "/api/posts",
-                json!({ "userId": user_id, "title": title, "content": content }),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{post}");
-        post["id"].as_str().unwrap().to_string()
-    }
-
     /// The stored item as the change feed would deliver it (system properties included).
     pub async fn current(&self, c: Container, pk: &str, id: &str) -> Value {
         self.store
@@ -140,9 +78,9 @@ impl TestApp {
 
     /// The `items` of a list answer.
     pub async fn items(&self, path: &str) -> Vec<Value> {
-        let (status, page) = self.get(path).await;
-        assert_eq!(status, StatusCode::OK, "{path}: {page}");
-        page["items"].as_array().unwrap().clone()
+        let r = self.get(path).await;
+        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
+        r.items().clone()
     }
 }
 

@@ -10,7 +10,7 @@ use blog::functions::{Feed, TRIGGERS};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::common::{repo, TestApp};
+use super::common::{repo, spawn_hosted};
 
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
@@ -209,7 +209,7 @@ fn seconds(s: &str) -> u64 {
 
 #[tokio::test]
 async fn the_router_serves_every_listed_route_and_answers_every_trigger() {
-    let app = TestApp::spawn().await;
+    let app = spawn_hosted().await;
     for (route, methods) in ROUTES {
         let path = format!(
             "/api/{}",

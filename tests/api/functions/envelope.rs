@@ -11,7 +11,8 @@ use blog::store::{
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::common::{envelope, fixture, TestApp};
+use super::common::{envelope, fixture, spawn_hosted, spawn_hosted_with};
+use crate::helpers::{id, TestApp};
 
 const POST_FIXTURES: [&str; 3] = [
     "posts-array.json",
@@ -54,7 +55,7 @@ async fn seed_fixture_world(store: &dyn Store) {
 
 /// What the fixture batch must leave behind once applied.
 async fn assert_fixture_world_projected(app: &TestApp) {
-    let (_, post) = app.get("/api/posts/fx-post-1").await;
+    let post = app.get("/api/posts/fx-post-1").await.body;
     assert_eq!(
         (post["commentCount"].clone(), post["likeCount"].clone()),
         (json!(1), json!(1)),
@@ -101,7 +102,7 @@ fn the_fixtures_decode_to_the_same_documents_in_every_encoding() {
 #[tokio::test]
 async fn a_fixture_batch_is_applied_in_every_encoding() {
     for name in POST_FIXTURES {
-        let app = TestApp::spawn().await;
+        let app = spawn_hosted().await;
         seed_fixture_world(&*app.store).await;
         let inv = app.invoke("PostsChangeFeed", fixture(name)).await;
         inv.assert_applied();
@@ -116,21 +117,21 @@ async fn a_fixture_batch_is_applied_in_every_encoding() {
 
 #[tokio::test]
 async fn the_users_feed_fans_the_current_name_out_whatever_name_the_batch_carries() {
-    let app = TestApp::spawn().await;
+    let app = spawn_hosted().await;
     seed_fixture_world(&*app.store).await;
     app.invoke("PostsChangeFeed", fixture("posts-array.json"))
         .await
         .assert_applied();
-    let (status, _) = app
-        .send_json("PUT", "/api/users/fx-ana", json!({ "username": "ana-2" }))
+    let r = app
+        .put("/api/users/fx-ana", json!({ "username": "ana-2" }))
         .await;
-    assert_eq!(status, StatusCode::OK);
+    assert_eq!(r.status, 200);
 
     // The batch carries an older name than the user has now: the current one is fanned out.
     app.invoke("UsersChangeFeed", fixture("users-string.json"))
         .await
         .assert_applied();
-    let (_, post) = app.get("/api/posts/fx-post-1").await;
+    let post = app.get("/api/posts/fx-post-1").await.body;
     assert_eq!(post["userUsername"], "ana-2");
     let copies = app.items("/api/users/fx-ana/posts").await;
     assert_eq!(copies[0]["userUsername"], "ana-2");
@@ -148,7 +149,7 @@ async fn the_users_feed_fans_the_current_name_out_whatever_name_the_batch_carrie
 /// Everything the projections write for one post, as a client sees it.
 async fn projected_state(app: &TestApp, user: &str, post: &str) -> Value {
     json!({
-        "post": app.get(&format!("/api/posts/{post}")).await.1,
+        "post": app.get(&format!("/api/posts/{post}")).await.body,
         "copies": app.items(&format!("/api/users/{user}/posts")).await,
         "feed": app.items("/api/feed").await,
         "comments": app.items(&format!("/api/posts/{post}/comments")).await,
@@ -158,26 +159,14 @@ async fn projected_state(app: &TestApp, user: &str, post: &str) -> Value {
 
 #[tokio::test]
 async fn a_redelivered_batch_changes_nothing() {
-    let app = TestApp::spawn().await;
-    let ana = app.create_user("ana").await;
-    let bo = app.create_user("bo").await;
-    let post = app.create_post(&ana, "First", "Hello").await;
-    let (s, _) = app
-        .send_json(
-            "POST",
-            &format!("/api/posts/{post}/comments"),
-            json!({ "userId": bo, "content": "hi" }),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED);
-    let (s, like) = app
-        .send_json(
-            "POST",
-            &format!("/api/posts/{post}/likes"),
-            json!({ "userId": bo }),
-        )
-        .await;
-    assert_eq!(s, StatusCode::CREATED);
+    let app = spawn_hosted().await;
+    let ana = id(&app.create_user("ana").await);
+    let bo = id(&app.create_user("bo").await);
+    let post = id(&app.create_post(&ana, "First", "Hello").await);
+    assert_eq!(app.comment(&post, &bo, "hi").await.status, 201);
+    let like = app.like(&post, &bo).await;
+    assert_eq!(like.status, 201);
+    let like = like.body;
 
     let comment = app
         .store
@@ -213,18 +202,17 @@ async fn a_redelivered_batch_changes_nothing() {
 
 #[tokio::test]
 async fn a_stale_post_after_a_newer_one_leaves_the_copies_current() {
-    let app = TestApp::spawn().await;
-    let ana = app.create_user("ana").await;
-    let post = app.create_post(&ana, "Version 1", "first text").await;
+    let app = spawn_hosted().await;
+    let ana = id(&app.create_user("ana").await);
+    let post = id(&app.create_post(&ana, "Version 1", "first text").await);
     let v1 = app.current(Container::Posts, &post, &post).await;
-    let (s, _) = app
-        .send_json(
-            "PUT",
+    let r = app
+        .put(
             &format!("/api/posts/{post}"),
             json!({ "userId": ana, "title": "Version 2", "content": "second text" }),
         )
         .await;
-    assert_eq!(s, StatusCode::OK);
+    assert_eq!(r.status, 200);
     let v2 = app.current(Container::Posts, &post, &post).await;
 
     app.deliver("PostsChangeFeed", &[v2]).await.assert_applied();
@@ -322,7 +310,7 @@ impl Store for FlakyWrites {
 async fn a_batch_that_cannot_be_written_fails_naming_its_ids_and_is_applied_when_redelivered() {
     let failing = Arc::new(AtomicBool::new(false));
     let flag = failing.clone();
-    let app = TestApp::spawn_with(move |inner| {
+    let app = spawn_hosted_with(move |inner| {
         Arc::new(FlakyWrites {
             inner,
             failing: flag,
@@ -384,7 +372,7 @@ async fn a_batch_that_cannot_be_written_fails_naming_its_ids_and_is_applied_when
 
 #[tokio::test]
 async fn an_undecodable_invocation_answers_400_in_json() {
-    let app = TestApp::spawn().await;
+    let app = spawn_hosted().await;
     let bodies: [&[u8]; 5] = [
         b"{ not json",
         br#"{"Metadata":{}}"#,
@@ -406,13 +394,12 @@ async fn an_undecodable_invocation_answers_400_in_json() {
         }
     }
     // The host only ever POSTs; anything else is the API's 405.
-    let (status, _) = app.get("/PostsChangeFeed").await;
-    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(app.get("/PostsChangeFeed").await.status, 405);
 }
 
 #[tokio::test]
 async fn an_empty_batch_is_applied() {
-    let app = TestApp::spawn().await;
+    let app = spawn_hosted().await;
     for function in ["PostsChangeFeed", "UsersChangeFeed"] {
         let inv = app.deliver(function, &[]).await;
         inv.assert_applied();
@@ -437,7 +424,7 @@ async fn a_batch_larger_than_the_api_body_limit_is_accepted() {
         body.len()
     );
 
-    let app = TestApp::spawn().await;
+    let app = spawn_hosted().await;
     let inv = app.invoke("PostsChangeFeed", body).await;
     // The posts no longer exist, so nothing is projected; what matters is that it was read.
     inv.assert_applied();
@@ -450,7 +437,7 @@ async fn a_batch_larger_than_the_api_body_limit_is_accepted() {
 
 #[tokio::test]
 async fn an_invocation_over_the_limit_answers_413_in_json() {
-    let app = TestApp::spawn().await;
+    let app = spawn_hosted().await;
     let body = vec![b' '; blog::functions::INVOCATION_BODY_LIMIT + 1];
     let inv = app.invoke("PostsChangeFeed", body).await;
     assert_eq!(inv.status, StatusCode::PAYLOAD_TOO_LARGE);

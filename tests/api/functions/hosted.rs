@@ -13,7 +13,7 @@ use blog::store::Container;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::common::TestApp;
+use super::common::spawn_hosted;
 use crate::helpers::free_port;
 
 fn hosted_settings(port: u16, dir: &std::path::Path) -> Settings {
@@ -119,9 +119,8 @@ async fn hosted_mode_listens_on_the_hosts_port_answers_the_probe_and_serves_the_
 #[tokio::test]
 async fn the_same_app_standalone_serves_the_same_paths() {
     // Shapes differ only in address and pump; the trigger endpoints exist in both.
-    let app = TestApp::spawn().await;
-    let (status, _) = app.get("/").await;
-    assert_eq!(status, StatusCode::OK);
+    let app = spawn_hosted().await;
+    assert_eq!(app.get("/").await.status, 200);
     app.deliver("UsersChangeFeed", &[]).await.assert_applied();
 }
 
