@@ -393,15 +393,19 @@ fn url_encode(s: &str) -> String {
         .collect()
 }
 
-pub async fn feed_newest_first_with_limit(app: &TestApp) {
-    let user = app.create_user("ana").await;
+/// `n` posts by `user`, one after another; their ids newest first.
+async fn create_posts(app: &TestApp, user: &str, n: usize) -> Vec<String> {
     let mut created = Vec::new();
-    for i in 0..25 {
-        created.push(id(&app
-            .create_post(&id(&user), &format!("t{i}"), "c")
-            .await));
+    for i in 0..n {
+        created.push(id(&app.create_post(user, &format!("t{i}"), "c").await));
     }
     created.reverse();
+    created
+}
+
+pub async fn feed_newest_first_with_limit(app: &TestApp) {
+    let user = app.create_user("ana").await;
+    let created = create_posts(app, &id(&user), 25).await;
     eventually("all posts in the feed", || async {
         feed_ids(app, 100).await.len() == 25
     })
@@ -419,13 +423,7 @@ pub async fn feed_newest_first_with_limit(app: &TestApp) {
 
 pub async fn feed_keeps_the_newest_hundred(app: &TestApp) {
     let user = app.create_user("ana").await;
-    let mut created = Vec::new();
-    for i in 0..105 {
-        created.push(id(&app
-            .create_post(&id(&user), &format!("t{i}"), "c")
-            .await));
-    }
-    created.reverse();
+    let created = create_posts(app, &id(&user), 105).await;
     let newest: Vec<String> = created[..100].to_vec();
     eventually("the feed holds exactly the newest 100", || async {
         feed_ids(app, 100).await == newest && blog_feed_size(app).await == 100

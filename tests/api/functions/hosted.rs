@@ -72,14 +72,7 @@ async fn hosted_mode_listens_on_the_hosts_port_answers_the_probe_and_serves_the_
 
     // No pump under the host: nothing reaches the feed until the trigger delivers the change.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let feed: Value = client
-        .get(format!("{base}/api/feed"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let feed = get_json(&client, &format!("{base}/api/feed")).await;
     assert_eq!(
         feed["items"],
         json!([]),
@@ -102,14 +95,7 @@ async fn hosted_mode_listens_on_the_hosts_port_answers_the_probe_and_serves_the_
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let feed: Value = client
-        .get(format!("{base}/api/feed"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let feed = get_json(&client, &format!("{base}/api/feed")).await;
     assert_eq!(feed["items"][0]["id"], post_id);
 
     stop.send(()).unwrap();
@@ -273,4 +259,8 @@ async fn the_binary_logs_readable_text_by_default() {
         applied.contains("inv-text-0002") && applied.contains("PostsChangeFeed"),
         "{applied}"
     );
+}
+
+async fn get_json(client: &reqwest::Client, url: &str) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
 }
