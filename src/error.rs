@@ -27,6 +27,9 @@ pub enum ApiError {
     /// 409: the write conflicts with the current state.
     #[error("{0}")]
     Conflict(String),
+    /// 412: `If-Match` names a version of the item that is no longer current.
+    #[error("{0}")]
+    PreconditionFailed(String),
     /// 413: the body is over the 1 MiB limit.
     #[error("request body is larger than 1 MiB")]
     PayloadTooLarge,
@@ -64,6 +67,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -89,9 +93,9 @@ impl From<StoreError> for ApiError {
         match e.root() {
             StoreError::NotFound => ApiError::NotFound("the resource does not exist".into()),
             StoreError::Conflict => ApiError::Conflict("the resource already exists".into()),
-            StoreError::PreconditionFailed => {
-                ApiError::Conflict("the resource changed concurrently; retry".into())
-            }
+            StoreError::PreconditionFailed => ApiError::PreconditionFailed(
+                "the item changed since the version `If-Match` names; read it again".into(),
+            ),
             StoreError::Throttled { retry_after } => ApiError::Throttled {
                 retry_after: *retry_after,
             },

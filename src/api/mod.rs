@@ -1,6 +1,7 @@
 //! The HTTP API of CONTRACT §3 under `/api`, plus the readiness answer at `/` and the Functions
 //! host's trigger invocations at `/<FunctionName>`.
 
+mod conditional;
 mod extract;
 mod posts;
 mod users;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::HeaderValue;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -19,8 +20,10 @@ use serde_json::{json, Value};
 pub use extract::{JsonBody, Paging, PathId};
 
 use crate::domain::public;
+use crate::domain::Id;
 use crate::error::ApiError;
-use crate::store::{metrics, Page, Store};
+use crate::store::{metrics, ConditionalRead, Container, Page, Store, StoreResult};
+use conditional::{no_cache, tagged, IfNoneMatch};
 
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -108,11 +111,68 @@ async fn meter(req: Request, next: Next) -> Response {
     resp
 }
 
-/// A list response: `{"items": [...], "continuationToken": ... | null}`.
+/// A list response: `{"items": [...], "continuationToken": ... | null}`, never used unchecked
+/// from a cache (`Cache-Control: no-cache`).
 fn list(page: Page) -> Response {
-    Json(json!({
-        "items": page.items.into_iter().map(public).collect::<Vec<Value>>(),
-        "continuationToken": page.continuation,
-    }))
-    .into_response()
+    no_cache(
+        Json(json!({
+            "items": page.items.into_iter().map(public).collect::<Vec<Value>>(),
+            "continuationToken": page.continuation,
+        }))
+        .into_response(),
+    )
+}
+
+/// What a point read of a user or post found.
+enum Read {
+    Item(Value),
+    /// The client's copy, with this `ETag`, is current.
+    NotModified(String),
+    Missing,
+}
+
+/// Read the item `id` (its own partition key) in one store operation, honouring
+/// `If-None-Match`: one tag goes to the store as a conditional read (on Cosmos DB a 304 costs
+/// less than the item); `*` or a list of tags is compared after a plain read.
+async fn read_item(
+    store: &dyn Store,
+    c: Container,
+    id: &Id,
+    if_none_match: Option<IfNoneMatch>,
+) -> StoreResult<Read> {
+    let id = id.as_str();
+    if let Some(tag) = if_none_match.as_ref().and_then(IfNoneMatch::single) {
+        return Ok(match store.read_if_none_match(c, id, id, tag).await? {
+            ConditionalRead::Changed(item) => Read::Item(item),
+            ConditionalRead::Unchanged => Read::NotModified(tag.to_string()),
+            ConditionalRead::Missing => Read::Missing,
+        });
+    }
+    Ok(match store.read(c, id, id).await? {
+        None => Read::Missing,
+        Some(item) => match item.get("_etag").and_then(Value::as_str) {
+            Some(etag) if if_none_match.as_ref().is_some_and(|m| m.matches(etag)) => {
+                Read::NotModified(etag.to_string())
+            }
+            _ => Read::Item(item),
+        },
+    })
+}
+
+/// 200 with the item and its `ETag`, or 304 with only the `ETag`; `None` when there is no item
+/// of the kind asked for.
+fn item_response(read: Read, is_kind: impl Fn(&Value) -> bool) -> Option<Response> {
+    match read {
+        Read::Item(item) if is_kind(&item) => {
+            Some(tagged(Json(public(item.clone())).into_response(), &item))
+        }
+        Read::NotModified(etag) => {
+            let mut resp = StatusCode::NOT_MODIFIED.into_response();
+            if let Ok(v) = HeaderValue::from_str(&etag) {
+                resp.headers_mut().insert(header::ETAG, v);
+            }
+            Some(no_cache(resp))
+        }
+        _ => None,
+    }
 }

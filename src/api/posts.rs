@@ -7,6 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::conditional::{tagged, IfMatch, IfNoneMatch};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
 use crate::error::{ApiError, ApiResult};
@@ -74,21 +75,24 @@ pub async fn create(
         .store
         .create(Container::Posts, id.as_str(), to_value(&post))
         .await?;
-    Ok((
+    let resp = (
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/posts/{id}"))],
-        Json(public(stored)),
+        Json(public(stored.clone())),
     )
-        .into_response())
+        .into_response();
+    Ok(tagged(resp, &stored))
 }
 
 /// C2 `PUT /api/posts/{postId}`: read the post (its author), then patch title and content, so a
-/// concurrent counter change is never overwritten (two operations).
+/// concurrent counter change is never overwritten (two operations). With `If-Match`, the patch
+/// is conditional on the post's `_etag`, checked by the store itself.
 pub async fn update(
     State(s): State<AppState>,
     PathId(id): PathId,
+    if_match: Option<IfMatch>,
     JsonBody(body): JsonBody<PostBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let user_id = Id::parse("userId", &body.user_id)?;
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
@@ -98,16 +102,20 @@ pub async fn update(
             "only the author may edit post `{id}`"
         )));
     }
+    let etag = if_match.as_ref().and_then(IfMatch::etag);
+    if etag.is_some() && etag != post["_etag"].as_str() {
+        return Err(StoreError::PreconditionFailed.into());
+    }
     let ops = [
         PatchOp::set("/title", title.as_str()),
         PatchOp::set("/content", content.as_str()),
     ];
     match s
         .store
-        .patch(Container::Posts, id.as_str(), id.as_str(), &ops, None)
+        .patch(Container::Posts, id.as_str(), id.as_str(), &ops, etag)
         .await
     {
-        Ok(post) => Ok(Json(public(post))),
+        Ok(post) => Ok(tagged(Json(public(post.clone())).into_response(), &post)),
         Err(StoreError::NotFound) => Err(ApiError::not_found("post", id.as_str())),
         Err(e) => Err(e.into()),
     }
@@ -123,9 +131,16 @@ async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
     }
 }
 
-/// Q2 `GET /api/posts/{postId}`: one point read; name and counters are on the post.
-pub async fn get(State(s): State<AppState>, PathId(id): PathId) -> ApiResult<Json<Value>> {
-    Ok(Json(public(read_post(&*s.store, &id).await?)))
+/// Q2 `GET /api/posts/{postId}`: one point read (conditional on `If-None-Match`); name and
+/// counters are on the post.
+pub async fn get(
+    State(s): State<AppState>,
+    PathId(id): PathId,
+    if_none_match: Option<IfNoneMatch>,
+) -> ApiResult<Response> {
+    let read = super::read_item(&*s.store, Container::Posts, &id, if_none_match).await?;
+    super::item_response(read, |post| post["type"] == "post")
+        .ok_or_else(|| ApiError::not_found("post", id.as_str()))
 }
 
 /// Create `item` in the post's partition only if the post exists, atomically (one batch of

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 
+use super::conditional::{tagged, IfMatch, IfNoneMatch};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::domain::{public, to_value, Id, User, Username};
 use crate::error::{ApiError, ApiResult};
@@ -28,46 +29,46 @@ pub async fn create(
         .store
         .create(Container::Users, id.as_str(), to_value(&user))
         .await?;
-    Ok((
+    let resp = (
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/users/{id}"))],
-        Json(public(stored)),
+        Json(public(stored.clone())),
     )
-        .into_response())
+        .into_response();
+    Ok(tagged(resp, &stored))
 }
 
-/// C1 `PUT /api/users/{userId}`: one server-side patch; the change feed fans the name out.
+/// C1 `PUT /api/users/{userId}`: one server-side patch (conditional on `If-Match`); the change
+/// feed fans the name out.
 pub async fn rename(
     State(s): State<AppState>,
     PathId(id): PathId,
+    if_match: Option<IfMatch>,
     JsonBody(body): JsonBody<UserBody>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Response> {
     let username = Username::parse(&body.username)?;
     let ops = [PatchOp::set("/username", username.as_str())];
+    let etag = if_match.as_ref().and_then(IfMatch::etag);
     match s
         .store
-        .patch(Container::Users, id.as_str(), id.as_str(), &ops, None)
+        .patch(Container::Users, id.as_str(), id.as_str(), &ops, etag)
         .await
     {
-        Ok(user) => Ok(Json(public(user))),
+        Ok(user) => Ok(tagged(Json(public(user.clone())).into_response(), &user)),
         Err(StoreError::NotFound) => Err(ApiError::not_found("user", id.as_str())),
         Err(e) => Err(e.into()),
     }
 }
 
-/// Q1 `GET /api/users/{userId}`: one point read.
+/// Q1 `GET /api/users/{userId}`: one point read (conditional on `If-None-Match`).
 pub async fn get(
     State(s): State<AppState>,
     PathId(id): PathId,
-) -> ApiResult<Json<serde_json::Value>> {
-    match s
-        .store
-        .read(Container::Users, id.as_str(), id.as_str())
-        .await?
-    {
-        Some(user) if user["type"] == "user" => Ok(Json(public(user))),
-        _ => Err(ApiError::not_found("user", id.as_str())),
-    }
+    if_none_match: Option<IfNoneMatch>,
+) -> ApiResult<Response> {
+    let read = super::read_item(&*s.store, Container::Users, &id, if_none_match).await?;
+    super::item_response(read, |user| user["type"] == "user")
+        .ok_or_else(|| ApiError::not_found("user", id.as_str()))
 }
 
 /// Q3 `GET /api/users/{userId}/posts`: one query in the user's partition, newest first.

@@ -21,8 +21,8 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transact
 use serde_json::{Map, Value};
 
 use super::{
-    check_partition_key, item_id, metrics, BatchOp, ChangePage, Cmp, Container, Order, Page,
-    PatchOp, Query, Scope, Store, StoreError, StoreResult,
+    check_partition_key, item_id, metrics, BatchOp, ChangePage, Cmp, ConditionalRead, Container,
+    Order, Page, PatchOp, Query, Scope, Store, StoreError, StoreResult,
 };
 
 const READERS: usize = 4;
@@ -493,6 +493,28 @@ impl Store for EmbeddedStore {
         let (pk, id) = (pk.to_string(), id.to_string());
         self.with_reader(move |conn| read_item(conn, c, &pk, &id))
             .await
+    }
+
+    async fn read_if_none_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<ConditionalRead> {
+        let (pk, id) = (pk.to_string(), id.to_string());
+        let item = self
+            .with_reader(move |conn| read_item(conn, c, &pk, &id))
+            .await?;
+        Ok(match item {
+            None => ConditionalRead::Missing,
+            Some(item)
+                if etag == "*" || item.get("_etag").and_then(Value::as_str) == Some(etag) =>
+            {
+                ConditionalRead::Unchanged
+            }
+            Some(item) => ConditionalRead::Changed(item),
+        })
     }
 
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {

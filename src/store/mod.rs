@@ -265,6 +265,17 @@ pub struct ChangePage {
     pub continuation: String,
 }
 
+/// The outcome of a conditional point read ([`Store::read_if_none_match`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConditionalRead {
+    /// The item's `_etag` differs from the one given: here is the item.
+    Changed(Value),
+    /// The item still has the `_etag` given (Cosmos answers 304 and charges less).
+    Unchanged,
+    /// There is no such item.
+    Missing,
+}
+
 /// The store, shaped like a Cosmos DB database with the four containers of the data model.
 ///
 /// Items are JSON objects with a string `id`; the partition key is passed explicitly and must
@@ -282,6 +293,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// Point read; `Ok(None)` when the item does not exist.
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>>;
+
+    /// Point read with `If-None-Match: etag` (`*` matches any existing item): the item only when
+    /// its `_etag` differs. One operation, like [`Store::read`].
+    async fn read_if_none_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<ConditionalRead>;
 
     /// Create; `Conflict` when the id exists in the partition.
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value>;

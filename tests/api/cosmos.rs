@@ -79,12 +79,18 @@ mod store {
         query_pages_with_continuation_tokens, bad_continuation_token_is_a_bad_request,
         query_offset_skips, count_counts_matching_items, cross_partition_query_finds_every_partition,
         batch_succeeds_as_a_whole, batch_fails_as_a_whole, change_feed_latest_version_in_commit_order,
-        change_feeds_are_per_container, system_properties_are_stamped);
+        change_feeds_are_per_container, system_properties_are_stamped, conditional_reads,
+        patch_honours_etags);
 }
 
 mod api {
     use super::*;
     crate::api_suite!(cosmos_fixture);
+}
+
+mod client {
+    use super::*;
+    crate::client_suite!(cosmos_fixture);
 }
 
 fn post(id: &str, user: &str, date: &str) -> Value {

@@ -2,6 +2,7 @@
 //! - `helpers` starts the app on port 0 over a fresh store and talks to it as a client would;
 //! - `store_suite` and `api_suite` are written once against the `Store` trait / the HTTP API and
 //!   instantiated per store (`embedded`, and `cosmos` on the Cosmos DB SDK's in-memory emulator);
+//!   so is `client_suite` (ETags, conditional requests, CORS, the OpenAPI document);
 //! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
 //!   hosted mode, logging);
 //! - `process`: the real binary, killed with SIGKILL and restarted;
@@ -11,6 +12,7 @@ mod helpers;
 
 mod api_suite;
 mod bench_smoke;
+mod client_suite;
 mod store_suite;
 
 mod cosmos;

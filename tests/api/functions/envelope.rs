@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use blog::store::{
-    BatchOp, ChangePage, Container, Page, PatchOp, Query, Store, StoreError, StoreResult,
+    BatchOp, ChangePage, ConditionalRead, Container, Page, PatchOp, Query, Store, StoreError,
+    StoreResult,
 };
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -251,6 +252,15 @@ impl Store for FlakyWrites {
     }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         self.inner.read(c, pk, id).await
+    }
+    async fn read_if_none_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<ConditionalRead> {
+        self.inner.read_if_none_match(c, pk, id, etag).await
     }
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
         self.check()?;
