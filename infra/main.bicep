@@ -58,6 +58,9 @@ param cosmosDatabaseName string = 'blog'
 @description('Optional Microsoft Entra object id of a developer granted Cosmos DB data access (e.g. az ad signed-in-user show --query id -o tsv). Empty: none.')
 param developerPrincipalId string = ''
 
+@description('Browser origins allowed to call the API from another origin (e.g. https://app.example.com); the Function App\'s platform CORS answers them. Empty: no cross-origin access.')
+param corsAllowedOrigins array = []
+
 var suffix = uniqueString(resourceGroup().id, baseName)
 var compactBase = toLower(replace(baseName, '-', ''))
 
@@ -137,6 +140,7 @@ module functionApp 'modules/functionapp.bicep' = {
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
     cosmosEndpoint: cosmos.outputs.endpoint
     cosmosDatabaseName: cosmos.outputs.databaseName
+    corsAllowedOrigins: corsAllowedOrigins
   }
   // Using the storage, monitoring and cosmos outputs orders this module after those
   // deployments, role assignments included, so the host can reach storage, Cosmos DB

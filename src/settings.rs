@@ -99,6 +99,9 @@ pub struct Settings {
     pub pump: bool,
     pub cosmos: CosmosSettings,
     pub log_format: LogFormat,
+    /// `BLOG_CORS_ORIGINS`: the browser origins (`scheme://host[:port]`) allowed to call the API
+    /// from another origin, or `["*"]` for any; empty: no CORS headers at all.
+    pub cors_origins: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -199,8 +202,48 @@ impl Settings {
             pump,
             cosmos,
             log_format,
+            cors_origins: cors_origins(get("BLOG_CORS_ORIGINS"))?,
         })
     }
+}
+
+/// `BLOG_CORS_ORIGINS`: comma-separated origins as a browser sends them in `Origin`
+/// (`https://app.example.com`, `http://localhost:5173`: scheme, host and optional port, no path
+/// and no trailing slash), or `*` alone for any origin.
+fn cors_origins(value: Option<String>) -> Result<Vec<String>, SettingError> {
+    const NAME: &str = "BLOG_CORS_ORIGINS";
+    let Some(v) = value else {
+        return Ok(Vec::new());
+    };
+    let origins: Vec<String> = v
+        .split(',')
+        .map(|o| o.trim().to_string())
+        .filter(|o| !o.is_empty())
+        .collect();
+    if origins.iter().any(|o| o == "*") {
+        if origins.len() > 1 {
+            return Err(bad(NAME, "`*` allows every origin and cannot be combined"));
+        }
+        return Ok(origins);
+    }
+    for o in &origins {
+        let rest = o
+            .strip_prefix("https://")
+            .or_else(|| o.strip_prefix("http://"));
+        let ok = rest.is_some_and(|host| {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c))
+        });
+        if !ok {
+            return Err(bad(
+                NAME,
+                format!("`{o}` is not an origin like `https://app.example.com` (no path, no trailing slash)"),
+            ));
+        }
+    }
+    Ok(origins)
 }
 
 /// A boolean switch: `true`/`false`, `1`/`0`, `on`/`off`, `yes`/`no` (any case); unset is `false`.
@@ -312,6 +355,35 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Settings::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn cors_origins_are_a_list_of_origins_or_a_star() {
+        assert!(parse(&[]).unwrap().cors_origins.is_empty());
+        let s = parse(&[(
+            "BLOG_CORS_ORIGINS",
+            " https://app.example.com, http://localhost:5173 ,",
+        )])
+        .unwrap();
+        assert_eq!(
+            s.cors_origins,
+            ["https://app.example.com", "http://localhost:5173"]
+        );
+        assert_eq!(
+            parse(&[("BLOG_CORS_ORIGINS", "*")]).unwrap().cors_origins,
+            ["*"]
+        );
+        for bad in [
+            "app.example.com",
+            "https://app.example.com/",
+            "https://a.example/path",
+            "ftp://a.example",
+            "*,https://a.example",
+            "https://",
+        ] {
+            let e = parse(&[("BLOG_CORS_ORIGINS", bad)]).unwrap_err();
+            assert_eq!(e.name, "BLOG_CORS_ORIGINS", "{bad}");
+        }
     }
 
     #[test]

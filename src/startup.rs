@@ -17,6 +17,7 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     pump: bool,
+    cors_origins: Vec<String>,
 }
 
 impl Application {
@@ -25,7 +26,7 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        Ok(Self::new(listener, store, settings.pump))
+        Ok(Self::new(listener, store, settings.pump).with_cors(settings.cors_origins.clone()))
     }
 
     /// An application over an already bound listener and an already open store (tests, bench).
@@ -34,7 +35,14 @@ impl Application {
             listener,
             state: AppState::new(store),
             pump,
+            cors_origins: Vec::new(),
         }
+    }
+
+    /// Answer cross-origin requests from these origins (`["*"]`: any); none by default.
+    pub fn with_cors(mut self, origins: Vec<String>) -> Self {
+        self.cors_origins = origins;
+        self
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -55,7 +63,13 @@ impl Application {
         } else {
             Vec::new()
         };
-        let result = axum::serve(self.listener, app(self.state))
+        let mut router = app(self.state);
+        // Outermost, so that preflights are answered before routing and every answer, errors
+        // included, carries the CORS headers.
+        if let Some(cors) = crate::api::cors::layer(&self.cors_origins) {
+            router = router.layer(cors);
+        }
+        let result = axum::serve(self.listener, router)
             .with_graceful_shutdown(shutdown)
             .await;
         for p in pumps {

@@ -73,6 +73,9 @@ param cosmosEndpoint string
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string
 
+@description('Browser origins the platform answers CORS for. No cookies are involved (writes carry a bearer token), so credentials stay off.')
+param corsAllowedOrigins array = []
+
 var isFlex = hostingPlan == 'FlexConsumption'
 
 var flexAppConfig = {
@@ -207,6 +210,11 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       ftpsState: 'Disabled'
       http20Enabled: true
       remoteDebuggingEnabled: false
+      // The platform answers preflights and adds the CORS headers before the handler runs.
+      cors: {
+        allowedOrigins: corsAllowedOrigins
+        supportCredentials: false
+      }
       appSettings: concat(commonSettings, isFlex ? [] : premiumSettings)
     }
   }

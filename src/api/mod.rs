@@ -2,6 +2,7 @@
 //! host's trigger invocations at `/<FunctionName>`.
 
 mod conditional;
+pub mod cors;
 mod extract;
 mod posts;
 mod users;

@@ -5,18 +5,25 @@ use serde_json::{json, Value};
 
 use crate::helpers::{id, Resp, TestApp};
 
+/// The origins the suite's app allows (`BLOG_CORS_ORIGINS`).
+pub const ORIGINS: [&str; 2] = ["https://app.example", "http://localhost:5173"];
+
 #[macro_export]
 macro_rules! client_suite {
     ($fixture:path) => {
         $crate::client_suite!(@tests $fixture;
             reads_answer_an_etag_and_304_when_unchanged, updates_honour_if_match,
-            malformed_conditions_are_bad_requests, lists_are_revalidated);
+            malformed_conditions_are_bad_requests, lists_are_revalidated,
+            preflights_allow_the_configured_origins, cross_origin_answers_expose_the_api_headers);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let app = $crate::helpers::TestApp::spawn($fixture().await, true).await;
+                let app = $crate::helpers::TestApp::spawn_with($fixture().await, true, |app| {
+                    app.with_cors($crate::client_suite::ORIGINS.map(String::from).to_vec())
+                })
+                .await;
                 $crate::client_suite::$name(&app).await;
             }
         )*
@@ -200,4 +207,113 @@ pub async fn lists_are_revalidated(app: &TestApp) {
         assert_eq!(r.header("cache-control"), Some("no-cache"), "{path}");
         assert_eq!(r.header("etag"), None, "{path}");
     }
+}
+
+fn header_list(r: &Resp, name: &str) -> Vec<String> {
+    r.header(name)
+        .unwrap_or_else(|| panic!("no {name}: {:?}", r.headers))
+        .split(',')
+        .map(|s| s.trim().to_ascii_lowercase())
+        .collect()
+}
+
+async fn preflight(app: &TestApp, path: &str, origin: &str, method: &str, headers: &str) -> Resp {
+    app.send(
+        app.client
+            .request(reqwest::Method::OPTIONS, app.url(path))
+            .header("origin", origin)
+            .header("access-control-request-method", method)
+            .header("access-control-request-headers", headers),
+    )
+    .await
+}
+
+pub async fn preflights_allow_the_configured_origins(app: &TestApp) {
+    for origin in ORIGINS {
+        for (path, method) in [
+            ("/api/users", "POST"),
+            ("/api/users/u1", "PUT"),
+            ("/api/posts/p1/likes", "POST"),
+            ("/api/posts/p1", "GET"),
+        ] {
+            let r = preflight(
+                app,
+                path,
+                origin,
+                method,
+                "authorization,content-type,if-match,if-none-match",
+            )
+            .await;
+            assert!(r.status == 200 || r.status == 204, "{path}: {}", r.status);
+            assert_eq!(r.header("access-control-allow-origin"), Some(origin));
+            let methods = header_list(&r, "access-control-allow-methods");
+            for m in ["get", "post", "put"] {
+                assert!(methods.contains(&m.to_string()), "{methods:?}");
+            }
+            let headers = header_list(&r, "access-control-allow-headers");
+            for h in ["authorization", "content-type", "if-match", "if-none-match"] {
+                assert!(headers.contains(&h.to_string()), "{headers:?}");
+            }
+            assert!(r.header("access-control-max-age").is_some());
+        }
+    }
+    // Another origin learns nothing: no allow-origin, so the browser refuses the request.
+    let r = preflight(
+        app,
+        "/api/users",
+        "https://evil.example",
+        "POST",
+        "content-type",
+    )
+    .await;
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        None,
+        "{:?}",
+        r.headers
+    );
+}
+
+pub async fn cross_origin_answers_expose_the_api_headers(app: &TestApp) {
+    let origin = ORIGINS[0];
+    let r = app
+        .send(
+            app.client
+                .post(app.url("/api/users"))
+                .header("origin", origin)
+                .json(&json!({ "username": "ana" })),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    assert_eq!(r.header("access-control-allow-origin"), Some(origin));
+    assert!(header_list(&r, "vary").contains(&"origin".to_string()));
+    let exposed = header_list(&r, "access-control-expose-headers");
+    for h in [
+        "etag",
+        "location",
+        "retry-after",
+        "x-store-operations",
+        "x-request-charge",
+    ] {
+        assert!(exposed.contains(&h.to_string()), "{h} not in {exposed:?}");
+    }
+    // Errors carry the headers too, so a browser app can read the problem.
+    let r = app
+        .send(
+            app.client
+                .get(app.url("/api/users/nobody"))
+                .header("origin", origin),
+        )
+        .await;
+    r.assert_problem(404);
+    assert_eq!(r.header("access-control-allow-origin"), Some(origin));
+    let r = app
+        .send(
+            app.client
+                .get(app.url("/api/feed"))
+                .header("origin", "https://evil.example"),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("access-control-allow-origin"), None);
 }

@@ -72,3 +72,38 @@ mod restart {
         );
     }
 }
+
+mod cors_off {
+    use crate::helpers::spawn_app;
+
+    /// Without `BLOG_CORS_ORIGINS` there are no CORS headers: other origins stay out.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_origins_there_are_no_cors_headers() {
+        let app = spawn_app().await;
+        let r = app
+            .send(
+                app.client
+                    .request(reqwest::Method::OPTIONS, app.url("/api/users"))
+                    .header("origin", "https://app.example")
+                    .header("access-control-request-method", "POST"),
+            )
+            .await;
+        r.assert_problem(405);
+        assert!(
+            r.headers
+                .keys()
+                .all(|k| !k.as_str().starts_with("access-control-")),
+            "{:?}",
+            r.headers
+        );
+        let r = app
+            .send(
+                app.client
+                    .get(app.url("/api/feed"))
+                    .header("origin", "https://app.example"),
+            )
+            .await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("access-control-allow-origin"), None);
+    }
+}

@@ -1,0 +1,47 @@
+//! Cross-origin requests from browser apps (`BLOG_CORS_ORIGINS`): the allowed origins may call
+//! every route with the write methods and the request headers the API reads, and read the
+//! response headers it sets. Without origins there are no CORS headers at all, so browsers keep
+//! other origins out.
+
+use std::time::Duration;
+
+use axum::http::{header, HeaderName, HeaderValue, Method};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+/// Response headers a browser app may read besides the CORS-safelisted ones.
+pub const EXPOSED_HEADERS: [&str; 5] = [
+    "etag",
+    "location",
+    "retry-after",
+    "x-store-operations",
+    "x-request-charge",
+];
+
+/// How long a browser may cache a preflight answer.
+const PREFLIGHT_MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// The CORS layer for these origins (`["*"]`: any origin); `None` when there are none.
+/// Origins are checked at start-up (see `settings`); one that is not a header value is skipped.
+pub fn layer(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow_origin = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow_origin)
+            .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::IF_MATCH,
+                header::IF_NONE_MATCH,
+            ])
+            .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
+            .max_age(PREFLIGHT_MAX_AGE),
+    )
+}
