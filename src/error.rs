@@ -50,12 +50,18 @@ pub enum ApiError {
     Internal(String),
 }
 
-#[derive(Serialize)]
-struct Problem<'a> {
+/// An error (RFC 9457 problem details), sent as `application/problem+json`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Problem<'a> {
+    /// Always `about:blank`: the status says what kind of error it is.
     #[serde(rename = "type")]
     kind: &'a str,
+    /// The status's reason phrase.
     title: &'a str,
+    /// The HTTP status code.
+    #[schema(minimum = 400, maximum = 599)]
     status: u16,
+    /// What went wrong, for a human.
     detail: String,
 }
 

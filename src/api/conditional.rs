@@ -10,8 +10,38 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::Response;
 use serde_json::Value;
+use utoipa::IntoParams;
 
 use crate::error::ApiError;
+
+/// `If-None-Match` as a header value: `*`, or one or more entity tags.
+pub const IF_NONE_MATCH_PATTERN: &str =
+    r#"^[ \t]*(?:\*|(?:W/)?"[\x21\x23-\x7E]*"(?:[ \t]*,[ \t]*(?:W/)?"[\x21\x23-\x7E]*")*)[ \t]*$"#;
+
+/// `If-Match` as a header value: `*`, or one entity tag.
+pub const IF_MATCH_PATTERN: &str = r#"^[ \t]*(?:\*|(?:W/)?"[\x21\x23-\x7E]*")[ \t]*$"#;
+
+/// The `If-None-Match` request header, for the document.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // read by the `IfNoneMatch` extractor; this type only describes it
+pub struct IfNoneMatchParam {
+    /// The `ETag`(s) of the copy the client holds, or `*`: answers 304 without a body while
+    /// it is current (weak comparison).
+    #[param(rename = "If-None-Match")]
+    if_none_match: Option<String>,
+}
+
+/// The `If-Match` request header, for the document.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // read by the `IfMatch` extractor; this type only describes it
+pub struct IfMatchParam {
+    /// The `ETag` the update is based on: 412 when the item has changed since (strong
+    /// comparison); `*`: any current version.
+    #[param(rename = "If-Match")]
+    if_match: Option<String>,
+}
 
 /// The tags of an `If-None-Match` header.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,9 @@
 mod conditional;
 pub mod cors;
 mod extract;
+pub mod openapi;
 mod posts;
+mod schema;
 mod users;
 
 use std::sync::Arc;
@@ -14,9 +16,11 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::any;
 use axum::{Json, Router};
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use extract::{JsonBody, Paging, PathId};
 
@@ -41,43 +45,56 @@ impl AppState {
     }
 }
 
-/// The routes of CONTRACT §3 (relative to `/api`): `(path, methods)`. The Functions contract
-/// test checks every `function.json` against this list.
-pub const ROUTES: &[(&str, &[&str])] = &[
-    ("users", &["POST"]),
-    ("users/{userId}", &["GET", "PUT"]),
-    ("users/{userId}/posts", &["GET"]),
-    ("posts", &["POST"]),
-    ("posts/{postId}", &["GET", "PUT"]),
-    ("posts/{postId}/comments", &["GET", "POST"]),
-    ("posts/{postId}/likes", &["GET", "POST"]),
-    ("feed", &["GET"]),
-];
+/// The API's routes under `/api`: the one table both the router and the OpenAPI document are
+/// built from (each handler's `#[utoipa::path]` gives its method and path), and from which the
+/// Functions app's HTTP functions are checked ([`operations`]).
+pub fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(users::create_user))
+        .routes(routes!(users::get_user, users::rename_user))
+        .routes(routes!(users::list_user_posts))
+        .routes(routes!(posts::create_post))
+        .routes(routes!(posts::get_post, posts::update_post))
+        .routes(routes!(posts::list_comments, posts::create_comment))
+        .routes(routes!(posts::list_likes, posts::create_like))
+        .routes(routes!(posts::get_feed))
+        .routes(routes!(openapi::get_api_description))
+}
 
-/// The router for `/api/...`.
-pub fn api_routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/users", post(users::create))
-        .route("/api/users/{userId}", get(users::get).put(users::rename))
-        .route("/api/users/{userId}/posts", get(users::posts))
-        .route("/api/posts", post(posts::create))
-        .route("/api/posts/{postId}", get(posts::get).put(posts::update))
-        .route(
-            "/api/posts/{postId}/comments",
-            get(posts::comments).post(posts::comment),
-        )
-        .route(
-            "/api/posts/{postId}/likes",
-            get(posts::likes).post(posts::like),
-        )
-        .route("/api/feed", get(posts::feed))
+/// One operation of the API: `method` (upper case) on `route` (relative to `/api`, as the
+/// Functions host's `route` is), named `operation_id` (the handler's name).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Operation {
+    pub route: String,
+    pub method: String,
+    pub operation_id: String,
+}
+
+/// Every operation of the API, from the route table.
+pub fn operations() -> Vec<Operation> {
+    let (_, doc) = api_routes().split_for_parts();
+    let doc = serde_json::to_value(doc).expect("the document serializes");
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        for (method, op) in item.as_object().into_iter().flatten() {
+            if let Some(id) = op["operationId"].as_str() {
+                out.push(Operation {
+                    route: path.strip_prefix("/api/").unwrap_or(path).to_string(),
+                    method: method.to_uppercase(),
+                    operation_id: id.to_string(),
+                });
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The whole application: API routes, readiness at `/`, trigger invocations, problem+json for
 /// unknown routes and methods, the body limit and per-request store accounting.
 pub fn router(state: AppState) -> Router {
-    api_routes()
-        .merge(crate::functions::routes())
+    let (api, _) = api_routes().split_for_parts();
+    api.merge(crate::functions::routes())
         // The Functions host probes `/` until it answers; answer at once, whatever the store does.
         .route("/", any(|| async { Json(json!({ "status": "ok" })) }))
         .fallback(|| async { ApiError::NotFound("no such resource".into()) })

@@ -6,32 +6,49 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
-use super::conditional::{tagged, IfMatch, IfNoneMatch};
+use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
+use super::schema::{
+    CommentPage, CommentSchema, LikePage, LikeSchema, PagingParams, PostSchema, PostSummaryPage,
+};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
+use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::FEED_PK;
 use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
 
-#[derive(Deserialize)]
+/// A new post, or a post's new title and content.
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostBody {
+    /// The author.
     user_id: String,
+    /// 1 to 200 characters, not only white space.
+    #[schema(min_length = 1, max_length = 200)]
     title: String,
+    /// 1 to 20,000 characters, not only white space.
+    #[schema(min_length = 1, max_length = 20000)]
     content: String,
 }
 
-#[derive(Deserialize)]
+/// A new comment.
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommentBody {
+    /// The commenter.
     user_id: String,
+    /// 1 to 2,000 characters, not only white space.
+    #[schema(min_length = 1, max_length = 2000)]
     content: String,
 }
 
-#[derive(Deserialize)]
+/// A like.
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LikeBody {
+    /// Who likes the post.
     user_id: String,
 }
 
@@ -50,7 +67,32 @@ async fn author_name(store: &dyn Store, user_id: &Id) -> ApiResult<String> {
 }
 
 /// C2 `POST /api/posts`: read the author's name, then create the post (two operations).
-pub async fn create(
+#[utoipa::path(
+    post,
+    path = "/api/posts",
+    tag = "posts",
+    summary = "Create a post",
+    request_body = PostBody,
+    responses(
+        (status = 201, description = "The new post: no comments or likes yet, the author's username set", body = PostSchema,
+            headers(
+                ("Location" = String, description = "`/api/posts/{id}`"),
+                ("ETag" = String, description = "The post's version, for `If-None-Match` / `If-Match`"),
+            ),
+            links(
+                ("GetPost" = (operation_id = "get_post", parameters(("postId" = "$response.body#/id")))),
+                ("UpdatePost" = (operation_id = "update_post", parameters(("postId" = "$response.body#/id")))),
+                ("ListComments" = (operation_id = "list_comments", parameters(("postId" = "$response.body#/id")))),
+                ("CreateComment" = (operation_id = "create_comment", parameters(("postId" = "$response.body#/id")),
+                    request_body = json!({"userId": "$response.body#/userId", "content": "First!"}))),
+                ("ListLikes" = (operation_id = "list_likes", parameters(("postId" = "$response.body#/id")))),
+                ("CreateLike" = (operation_id = "create_like", parameters(("postId" = "$response.body#/id")),
+                    request_body = json!({"userId": "$response.body#/userId"}))),
+            )),
+        (status = 422, description = "`userId` names no user", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_post(
     State(s): State<AppState>,
     JsonBody(body): JsonBody<PostBody>,
 ) -> ApiResult<Response> {
@@ -87,7 +129,23 @@ pub async fn create(
 /// C2 `PUT /api/posts/{postId}`: read the post (its author), then patch title and content, so a
 /// concurrent counter change is never overwritten (two operations). With `If-Match`, the patch
 /// is conditional on the post's `_etag`, checked by the store itself.
-pub async fn update(
+#[utoipa::path(
+    put,
+    path = "/api/posts/{postId}",
+    tag = "posts",
+    summary = "Edit a post (its author only)",
+    description = "With `If-Match`, only while the post is still at that version. Who may edit is checked before the version, so someone else gets 403 whatever the tag.",
+    params(("postId" = String, Path, description = "The post's id"), IfMatchParam),
+    request_body = PostBody,
+    responses(
+        (status = 200, description = "The edited post", body = PostSchema,
+            headers(("ETag" = String, description = "The post's new version"))),
+        (status = 403, description = "`userId` is not the post's author (also when it names no user)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "The post changed since the version `If-Match` names", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_post(
     State(s): State<AppState>,
     PathId(id): PathId,
     if_match: Option<IfMatch>,
@@ -133,7 +191,24 @@ async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
 
 /// Q2 `GET /api/posts/{postId}`: one point read (conditional on `If-None-Match`); name and
 /// counters are on the post.
-pub async fn get(
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}",
+    tag = "posts",
+    summary = "Read a post with its author's username and both counts",
+    params(("postId" = String, Path, description = "The post's id"), IfNoneMatchParam),
+    responses(
+        (status = 200, description = "The post", body = PostSchema,
+            headers(
+                ("ETag" = String, description = "The post's version (it changes with the counts too)"),
+                ("Cache-Control" = String, description = "`no-cache`: revalidate with `If-None-Match`"),
+            )),
+        (status = 304, description = "The version `If-None-Match` names is current (no body)",
+            headers(("ETag" = String, description = "The post's version"))),
+        (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_post(
     State(s): State<AppState>,
     PathId(id): PathId,
     if_none_match: Option<IfNoneMatch>,
@@ -188,7 +263,21 @@ fn post_missing(e: &StoreError) -> bool {
 }
 
 /// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment (three operations).
-pub async fn comment(
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/comments",
+    tag = "posts",
+    summary = "Comment on a post",
+    params(("postId" = String, Path, description = "The post's id")),
+    request_body = CommentBody,
+    responses(
+        (status = 201, description = "The new comment", body = CommentSchema,
+            links(("ListComments" = (operation_id = "list_comments", parameters(("postId" = "$response.body#/postId")))))),
+        (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`userId` names no user", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_comment(
     State(s): State<AppState>,
     PathId(post_id): PathId,
     JsonBody(body): JsonBody<CommentBody>,
@@ -214,7 +303,23 @@ pub async fn comment(
 
 /// C4 `POST /api/posts/{postId}/likes`: the like's id is derived from the user, so a repeat is
 /// a conflict; it answers 200 with the existing like and leaves the count alone.
-pub async fn like(
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/likes",
+    tag = "posts",
+    summary = "Like a post",
+    params(("postId" = String, Path, description = "The post's id")),
+    request_body = LikeBody,
+    responses(
+        (status = 201, description = "The new like", body = LikeSchema,
+            links(("ListLikes" = (operation_id = "list_likes", parameters(("postId" = "$response.body#/postId")))))),
+        (status = 200, description = "The user already likes the post: the same like, the count unchanged", body = LikeSchema),
+        (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The like changed concurrently; retry", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`userId` names no user", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_like(
     State(s): State<AppState>,
     PathId(post_id): PathId,
     JsonBody(body): JsonBody<LikeBody>,
@@ -255,7 +360,19 @@ fn in_post(post_id: &Id, kind: &str, paging: Paging) -> Query {
 }
 
 /// Q4 `GET /api/posts/{postId}/comments`: one query in the post's partition, oldest first.
-pub async fn comments(
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/comments",
+    tag = "posts",
+    summary = "List a post's comments, oldest first",
+    description = "One query in the post's partition: an unknown post has an empty list.",
+    params(("postId" = String, Path, description = "The post's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of comments", body = CommentPage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn list_comments(
     State(s): State<AppState>,
     PathId(post_id): PathId,
     paging: Paging,
@@ -265,7 +382,19 @@ pub async fn comments(
 }
 
 /// Q5 `GET /api/posts/{postId}/likes`: one query in the post's partition, oldest first.
-pub async fn likes(
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/likes",
+    tag = "posts",
+    summary = "List a post's likes, oldest first",
+    description = "One query in the post's partition: an unknown post has an empty list.",
+    params(("postId" = String, Path, description = "The post's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of likes", body = LikePage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn list_likes(
     State(s): State<AppState>,
     PathId(post_id): PathId,
     paging: Paging,
@@ -275,7 +404,18 @@ pub async fn likes(
 }
 
 /// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first.
-pub async fn feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
+#[utoipa::path(
+    get,
+    path = "/api/feed",
+    tag = "feed",
+    summary = "The newest posts (at most 100), newest first, in short form",
+    params(PagingParams),
+    responses(
+        (status = 200, description = "One page of the feed", body = PostSummaryPage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
     let q = Query::partition(FEED_PK)
         .eq("type", "post")
         .order_by_creation(Order::Desc)

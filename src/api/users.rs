@@ -5,20 +5,46 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
+use utoipa::ToSchema;
 
-use super::conditional::{tagged, IfMatch, IfNoneMatch};
+use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
+use super::schema::{PagingParams, PostSummaryPage, UserSchema};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::domain::{public, to_value, Id, User, Username};
+use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
 
-#[derive(Deserialize)]
+/// A new user, or a user's new name.
+#[derive(Deserialize, ToSchema)]
 pub struct UserBody {
+    /// Trimmed; then 1 to 64 characters without control characters.
+    #[schema(min_length = 1)]
     username: String,
 }
 
 /// C1 `POST /api/users`: one create.
-pub async fn create(
+#[utoipa::path(
+    post,
+    path = "/api/users",
+    tag = "users",
+    summary = "Create a user",
+    request_body = UserBody,
+    responses(
+        (status = 201, description = "The new user", body = UserSchema,
+            headers(
+                ("Location" = String, description = "`/api/users/{id}`"),
+                ("ETag" = String, description = "The user's version, for `If-None-Match` / `If-Match`"),
+            ),
+            links(
+                ("GetUser" = (operation_id = "get_user", parameters(("userId" = "$response.body#/id")))),
+                ("RenameUser" = (operation_id = "rename_user", parameters(("userId" = "$response.body#/id")))),
+                ("ListUserPosts" = (operation_id = "list_user_posts", parameters(("userId" = "$response.body#/id")))),
+                ("CreatePost" = (operation_id = "create_post", request_body = json!({"userId": "$response.body#/id", "title": "Hello", "content": "My first post"}))),
+            )),
+    )
+)]
+pub async fn create_user(
     State(s): State<AppState>,
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<Response> {
@@ -40,7 +66,22 @@ pub async fn create(
 
 /// C1 `PUT /api/users/{userId}`: one server-side patch (conditional on `If-Match`); the change
 /// feed fans the name out.
-pub async fn rename(
+#[utoipa::path(
+    put,
+    path = "/api/users/{userId}",
+    tag = "users",
+    summary = "Rename a user",
+    description = "One server-side patch; the change feed then carries the new name to every post, comment, like and copy. With `If-Match`, only while the user is still at that version.",
+    params(("userId" = String, Path, description = "The user's id"), IfMatchParam),
+    request_body = UserBody,
+    responses(
+        (status = 200, description = "The renamed user", body = UserSchema,
+            headers(("ETag" = String, description = "The user's new version"))),
+        (status = 404, description = "No such user", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "The user changed since the version `If-Match` names", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn rename_user(
     State(s): State<AppState>,
     PathId(id): PathId,
     if_match: Option<IfMatch>,
@@ -61,7 +102,24 @@ pub async fn rename(
 }
 
 /// Q1 `GET /api/users/{userId}`: one point read (conditional on `If-None-Match`).
-pub async fn get(
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}",
+    tag = "users",
+    summary = "Read a user",
+    params(("userId" = String, Path, description = "The user's id"), IfNoneMatchParam),
+    responses(
+        (status = 200, description = "The user", body = UserSchema,
+            headers(
+                ("ETag" = String, description = "The user's version"),
+                ("Cache-Control" = String, description = "`no-cache`: revalidate with `If-None-Match`"),
+            )),
+        (status = 304, description = "The version `If-None-Match` names is current (no body)",
+            headers(("ETag" = String, description = "The user's version"))),
+        (status = 404, description = "No such user", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_user(
     State(s): State<AppState>,
     PathId(id): PathId,
     if_none_match: Option<IfNoneMatch>,
@@ -72,7 +130,19 @@ pub async fn get(
 }
 
 /// Q3 `GET /api/users/{userId}/posts`: one query in the user's partition, newest first.
-pub async fn posts(
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/posts",
+    tag = "users",
+    summary = "List a user's posts, newest first, in short form",
+    description = "One query in the user's partition: an unknown user has an empty list.",
+    params(("userId" = String, Path, description = "The user's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of the user's posts", body = PostSummaryPage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn list_user_posts(
     State(s): State<AppState>,
     PathId(id): PathId,
     paging: Paging,

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use blog::api::ROUTES;
+use blog::api::operations;
 use blog::functions::{Feed, TRIGGERS};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -37,16 +37,51 @@ fn trigger_type(f: &Value) -> &str {
     f["bindings"][0]["type"].as_str().unwrap_or("")
 }
 
-/// `(route, METHOD)` for every request of CONTRACT §3, from the router's own list.
+/// `(route, METHOD)` for every operation of the API, from the route table the router and the
+/// OpenAPI document are built from.
 fn router_requests() -> BTreeSet<(String, String)> {
-    ROUTES
-        .iter()
-        .flat_map(|(route, methods)| {
-            methods
-                .iter()
-                .map(|m| (route.to_string(), m.to_uppercase()))
+    operations()
+        .into_iter()
+        .map(|op| (op.route, op.method))
+        .collect()
+}
+
+/// `create_comment` → `CreateComment`: the function that forwards an operation is named after
+/// its handler.
+fn function_name(operation_id: &str) -> String {
+    operation_id
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
         })
         .collect()
+}
+
+#[test]
+fn every_http_function_is_named_after_the_operation_it_forwards() {
+    let functions = functions();
+    for op in operations() {
+        let name = function_name(&op.operation_id);
+        let f = functions
+            .get(&name)
+            .unwrap_or_else(|| panic!("no function `{name}` for {} /api/{}", op.method, op.route));
+        let input = &f["bindings"][0];
+        assert_eq!(input["route"], op.route.as_str(), "{name}");
+        let methods: Vec<String> = input["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap().to_uppercase())
+            .collect();
+        assert_eq!(
+            methods,
+            std::slice::from_ref(&op.method),
+            "{name}: one operation per function"
+        );
+    }
 }
 
 #[test]
@@ -210,14 +245,15 @@ fn seconds(s: &str) -> u64 {
 #[tokio::test]
 async fn the_router_serves_every_listed_route_and_answers_every_trigger() {
     let app = spawn_hosted().await;
-    for (route, methods) in ROUTES {
+    for op in operations() {
         let path = format!(
             "/api/{}",
-            route
+            op.route
                 .replace("{userId}", "nobody")
                 .replace("{postId}", "nothing")
         );
-        for method in *methods {
+        let method = &op.method;
+        {
             let r = app
                 .client
                 .request(method.parse().unwrap(), app.url(&path))

@@ -1,0 +1,261 @@
+//! The OpenAPI 3.1 document of the API, generated from the handlers' `#[utoipa::path]`
+//! attributes and the types they take and answer, and served at `GET /api/openapi.json`.
+//!
+//! What holds for every operation alike is added here once, by rule, rather than repeated on
+//! each handler: the answers any request can get (400, 429, 503, 500 and, for writes, 401, 403,
+//! 413, 415), the headers every answer carries, the bearer scheme on writes, and the patterns
+//! of ids, usernames, texts and dates by property name.
+
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+use utoipa::OpenApi;
+
+use super::conditional::{IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN};
+use super::schema::{DATE_PATTERN, ID_PATTERN, NOT_BLANK_PATTERN, USERNAME_PATTERN};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "blog",
+        description = "A blog backend on the Azure Cosmos DB data model: users, posts, comments, likes and a feed. \
+Every query is one store operation on one partition. Errors are `application/problem+json`. \
+Reads are anonymous; writes act as the caller.",
+        license(name = "MIT", identifier = "MIT"),
+    ),
+    tags(
+        (name = "users", description = "Users and their posts"),
+        (name = "posts", description = "Posts, comments and likes"),
+        (name = "feed", description = "The newest posts"),
+        (name = "meta", description = "This document"),
+    )
+)]
+struct ApiDoc;
+
+/// The bare document: what `utoipa` derives from the handlers the router is built from.
+pub(super) fn base() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// The operation keys of a path item.
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+const PROBLEM: &str = "application/problem+json";
+
+fn problem(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { PROBLEM: { "schema": { "$ref": "#/components/schemas/Problem" } } },
+    })
+}
+
+/// The answers an operation can get besides its own, by kind of operation.
+fn common_responses(write: bool, has_input: bool) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    if has_input {
+        out.push((
+            "400",
+            problem("Malformed or invalid input: a bad id, header, parameter or body (nothing is written)"),
+        ));
+    }
+    if write {
+        out.push((
+            "401",
+            json!({
+                "description": "No valid identity (writes need one when authentication is on)",
+                "headers": { "WWW-Authenticate": {
+                    "description": "`Bearer` (with the error when a token was refused)",
+                    "schema": { "type": "string" } } },
+                "content": { PROBLEM: { "schema": { "$ref": "#/components/schemas/Problem" } } },
+            }),
+        ));
+        out.push((
+            "403",
+            problem("The caller may not act as the body's `userId`, or has no user yet"),
+        ));
+        out.push(("413", problem("The body is over 1 MiB")));
+        out.push(("415", problem("The body is not sent as `application/json`")));
+    }
+    let retry = json!({ "Retry-After": {
+        "description": "Seconds to wait before retrying",
+        "schema": { "type": "integer", "minimum": 1 } } });
+    for (status, what) in [
+        (
+            "429",
+            "The store is throttling; retry after `Retry-After` seconds",
+        ),
+        (
+            "503",
+            "The store is unavailable; retry after `Retry-After` seconds",
+        ),
+    ] {
+        let mut r = problem(what);
+        r["headers"] = retry.clone();
+        out.push((status, r));
+    }
+    out.push((
+        "500",
+        problem("An unexpected error (logged; the detail says nothing more)"),
+    ));
+    out
+}
+
+/// Headers on every answer.
+fn metering_headers() -> Value {
+    json!({
+        "x-store-operations": {
+            "description": "The store operations the request used",
+            "schema": { "type": "integer", "minimum": 0 },
+        },
+        "x-request-charge": {
+            "description": "The request units those operations cost, where the store reports them (Cosmos DB)",
+            "schema": { "type": "string", "pattern": r"^\d+\.\d{2}$" },
+        },
+    })
+}
+
+/// Patterns of properties by name, in request bodies and answers alike.
+fn property_pattern(schema: &str, property: &str) -> Option<&'static str> {
+    match (schema, property) {
+        (_, "id" | "userId" | "postId") => Some(ID_PATTERN),
+        (_, "creationDate") => Some(DATE_PATTERN),
+        ("UserBody", "username") => Some(USERNAME_PATTERN),
+        ("PostBody" | "CommentBody", "title" | "content") => Some(NOT_BLANK_PATTERN),
+        _ => None,
+    }
+}
+
+fn parameter_pattern(name: &str) -> Option<&'static str> {
+    match name {
+        "userId" | "postId" => Some(ID_PATTERN),
+        "If-Match" => Some(IF_MATCH_PATTERN),
+        "If-None-Match" => Some(IF_NONE_MATCH_PATTERN),
+        _ => None,
+    }
+}
+
+fn complete(doc: &mut Value) {
+    doc["components"]["securitySchemes"] = json!({
+        "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "A token from the deployment's OpenID Connect issuer (`BLOG_AUTH=jwt`), or one App Service authentication accepts (`BLOG_AUTH=easyauth`)",
+        }
+    });
+    if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
+        for (name, schema) in schemas.iter_mut() {
+            let Some(props) = schema["properties"].as_object_mut() else {
+                continue;
+            };
+            for (prop, def) in props.iter_mut() {
+                if let Some(p) = property_pattern(name, prop) {
+                    def["pattern"] = json!(p);
+                }
+            }
+        }
+    }
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, op) in item.iter_mut() {
+            if !METHODS.contains(&method.as_str()) {
+                continue;
+            }
+            let write = matches!(method.as_str(), "post" | "put");
+            if let Some(params) = op["parameters"].as_array_mut() {
+                for param in params {
+                    let name = param["name"].as_str().unwrap_or_default().to_string();
+                    // An optional parameter is left out, never sent as `null`.
+                    if let Some(kind) = param["schema"]["type"]
+                        .as_array()
+                        .and_then(|t| t.iter().find(|t| *t != "null"))
+                    {
+                        param["schema"]["type"] = kind.clone();
+                    }
+                    if let Some(p) = parameter_pattern(&name) {
+                        param["schema"]["pattern"] = json!(p);
+                    }
+                }
+            }
+            let has_input = write || op["parameters"].as_array().is_some_and(|p| !p.is_empty());
+            let responses = op["responses"]
+                .as_object_mut()
+                .expect("every operation has responses");
+            for (status, response) in common_responses(write, has_input) {
+                responses.entry(status).or_insert(response);
+            }
+            for response in responses.values_mut() {
+                let headers = response
+                    .as_object_mut()
+                    .expect("a response object")
+                    .entry("headers")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                for (name, header) in metering_headers().as_object().unwrap() {
+                    headers[name] = header.clone();
+                }
+            }
+            if write {
+                op["security"] = json!([{ "bearer": [] }]);
+            }
+        }
+    }
+}
+
+/// The whole document as generated: writes need a bearer token.
+pub fn document() -> Value {
+    let (_, doc) = super::api_routes().split_for_parts();
+    let mut doc = serde_json::to_value(doc).expect("the document serializes");
+    complete(&mut doc);
+    doc
+}
+
+/// The document a deployment serves: as generated, but where writes need no identity
+/// (`BLOG_AUTH=none`, for local development) it says so instead of asking for a token.
+pub fn served_document(anonymous_writes: bool) -> Value {
+    let mut doc = document();
+    if anonymous_writes {
+        if let Some(paths) = doc["paths"].as_object_mut() {
+            for item in paths.values_mut().filter_map(Value::as_object_mut) {
+                for op in item.values_mut().filter_map(Value::as_object_mut) {
+                    op.remove("security");
+                }
+            }
+        }
+        let note = "\n\nThis deployment runs without authentication: a write acts as the user its body's `userId` names.";
+        let description = doc["info"]["description"].as_str().unwrap_or_default();
+        doc["info"]["description"] = json!(format!("{description}{note}"));
+    }
+    doc
+}
+
+/// `GET /api/openapi.json`: this document.
+#[utoipa::path(
+    get,
+    path = "/api/openapi.json",
+    tag = "meta",
+    summary = "This OpenAPI document",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json",
+        body = Object)),
+)]
+pub async fn get_api_description() -> Response {
+    static DOC: OnceLock<String> = OnceLock::new();
+    // No identity checks exist in this build: every write acts as its body's `userId`.
+    let text = DOC.get_or_init(|| served_document(true).to_string());
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        text.clone(),
+    )
+        .into_response()
+}
