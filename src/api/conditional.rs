@@ -2,7 +2,7 @@
 //! already a quoted string), `If-None-Match` on their reads and `If-Match` on their updates.
 //!
 //! Both headers take one entity tag or `*`; `If-None-Match` also takes a comma-separated list.
-//! A value that is not in that form answers 400. Reads compare weakly (`W/"x"` matches `"x"`),
+//! An empty value is no condition; any other value not in that form answers 400. Reads compare weakly (`W/"x"` matches `"x"`),
 //! updates strongly (a weak tag never matches, so it answers 412).
 
 use axum::extract::OptionalFromRequestParts;
@@ -14,12 +14,13 @@ use utoipa::IntoParams;
 
 use crate::error::ApiError;
 
-/// `If-None-Match` as a header value: `*`, or one or more entity tags.
+/// `If-None-Match` as a header value: `*`, or one or more entity tags. Empty (or blank) is no
+/// condition.
 pub const IF_NONE_MATCH_PATTERN: &str =
-    r#"^[ \t]*(?:\*|(?:W/)?"[\x21\x23-\x7E]*"(?:[ \t]*,[ \t]*(?:W/)?"[\x21\x23-\x7E]*")*)[ \t]*$"#;
+    r#"^[ \t]*(?:\*|(?:W/)?"[\x21\x23-\x7E]*"(?:[ \t]*,[ \t]*(?:W/)?"[\x21\x23-\x7E]*")*)?[ \t]*$"#;
 
-/// `If-Match` as a header value: `*`, or one entity tag.
-pub const IF_MATCH_PATTERN: &str = r#"^[ \t]*(?:\*|(?:W/)?"[\x21\x23-\x7E]*")[ \t]*$"#;
+/// `If-Match` as a header value: `*`, or one entity tag. Empty (or blank) is no condition.
+pub const IF_MATCH_PATTERN: &str = r#"^[ \t]*(?:\*|(?:W/)?"[\x21\x23-\x7E]*")?[ \t]*$"#;
 
 /// The `If-None-Match` request header, for the document.
 #[derive(IntoParams)]
@@ -91,29 +92,35 @@ impl IfMatch {
 }
 
 /// Split an entity-tag list (`"a", W/"b"`) into its tags, each with `W/` flagged; `None` when
-/// the text is not such a list.
+/// the text is not such a list. A tag may hold any visible ASCII but `"`, commas included.
 fn parse_tags(text: &str) -> Option<Vec<(bool, String)>> {
+    let is_space = |c: char| c == ' ' || c == '\t';
     let mut out = Vec::new();
-    for part in text.split(',') {
-        let part = part.trim_matches([' ', '\t']);
-        let (weak, tag) = match part.strip_prefix("W/") {
-            Some(rest) => (true, rest),
-            None => (false, part),
+    let mut rest = text.trim_start_matches(is_space);
+    loop {
+        let (weak, tail) = match rest.strip_prefix("W/") {
+            Some(t) => (true, t),
+            None => (false, rest),
         };
-        let inner = tag.strip_prefix('"')?.strip_suffix('"')?;
-        // etagc: visible ASCII but `"`, or obs-text (rejected here: header values are ASCII).
-        if tag.len() < 2
-            || !inner
-                .bytes()
-                .all(|b| b == 0x21 || (0x23..=0x7e).contains(&b))
+        let inner = tail.strip_prefix('"')?;
+        let end = inner.find('"')?;
+        let opaque = &inner[..end];
+        if !opaque
+            .bytes()
+            .all(|b| b == 0x21 || (0x23..=0x7e).contains(&b))
         {
             return None;
         }
-        out.push((weak, tag.to_string()));
+        out.push((weak, format!("\"{opaque}\"")));
+        rest = inner[end + 1..].trim_start_matches(is_space);
+        if rest.is_empty() {
+            return Some(out);
+        }
+        rest = rest.strip_prefix(',')?.trim_start_matches(is_space);
     }
-    Some(out)
 }
 
+/// The header's text; `None` when absent or empty (an empty condition is no condition).
 fn header_text<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&'a str>, ApiError> {
     let mut values = parts.headers.get_all(name).iter();
     let Some(first) = values.next() else {
@@ -122,10 +129,10 @@ fn header_text<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&'a str
     if values.next().is_some() {
         return Err(ApiError::BadRequest(format!("`{name}` must be sent once")));
     }
-    first
+    let text = first
         .to_str()
-        .map(Some)
-        .map_err(|_| ApiError::BadRequest(format!("`{name}` must be ASCII")))
+        .map_err(|_| ApiError::BadRequest(format!("`{name}` must be ASCII")))?;
+    Ok(Some(text).filter(|t| !t.trim().is_empty()))
 }
 
 /// An optional extractor: `Option<IfNoneMatch>` is `None` without the header.
@@ -216,6 +223,10 @@ mod tests {
         assert_eq!(
             parse_tags(r#""""#),
             Some(vec![(false, r#""""#.to_string())])
+        );
+        assert_eq!(
+            parse_tags("\"a,b\",\tW/\",\" "),
+            Some(vec![(false, "\"a,b\"".into()), (true, "\",\"".into())])
         );
         for bad in [
             "", "a", r#""a"#, r#"a""#, r#""a"b""#, r#""a", "#, "\"", r#"w/"a""#,

@@ -149,7 +149,7 @@ fn complete(doc: &mut Value) {
     });
     if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
         for (name, schema) in schemas.iter_mut() {
-            let Some(props) = schema["properties"].as_object_mut() else {
+            let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
                 continue;
             };
             for (prop, def) in props.iter_mut() {
@@ -171,7 +171,7 @@ fn complete(doc: &mut Value) {
                 continue;
             }
             let write = matches!(method.as_str(), "post" | "put");
-            if let Some(params) = op["parameters"].as_array_mut() {
+            if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
                 for param in params {
                     let name = param["name"].as_str().unwrap_or_default().to_string();
                     // An optional parameter is left out, never sent as `null`.
@@ -194,6 +194,20 @@ fn complete(doc: &mut Value) {
                 responses.entry(status).or_insert(response);
             }
             for response in responses.values_mut() {
+                // utoipa 5 writes a link's fields in snake case; OpenAPI spells them in camel case.
+                if let Some(links) = response.get_mut("links").and_then(Value::as_object_mut) {
+                    for link in links.values_mut().filter_map(Value::as_object_mut) {
+                        for (from, to) in [
+                            ("operation_id", "operationId"),
+                            ("operation_ref", "operationRef"),
+                            ("request_body", "requestBody"),
+                        ] {
+                            if let Some(v) = link.remove(from) {
+                                link.insert(to.into(), v);
+                            }
+                        }
+                    }
+                }
                 let headers = response
                     .as_object_mut()
                     .expect("a response object")

@@ -14,7 +14,8 @@ macro_rules! client_suite {
         $crate::client_suite!(@tests $fixture;
             reads_answer_an_etag_and_304_when_unchanged, updates_honour_if_match,
             malformed_conditions_are_bad_requests, lists_are_revalidated,
-            preflights_allow_the_configured_origins, cross_origin_answers_expose_the_api_headers);
+            preflights_allow_the_configured_origins, cross_origin_answers_expose_the_api_headers,
+            answers_match_the_document);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -173,7 +174,7 @@ pub async fn malformed_conditions_are_bad_requests(app: &TestApp) {
     let user = app.create_user("ana").await;
     let user_path = format!("/api/users/{}", id(&user));
     let tag = etag(&app.get(&user_path).await);
-    for bad in ["abc", "\"a", "\"a\" junk", ""] {
+    for bad in ["abc", "\"a", "\"a\" junk", "\"a\",", "\u{e9}"] {
         get_with(app, &user_path, "if-none-match", bad)
             .await
             .assert_problem(400);
@@ -181,6 +182,11 @@ pub async fn malformed_conditions_are_bad_requests(app: &TestApp) {
             .await
             .assert_problem(400);
     }
+    // An empty condition is no condition.
+    let r = get_with(app, &user_path, "if-none-match", "").await;
+    assert_eq!(r.status, 200);
+    let r = put_with(app, &user_path, "", json!({ "username": "bea" })).await;
+    assert_eq!(r.status, 200);
     // If-Match takes one tag: a list is refused rather than half-checked.
     put_with(
         app,
@@ -190,7 +196,7 @@ pub async fn malformed_conditions_are_bad_requests(app: &TestApp) {
     )
     .await
     .assert_problem(400);
-    assert_eq!(app.get(&user_path).await.body["username"], "ana");
+    assert_eq!(app.get(&user_path).await.body["username"], "bea");
 }
 
 pub async fn lists_are_revalidated(app: &TestApp) {
@@ -316,4 +322,184 @@ pub async fn cross_origin_answers_expose_the_api_headers(app: &TestApp) {
         .await;
     assert_eq!(r.status, 200);
     assert_eq!(r.header("access-control-allow-origin"), None);
+}
+
+/// Check an answer against what the document says `method path_template` answers with its
+/// status: the status is documented, the body has a documented media type and matches its
+/// schema, and the documented `Location` and `ETag` headers are there.
+fn check_against_document(doc: &Value, method: &str, template: &str, r: &Resp) {
+    let what = format!("{method} {template} → {}", r.status);
+    let op = &doc["paths"][template][method];
+    assert!(op.is_object(), "{what}: not documented");
+    let documented = &op["responses"][r.status.to_string()];
+    assert!(documented.is_object(), "{what}: status not documented");
+    for header in ["Location", "ETag"] {
+        if documented["headers"][header].is_object() {
+            assert!(r.header(header).is_some(), "{what}: no {header}");
+        }
+    }
+    let Some(content) = documented["content"].as_object() else {
+        assert_eq!(
+            r.body,
+            Value::Null,
+            "{what}: a body where none is documented"
+        );
+        return;
+    };
+    let media = r.header("content-type").expect("a content type");
+    let schema = &content
+        .get(media)
+        .unwrap_or_else(|| panic!("{what}: `{media}` not documented"))["schema"];
+    // The schema's `$ref`s point into the document's components.
+    let root = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "allOf": [schema],
+        "components": doc["components"],
+    });
+    let validator = jsonschema::validator_for(&root).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&r.body)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {errors:?}\n{}", r.body);
+}
+
+pub async fn answers_match_the_document(app: &TestApp) {
+    let doc = app.get("/api/openapi.json").await.body;
+    let check =
+        |method: &str, template: &str, r: &Resp| check_against_document(&doc, method, template, r);
+
+    let r = app
+        .post("/api/users", json!({ "username": "  ana  " }))
+        .await;
+    check("post", "/api/users", &r);
+    let user = id(&r.body);
+    let user_path = format!("/api/users/{user}");
+    let r = app.get(&user_path).await;
+    check("get", "/api/users/{userId}", &r);
+    let tag = etag(&r);
+    check(
+        "get",
+        "/api/users/{userId}",
+        &get_with(app, &user_path, "if-none-match", &tag).await,
+    );
+    check(
+        "put",
+        "/api/users/{userId}",
+        &app.put(&user_path, json!({ "username": "ana k" })).await,
+    );
+    check(
+        "put",
+        "/api/users/{userId}",
+        &put_with(app, &user_path, &tag, json!({ "username": "x" })).await,
+    );
+    check(
+        "get",
+        "/api/users/{userId}",
+        &app.get("/api/users/nobody").await,
+    );
+    check(
+        "get",
+        "/api/users/{userId}",
+        &app.get("/api/users/a%23b").await,
+    );
+
+    let r = app
+        .post(
+            "/api/posts",
+            json!({ "userId": user, "title": "t", "content": "é".repeat(300) }),
+        )
+        .await;
+    check("post", "/api/posts", &r);
+    let post = id(&r.body);
+    check(
+        "post",
+        "/api/posts",
+        &app.post(
+            "/api/posts",
+            json!({ "userId": "nobody", "title": "t", "content": "c" }),
+        )
+        .await,
+    );
+    check(
+        "post",
+        "/api/posts",
+        &app.post(
+            "/api/posts",
+            json!({ "userId": user, "title": " ", "content": "c" }),
+        )
+        .await,
+    );
+    let post_path = format!("/api/posts/{post}");
+    check("get", "/api/posts/{postId}", &app.get(&post_path).await);
+    let edit = json!({ "userId": user, "title": "t2", "content": "c2" });
+    check(
+        "put",
+        "/api/posts/{postId}",
+        &app.put(&post_path, edit.clone()).await,
+    );
+    check(
+        "put",
+        "/api/posts/{postId}",
+        &put_with(app, &post_path, "\"stale\"", edit).await,
+    );
+    check(
+        "put",
+        "/api/posts/{postId}",
+        &app.put(
+            &post_path,
+            json!({ "userId": "eve", "title": "t", "content": "c" }),
+        )
+        .await,
+    );
+
+    let r = app.comment(&post, &user, "hi").await;
+    check("post", "/api/posts/{postId}/comments", &r);
+    check(
+        "post",
+        "/api/posts/{postId}/comments",
+        &app.comment("nothing", &user, "hi").await,
+    );
+    check(
+        "post",
+        "/api/posts/{postId}/likes",
+        &app.like(&post, &user).await,
+    );
+    check(
+        "post",
+        "/api/posts/{postId}/likes",
+        &app.like(&post, &user).await,
+    );
+    let r = app
+        .send(
+            app.client
+                .post(app.url("/api/users"))
+                .header("content-type", "text/plain")
+                .body("{}"),
+        )
+        .await;
+    check("post", "/api/users", &r);
+
+    crate::helpers::eventually("the post reaches the feed", || async {
+        !app.get("/api/feed").await.items().is_empty()
+    })
+    .await;
+    for (template, path) in [
+        (
+            "/api/users/{userId}/posts",
+            format!("/api/users/{user}/posts?limit=1"),
+        ),
+        (
+            "/api/posts/{postId}/comments",
+            format!("/api/posts/{post}/comments"),
+        ),
+        (
+            "/api/posts/{postId}/likes",
+            format!("/api/posts/{post}/likes"),
+        ),
+        ("/api/feed", "/api/feed?limit=5".to_string()),
+        ("/api/feed", "/api/feed?limit=0".to_string()),
+    ] {
+        check("get", template, &app.get(&path).await);
+    }
 }

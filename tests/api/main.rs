@@ -5,6 +5,7 @@
 //!   so is `client_suite` (ETags, conditional requests, CORS, the OpenAPI document);
 //! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
 //!   hosted mode, logging);
+//! - `openapi`: the OpenAPI document against the router and the Functions app;
 //! - `process`: the real binary, killed with SIGKILL and restarted;
 //! - `bench_smoke`: the `bench` tool at tiny scale.
 
@@ -18,4 +19,5 @@ mod store_suite;
 mod cosmos;
 mod embedded;
 mod functions;
+mod openapi;
 mod process;

@@ -4,7 +4,7 @@
 //! The packaging layout (`scripts/package.sh`, a static musl build) is checked by
 //! `.ci/package-check.sh` instead, since it needs a release build for another target.
 
-mod common;
+pub mod common;
 mod contract;
 mod envelope;
 mod hosted;

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Conformance fuzzing: the API against its own OpenAPI document.
+#   1. builds a release `handler` and starts it on 127.0.0.1 (embedded store in a temporary
+#      directory, BLOG_AUTH=none);
+#   2. checks the document it serves at /api/openapi.json is valid OpenAPI 3.1
+#      (openapi-spec-validator);
+#   3. runs Schemathesis with that document: every check, every phase (examples, coverage,
+#      fuzzing, stateful), bounded in examples per operation and in time. Any failure fails.
+#      .ci/schemathesis.toml lists the few answers that depend on stored state, with reasons.
+#
+# Run from anywhere: bash .ci/schemathesis.sh
+# The tools are installed with pip into a throw-away venv (a mktemp dir, removed on exit).
+# Set SCHEMATHESIS_VENV=<dir> to keep and reuse a venv instead (e.g. .ci/.venv-st),
+# HANDLER=<path> to test an already built handler, ST_MAX_EXAMPLES / ST_MAX_TIME to fuzz more.
+set -euo pipefail
+
+SCHEMATHESIS_VERSION=4.32.5
+OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
+MAX_EXAMPLES=${ST_MAX_EXAMPLES:-40}
+# Seconds for the whole Schemathesis run; a hard `timeout` stops a hung run a bit later.
+MAX_TIME=${ST_MAX_TIME:-240}
+
+PYTHON=${PYTHON:-python3}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/schemathesis.XXXXXX")
+HANDLER_PID=
+cleanup() {
+  if [ -n "$HANDLER_PID" ]; then kill "$HANDLER_PID" 2>/dev/null || true; wait "$HANDLER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+VENV=${SCHEMATHESIS_VENV:-$WORK/venv}
+make_venv() { "$PYTHON" -m venv "$VENV"; }
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! make_venv 2>"$WORK/venv.err"; then
+    # Debian's system Python ships venv/ensurepip in a separate package.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "schemathesis: python venv unavailable; installing python3-venv" >&2
+      apt-get install -y -q python3-venv >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
+      rm -rf "$VENV"
+      make_venv
+    else
+      cat "$WORK/venv.err" >&2
+      exit 1
+    fi
+  fi
+fi
+PY="$VENV/bin/python"
+"$PY" -m pip install --quiet --disable-pip-version-check \
+  "schemathesis==$SCHEMATHESIS_VERSION" "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
+
+if [ -z "${HANDLER:-}" ]; then
+  cargo build --release --bin handler
+  HANDLER="${CARGO_TARGET_DIR:-$ROOT/target}/release/handler"
+fi
+
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BASE="http://127.0.0.1:$PORT"
+env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
+  PORT="$PORT" BLOG_BIND=127.0.0.1 BLOG_STORE=embedded BLOG_DB_PATH="$WORK/data/blog.db" \
+  BLOG_AUTH=none RUST_LOG=warn "$HANDLER" >"$WORK/handler.log" 2>&1 &
+HANDLER_PID=$!
+
+# 2. Wait for the document, then validate it.
+"$PY" - "$BASE/api/openapi.json" "$WORK/openapi.json" <<'PY'
+import json
+import sys
+import time
+import urllib.request
+
+url, out = sys.argv[1], sys.argv[2]
+deadline = time.time() + 60
+while True:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            doc = json.load(r)
+        break
+    except Exception as exc:  # not listening yet
+        if time.time() > deadline:
+            sys.exit(f"schemathesis: {url} did not answer: {exc}")
+        time.sleep(0.2)
+json.dump(doc, open(out, "w"))
+
+from openapi_spec_validator import validate
+from openapi_spec_validator.validation import OpenAPIV31SpecValidator
+
+if not doc.get("openapi", "").startswith("3.1"):
+    sys.exit(f"schemathesis: the document is OpenAPI {doc.get('openapi')!r}, not 3.1")
+validate(doc, cls=OpenAPIV31SpecValidator)
+ops = sum(1 for item in doc["paths"].values() for m in item if m in ("get", "put", "post", "delete", "patch"))
+print(f"schemathesis: {url} is valid OpenAPI {doc['openapi']} ({ops} operations)")
+PY
+
+# 3. Fuzz.
+set +e
+timeout --kill-after=30 $((MAX_TIME + 120)) "$VENV/bin/schemathesis" \
+  --config-file "$ROOT/.ci/schemathesis.toml" run "$BASE/api/openapi.json" \
+  --url "$BASE" \
+  --checks all \
+  --phases examples,coverage,fuzzing,stateful \
+  --max-examples "$MAX_EXAMPLES" \
+  --max-time "$MAX_TIME" \
+  --request-timeout 10 \
+  --workers 2 \
+  --seed "${ST_SEED:-20261122}" \
+  --generation-database none \
+  --report junit --report-dir "$WORK/report"
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+  echo "schemathesis: failed (exit $rc); the handler's log:" >&2
+  tail -n 50 "$WORK/handler.log" >&2 || true
+  exit $rc
+fi
+if grep -qiE 'panicked|ERROR' "$WORK/handler.log"; then
+  echo "schemathesis: the handler logged errors:" >&2
+  grep -iE 'panicked|ERROR' "$WORK/handler.log" | head -n 20 >&2
+  exit 1
+fi
+echo "schemathesis: OK"

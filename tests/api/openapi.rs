@@ -1,0 +1,249 @@
+//! The OpenAPI document: its structure, and that its operations are exactly those the router
+//! serves and the Functions app forwards, both ways. (That real answers match its schemas is in
+//! `client_suite`, on both stores; `.ci/schemathesis.sh` fuzzes the API against it.)
+
+use std::collections::BTreeSet;
+
+use blog::api::openapi::document;
+use blog::api::operations;
+use serde_json::Value;
+
+use crate::functions::common::repo;
+use crate::helpers::spawn_app;
+
+const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "head", "options"];
+
+/// `(path, METHOD)` of every operation in a document.
+fn doc_operations(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in item.as_object().unwrap().keys() {
+            if METHODS.contains(&method.as_str()) {
+                out.insert((path.clone(), method.to_uppercase()));
+            }
+        }
+    }
+    out
+}
+
+fn each_operation(doc: &Value) -> Vec<(String, String, &Value)> {
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if METHODS.contains(&method.as_str()) {
+                out.push((path.clone(), method.clone(), op));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
+    let doc = document();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1."));
+    assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string());
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    let problem = "#/components/schemas/Problem";
+    let mut ids = BTreeSet::new();
+    for (path, method, op) in each_operation(&doc) {
+        let what = format!("{method} {path}");
+        let id = op["operationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: no operationId"));
+        assert!(
+            ids.insert(id.to_string()),
+            "{what}: operationId `{id}` twice"
+        );
+        assert!(op["summary"].is_string(), "{what}: no summary");
+        let responses = op["responses"].as_object().unwrap();
+        let write = method == "post" || method == "put";
+        let mut expected = vec!["429", "500", "503"];
+        if write {
+            expected.extend(["400", "401", "403", "413", "415"]);
+            assert_eq!(
+                op["security"],
+                serde_json::json!([{ "bearer": [] }]),
+                "{what}"
+            );
+            assert_eq!(op["requestBody"]["required"], true, "{what}");
+            assert!(
+                op["requestBody"]["content"]["application/json"].is_object(),
+                "{what}"
+            );
+            let www = &responses["401"]["headers"]["WWW-Authenticate"];
+            assert!(www.is_object(), "{what}: 401 without WWW-Authenticate");
+        } else {
+            assert!(op.get("security").is_none(), "{what}: reads are anonymous");
+        }
+        if path.contains('{') || op["parameters"].as_array().is_some_and(|p| !p.is_empty()) {
+            expected.push("400");
+        }
+        for status in expected {
+            assert!(responses.contains_key(status), "{what}: no {status}");
+        }
+        for (status, r) in responses {
+            assert!(r["description"].is_string(), "{what} {status}");
+            assert!(
+                r["headers"]["x-store-operations"].is_object()
+                    && r["headers"]["x-request-charge"].is_object(),
+                "{what} {status}: metering headers"
+            );
+            if status.starts_with('4') || status.starts_with('5') {
+                assert_eq!(
+                    r["content"]["application/problem+json"]["schema"]["$ref"], problem,
+                    "{what} {status}"
+                );
+            }
+            if status == "429" || status == "503" {
+                assert!(r["headers"]["Retry-After"].is_object(), "{what} {status}");
+            }
+            if status == "201" {
+                assert!(
+                    r["headers"]["Location"].is_object()
+                        || path.contains("/comments")
+                        || path.contains("/likes"),
+                    "{what}"
+                );
+            }
+        }
+        for p in op["parameters"].as_array().into_iter().flatten() {
+            if p["in"] == "path" {
+                assert!(p["schema"]["pattern"].is_string(), "{what}: {p}");
+            }
+        }
+    }
+    // Reads of single items revalidate with ETags; updates are conditional.
+    for (path, method) in [
+        ("/api/users/{userId}", "get"),
+        ("/api/posts/{postId}", "get"),
+    ] {
+        let r = &doc["paths"][path][method]["responses"];
+        assert!(
+            r["200"]["headers"]["ETag"].is_object() && r["304"].is_object(),
+            "{path}"
+        );
+    }
+    for path in ["/api/users/{userId}", "/api/posts/{postId}"] {
+        let op = &doc["paths"][path]["put"];
+        assert!(op["responses"]["412"].is_object(), "{path}");
+        assert!(
+            op["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "If-Match"),
+            "{path}"
+        );
+    }
+    // The bodies carry their limits.
+    let schemas = &doc["components"]["schemas"];
+    let limit =
+        |schema: &str, prop: &str| schemas[schema]["properties"][prop]["maxLength"].as_u64();
+    assert_eq!(limit("PostBody", "title"), Some(200));
+    assert_eq!(limit("PostBody", "content"), Some(20_000));
+    assert_eq!(limit("CommentBody", "content"), Some(2_000));
+    assert_eq!(limit("PostSummary", "content"), Some(200));
+    for (schema, prop) in [
+        ("UserBody", "username"),
+        ("PostBody", "userId"),
+        ("PostBody", "title"),
+    ] {
+        assert!(
+            schemas[schema]["properties"][prop]["pattern"].is_string(),
+            "{schema}.{prop}"
+        );
+    }
+    for schema in ["UserBody", "PostBody", "CommentBody", "LikeBody"] {
+        assert!(schemas[schema]["required"].is_array(), "{schema}");
+    }
+    // Links chain create-user → create-post → comment / like.
+    let links = |path: &str| doc["paths"][path]["post"]["responses"]["201"]["links"].clone();
+    assert_eq!(
+        links("/api/users")["CreatePost"]["operationId"],
+        "create_post"
+    );
+    let post_links = links("/api/posts");
+    for (name, op) in [
+        ("CreateComment", "create_comment"),
+        ("CreateLike", "create_like"),
+    ] {
+        assert_eq!(post_links[name]["operationId"], op);
+        assert_eq!(
+            post_links[name]["parameters"]["postId"],
+            "$response.body#/id"
+        );
+    }
+    let op_ids: BTreeSet<_> = operations().into_iter().map(|o| o.operation_id).collect();
+    assert_eq!(ids, op_ids);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_served_document_lists_exactly_the_operations_the_router_and_the_functions_serve() {
+    let app = spawn_app().await;
+    let r = app.get("/api/openapi.json").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let served = doc_operations(&r.body);
+    assert_eq!(served, doc_operations(&document()));
+
+    // The route table, and the Functions app's HTTP functions, as (path, METHOD).
+    let table: BTreeSet<_> = operations()
+        .into_iter()
+        .map(|o| (format!("/api/{}", o.route), o.method))
+        .collect();
+    let mut functions = BTreeSet::new();
+    for entry in std::fs::read_dir(repo().join("functions")).unwrap() {
+        let f: Value = serde_json::from_str(
+            &std::fs::read_to_string(entry.unwrap().path().join("function.json")).unwrap(),
+        )
+        .unwrap();
+        let input = &f["bindings"][0];
+        if input["type"] == "httpTrigger" {
+            for m in input["methods"].as_array().unwrap() {
+                let route = input["route"].as_str().unwrap();
+                functions.insert((format!("/api/{route}"), m.as_str().unwrap().to_uppercase()));
+            }
+        }
+    }
+    assert_eq!(served, table, "document vs route table");
+    assert_eq!(
+        served.difference(&functions).collect::<Vec<_>>(),
+        Vec::<&(String, String)>::new(),
+        "documented, but no function forwards it"
+    );
+    assert_eq!(
+        functions.difference(&served).collect::<Vec<_>>(),
+        Vec::<&(String, String)>::new(),
+        "forwarded by a function, but not documented"
+    );
+
+    // The router serves every documented operation, and nothing else on those paths.
+    let paths: BTreeSet<_> = served.iter().map(|(p, _)| p.clone()).collect();
+    for path in paths {
+        let concrete = path
+            .replace("{userId}", "nobody")
+            .replace("{postId}", "nothing");
+        for method in ["GET", "PUT", "POST", "DELETE", "PATCH"] {
+            let r = app
+                .send(
+                    app.client
+                        .request(method.parse().unwrap(), app.url(&concrete))
+                        .json(&serde_json::json!({})),
+                )
+                .await;
+            if served.contains(&(path.clone(), method.to_string())) {
+                assert_ne!(r.status, 405, "{method} {path}");
+                assert_ne!(
+                    r.body["detail"], "no such resource",
+                    "{method} {path}: not routed"
+                );
+            } else {
+                r.assert_problem(405);
+            }
+        }
+    }
+}
