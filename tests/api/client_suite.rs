@@ -350,22 +350,34 @@ fn check_against_document(doc: &Value, method: &str, template: &str, r: &Resp) {
     let schema = &content
         .get(media)
         .unwrap_or_else(|| panic!("{what}: `{media}` not documented"))["schema"];
-    // The schema's `$ref`s point into the document's components.
+    let errors = schema_errors(doc, schema, &r.body);
+    assert!(errors.is_empty(), "{what}: {errors:?}\n{}", r.body);
+}
+
+/// Where `body` breaks `schema` (whose `$ref`s point into the document's components).
+fn schema_errors(doc: &Value, schema: &Value, body: &Value) -> Vec<String> {
     let root = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "allOf": [schema],
         "components": doc["components"],
     });
     let validator = jsonschema::validator_for(&root).expect("the schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(&r.body)
+    validator
+        .iter_errors(body)
         .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{what}: {errors:?}\n{}", r.body);
+        .collect()
 }
 
 pub async fn answers_match_the_document(app: &TestApp) {
     let doc = app.get("/api/openapi.json").await.body;
+    // The check can fail: a user without a username, or with a bad id, is not a User.
+    let user_schema = json!({ "$ref": "#/components/schemas/User" });
+    for bad in [
+        json!({ "id": "a", "userId": "a" }),
+        json!({ "id": "a/b", "userId": "a/b", "username": "x" }),
+    ] {
+        assert!(!schema_errors(&doc, &user_schema, &bad).is_empty(), "{bad}");
+    }
     let check =
         |method: &str, template: &str, r: &Resp| check_against_document(&doc, method, template, r);
 
