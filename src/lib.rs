@@ -7,6 +7,7 @@
 //! - [`domain`]: validated inputs, item shapes, short-form content, timestamps.
 //! - [`store`]: the Cosmos-shaped [`store::Store`] trait, its embedded SQLite implementation and
 //!   the per-request accounting behind `x-store-operations` / `x-request-charge`.
+//! - [`auth`]: who is calling (`BLOG_AUTH`): bearer tokens, Easy Auth, the `Caller` of a write.
 //! - [`api`]: the HTTP routes of CONTRACT §3; [`error`]: the one error type (problem+json).
 //! - [`projection`]: the change-feed denormalizations of CONTRACT §4, planned as pure functions
 //!   and applied through the store; [`pump`]: the in-process change-feed follower that drives
@@ -15,6 +16,7 @@
 //! - [`startup`]: bind, build the store, start the pump, serve.
 
 pub mod api;
+pub mod auth;
 pub mod domain;
 pub mod error;
 pub mod functions;
