@@ -68,6 +68,8 @@ struct KeyCache {
 #[derive(Default)]
 struct FetchState {
     last_attempt: Option<Instant>,
+    /// Whether that attempt got the keys.
+    last_ok: bool,
     /// From the discovery document, once read.
     discovered_jwks_url: Option<String>,
 }
@@ -149,11 +151,11 @@ impl JwtVerifier {
         if let Some(key) = self.cached(kid, alg).await? {
             return Ok(key);
         }
-        let loaded = self.keys.read().await.loaded;
         if let Some(last) = fetch.last_attempt {
             let since = last.elapsed();
             if since < REFRESH_INTERVAL {
-                return Err(if loaded {
+                // Too soon to ask again: the last answer stands.
+                return Err(if fetch.last_ok {
                     JwtError::Invalid("the token's signing key is unknown".into())
                 } else {
                     JwtError::Unavailable {
@@ -163,7 +165,9 @@ impl JwtVerifier {
             }
         }
         fetch.last_attempt = Some(Instant::now());
-        match self.fetch_keys(&mut fetch).await {
+        let fetched = self.fetch_keys(&mut fetch).await;
+        fetch.last_ok = fetched.is_ok();
+        match fetched {
             Ok(cache) => {
                 tracing::info!(
                     keys = cache.by_kid.len() + cache.unnamed.len(),

@@ -656,6 +656,11 @@ pub async fn jwt_issuer_down_refuses_writes_with_503_and_reads_still_work(fixtur
         },
     )
     .await;
+    // Asked again at once (before the next fetch is due): still unavailable, not "invalid".
+    let r = app
+        .as_bearer("GET", "/api/me", &new_token, Value::Null)
+        .await;
+    r.assert_problem(503);
     assert_eq!(app.get("/api/feed").await.status, 200);
 }
 
