@@ -1,4 +1,4 @@
-//! The HTTP API of CONTRACT §3 under `/api`, plus the readiness answer at `/` and the Functions
+//! The HTTP API (README, "The API") under `/api`, plus the readiness answer at `/` and the Functions
 //! host's trigger invocations at `/<FunctionName>`.
 
 mod extract;
@@ -52,7 +52,7 @@ impl AppState {
     }
 }
 
-/// The routes of CONTRACT §3 (relative to `/api`): `(path, methods)`. The Functions contract
+/// Every route of the API (relative to `/api`): `(path, methods)`. The Functions contract
 /// test checks every `function.json` against this list.
 pub const ROUTES: &[(&str, &[&str])] = &[
     ("users", &["POST"]),
