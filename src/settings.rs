@@ -90,6 +90,10 @@ pub struct AuthSettings {
     pub client_id: Option<String>,
     /// `BLOG_AUTH_SCOPES`: the scopes a client asks for (space- or comma-separated; published only).
     pub scopes: Vec<String>,
+    /// In Azure (`WEBSITE_SITE_NAME` set) App Service authentication is off
+    /// (`WEBSITE_AUTH_ENABLED` is not true): nothing strips client-sent `X-MS-CLIENT-PRINCIPAL*`
+    /// headers, so `easyauth` must not trust them.
+    pub platform_auth_off: bool,
 }
 
 impl Default for AuthSettings {
@@ -101,6 +105,7 @@ impl Default for AuthSettings {
             jwks_url: None,
             client_id: None,
             scopes: Vec::new(),
+            platform_auth_off: false,
         }
     }
 }
@@ -370,6 +375,11 @@ fn auth_settings(
                     .collect()
             })
             .unwrap_or_default(),
+        platform_auth_off: get("WEBSITE_SITE_NAME").is_some()
+            && !matches!(
+                flag("WEBSITE_AUTH_ENABLED", get("WEBSITE_AUTH_ENABLED")),
+                Ok(Some(true))
+            ),
     })
 }
 
@@ -711,6 +721,19 @@ mod tests {
             ("BLOG_AUTH", "None"),
         ]);
         assert_eq!(s.unwrap().auth.mode, AuthMode::None);
+    }
+
+    #[test]
+    fn in_azure_app_service_authentication_must_be_on_for_easyauth() {
+        let host = ("FUNCTIONS_CUSTOMHANDLER_PORT", "40123");
+        assert!(
+            !parse(&[host]).unwrap().auth.platform_auth_off,
+            "local func start"
+        );
+        let site = ("WEBSITE_SITE_NAME", "func-blog");
+        assert!(parse(&[host, site]).unwrap().auth.platform_auth_off);
+        let on = ("WEBSITE_AUTH_ENABLED", "True");
+        assert!(!parse(&[host, site, on]).unwrap().auth.platform_auth_off);
     }
 
     #[test]

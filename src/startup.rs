@@ -26,7 +26,7 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        crate::auth::announce(settings.auth.mode, settings.addr);
+        crate::auth::announce(&settings.auth, settings.addr);
         Ok(Self::new(listener, store, settings.pump).with_auth(Auth::new(&settings.auth)))
     }
 

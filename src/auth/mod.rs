@@ -77,7 +77,8 @@ impl Auth {
         Auth::new(&AuthSettings::default())
     }
 
-    /// `BLOG_AUTH=easyauth` (the settings refuse it standalone; tests use it directly).
+    /// `BLOG_AUTH=easyauth` behind App Service authentication (the settings refuse it
+    /// standalone; tests use it directly).
     pub fn easy_auth() -> Self {
         Auth::new(&AuthSettings {
             mode: AuthMode::EasyAuth,
@@ -122,6 +123,10 @@ impl Auth {
     async fn identify(&self, parts: &Parts) -> ApiResult<Option<Identity>> {
         match self.settings.mode {
             AuthMode::None => Ok(None),
+            AuthMode::EasyAuth if self.settings.platform_auth_off => Err(ApiError::Unauthorized {
+                detail: "App Service authentication is off, so no caller can be identified".into(),
+                challenge: None,
+            }),
             AuthMode::EasyAuth => {
                 easyauth::identify(&parts.headers).map_err(|detail| ApiError::Unauthorized {
                     detail,
@@ -293,8 +298,13 @@ impl Caller {
 
 /// Say at start-up how callers are identified; `none` is a warning, and a loud one when the
 /// address is reachable from other machines.
-pub fn announce(mode: AuthMode, addr: std::net::SocketAddr) {
-    match mode {
+pub fn announce(settings: &AuthSettings, addr: std::net::SocketAddr) {
+    match settings.mode {
+        AuthMode::EasyAuth if settings.platform_auth_off => tracing::error!(
+            "BLOG_AUTH=easyauth but App Service authentication is off (WEBSITE_AUTH_ENABLED is \
+             not true): client-sent identity headers are not stripped, so none is trusted and \
+             every write answers 401. Turn authentication on (see the README's Identity section)."
+        ),
         AuthMode::None if !addr.ip().is_loopback() => tracing::error!(
             %addr,
             "BLOG_AUTH=none on an address other machines can reach: ANYONE can write as ANY \

@@ -15,7 +15,9 @@ macro_rules! identity_suite {
             jwt_writes_without_a_valid_identity_are_401_and_write_nothing,
             jwt_keys_are_fetched_lazily_and_again_when_they_rotate,
             jwt_issuer_down_refuses_writes_with_503_and_reads_still_work,
-            easyauth_principals_act_as_themselves, none_mode_is_as_before);
+            easyauth_principals_act_as_themselves,
+            easyauth_trusts_no_header_when_app_service_authentication_is_off,
+            none_mode_is_as_before);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -35,6 +37,7 @@ pub fn jwt_auth(issuer: &Issuer, jwks_url: Option<String>) -> Auth {
         jwks_url,
         client_id: Some("spa-client-id".into()),
         scopes: vec![format!("{AUDIENCE}/Blog.Write")],
+        ..AuthSettings::default()
     })
 }
 
@@ -761,6 +764,24 @@ pub async fn easyauth_principals_act_as_themselves(fixture: Fixture) {
         .await
         .items()
         .is_empty());
+}
+
+/// In Azure without App Service authentication nothing strips forged principal headers.
+pub async fn easyauth_trusts_no_header_when_app_service_authentication_is_off(fixture: Fixture) {
+    let auth = Auth::new(&AuthSettings {
+        mode: AuthMode::EasyAuth,
+        platform_auth_off: true,
+        ..AuthSettings::default()
+    });
+    let app = TestApp::spawn_with_auth(fixture, false, auth).await;
+    let forged = ("aad", "someone-else");
+    app.as_principal("POST", "/api/users", forged, json!({"username": "x"}))
+        .await
+        .assert_problem(401);
+    app.as_principal("GET", "/api/me", forged, Value::Null)
+        .await
+        .assert_problem(401);
+    assert_eq!(app.get("/api/feed").await.status, 200);
 }
 
 pub async fn none_mode_is_as_before(fixture: Fixture) {
