@@ -62,7 +62,6 @@ struct KeyCache {
     by_kid: HashMap<String, Key>,
     /// Keys without a `kid` (usable only when a token names none).
     unnamed: Vec<Key>,
-    loaded: bool,
 }
 
 #[derive(Default)]
@@ -229,10 +228,7 @@ impl JwtVerifier {
             }
         };
         let set: JwkSet = self.get_json(&url).await?;
-        let mut cache = KeyCache {
-            loaded: true,
-            ..KeyCache::default()
-        };
+        let mut cache = KeyCache::default();
         for jwk in &set.keys {
             let Some(key) = usable(jwk) else { continue };
             match &jwk.common.key_id {
