@@ -183,6 +183,11 @@ pub async fn jwt_writes_act_as_the_caller(fixture: Fixture) {
     let p = created(&post);
     assert_eq!(post.body["userId"], ana_id.as_str());
     assert_eq!(post.body["userUsername"], "ana");
+    assert_eq!(
+        post.store_operations(),
+        2,
+        "identity costs no store operation"
+    );
     created(
         &app.as_bearer(
             "POST",
