@@ -279,9 +279,14 @@ impl Caller {
         }
     }
 
-    /// What a create conflict on the caller's user means: they already have one.
+    /// What a create conflict on the caller's user means: a signed-in caller already has one.
     pub fn user_exists(&self, id: &Id) -> ApiError {
-        ApiError::Conflict(format!("the signed-in caller already has user `{id}`"))
+        match self {
+            Caller::Verified(_) => {
+                ApiError::Conflict(format!("the signed-in caller already has user `{id}`"))
+            }
+            Caller::Unverified => ApiError::Conflict(format!("user `{id}` already exists")),
+        }
     }
 
     /// The caller's own user id, for `GET /api/me`; 401 when nobody is verified.
