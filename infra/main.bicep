@@ -4,7 +4,7 @@
 //
 //   az deployment group create -g <rg> -f infra/main.bicep -p infra/main.parameters.json
 //
-// See infra/DEPLOY.md.
+// How to deploy: README.md, "Deploy to Azure".
 
 targetScope = 'resourceGroup'
 
@@ -60,6 +60,15 @@ param developerPrincipalId string = ''
 
 @description('Browser origins allowed to call the API from another origin (e.g. https://app.example.com); the Function App\'s platform CORS answers them. Empty: no cross-origin access.')
 param corsAllowedOrigins array = []
+
+@description('Optional client (application) id of a Microsoft Entra app registration for the API. Set: App Service authentication validates Entra sign-ins and bearer tokens for it and the app acts as the signed-in caller. Empty: authentication stays off, so every write answers 401 (reads stay public).')
+param authClientId string = ''
+
+@description('Microsoft Entra tenant of the app registration (default: this deployment\'s tenant).')
+param authTenantId string = tenant().tenantId
+
+@description('Scopes a browser client asks for when signing in, space-separated (published by GET /api/config). Empty: api://<authClientId>/.default.')
+param authScopes string = ''
 
 var suffix = uniqueString(resourceGroup().id, baseName)
 var compactBase = toLower(replace(baseName, '-', ''))
@@ -141,6 +150,9 @@ module functionApp 'modules/functionapp.bicep' = {
     cosmosEndpoint: cosmos.outputs.endpoint
     cosmosDatabaseName: cosmos.outputs.databaseName
     corsAllowedOrigins: corsAllowedOrigins
+    authClientId: authClientId
+    authTenantId: authTenantId
+    authScopes: authScopes
   }
   // Using the storage, monitoring and cosmos outputs orders this module after those
   // deployments, role assignments included, so the host can reach storage, Cosmos DB

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
+use crate::auth::Auth;
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
@@ -26,10 +27,14 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        Ok(Self::new(listener, store, settings.pump).with_cors(settings.cors_origins.clone()))
+        crate::auth::announce(&settings.auth, settings.addr);
+        Ok(Self::new(listener, store, settings.pump)
+            .with_auth(Auth::new(&settings.auth))
+            .with_cors(settings.cors_origins.clone()))
     }
 
-    /// An application over an already bound listener and an already open store (tests, bench).
+    /// An application over an already bound listener and an already open store (tests, bench),
+    /// with `BLOG_AUTH=none` unless [`Application::with_auth`] says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
@@ -43,6 +48,14 @@ impl Application {
     pub fn with_cors(mut self, origins: Vec<String>) -> Self {
         self.cors_origins = origins;
         self
+    }
+
+    /// The same application identifying callers with `auth`.
+    pub fn with_auth(self, auth: Auth) -> Self {
+        Application {
+            state: self.state.with_auth(auth),
+            ..self
+        }
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -1,9 +1,10 @@
-//! The HTTP API of CONTRACT §3 under `/api`, plus the readiness answer at `/` and the Functions
+//! The HTTP API (README, "The API") under `/api`, plus the readiness answer at `/` and the Functions
 //! host's trigger invocations at `/<FunctionName>`.
 
 mod conditional;
 pub mod cors;
 mod extract;
+mod identity;
 pub mod openapi;
 mod posts;
 mod schema;
@@ -24,6 +25,7 @@ use utoipa_axum::routes;
 
 pub use extract::{JsonBody, Paging, PathId};
 
+use crate::auth::{ActingUser, Auth};
 use crate::domain::public;
 use crate::domain::Id;
 use crate::error::ApiError;
@@ -33,15 +35,28 @@ use conditional::{no_cache, tagged, IfNoneMatch};
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
-/// What every handler shares: the store, behind the trait so either implementation fits.
+/// What every handler shares: the store, behind the trait so either implementation fits, and
+/// how callers are identified.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    pub auth: Arc<Auth>,
 }
 
 impl AppState {
+    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]).
     pub fn new(store: Arc<dyn Store>) -> Self {
-        AppState { store }
+        AppState {
+            store,
+            auth: Arc::new(Auth::none()),
+        }
+    }
+
+    pub fn with_auth(self, auth: Auth) -> Self {
+        AppState {
+            auth: Arc::new(auth),
+            ..self
+        }
     }
 }
 
@@ -58,6 +73,8 @@ pub fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(posts::list_comments, posts::create_comment))
         .routes(routes!(posts::list_likes, posts::create_like))
         .routes(routes!(posts::get_feed))
+        .routes(routes!(identity::get_me))
+        .routes(routes!(identity::get_config))
         .routes(routes!(openapi::get_api_description))
 }
 
@@ -104,10 +121,13 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Count the store operations (and request units) a request used into response headers.
-async fn meter(req: Request, next: Next) -> Response {
+/// Count the store operations (and request units) a request used into response headers, and log
+/// the request (with the user it acted as, never the token or principal that proved it).
+async fn meter(mut req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let acting = ActingUser::default();
+    req.extensions_mut().insert(acting.clone());
     let started = Instant::now();
     let (mut resp, usage) = metrics::scope(next.run(req)).await;
     let headers = resp.headers_mut();
@@ -121,6 +141,7 @@ async fn meter(req: Request, next: Next) -> Response {
         %method,
         %path,
         status = resp.status().as_u16(),
+        user = acting.get(),
         store_operations = usage.operations,
         request_charge = usage.request_charge,
         elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,

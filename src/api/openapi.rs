@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
@@ -15,6 +16,8 @@ use utoipa::OpenApi;
 
 use super::conditional::{IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN};
 use super::schema::{DATE_PATTERN, ID_PATTERN, NOT_BLANK_PATTERN, USERNAME_PATTERN};
+use super::AppState;
+use crate::settings::AuthMode;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -233,7 +236,8 @@ pub fn document() -> Value {
 }
 
 /// The document a deployment serves: as generated, but where writes need no identity
-/// (`BLOG_AUTH=none`, for local development) it says so instead of asking for a token.
+/// (`BLOG_AUTH=none`, for local development) it says so instead of asking for a token, so that
+/// a client (or a fuzzer) is not told to send one.
 pub fn served_document(anonymous_writes: bool) -> Value {
     let mut doc = document();
     if anonymous_writes {
@@ -260,10 +264,14 @@ pub fn served_document(anonymous_writes: bool) -> Value {
     responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json",
         body = Object)),
 )]
-pub async fn get_api_description() -> Response {
-    static DOC: OnceLock<String> = OnceLock::new();
-    // No identity checks exist in this build: every write acts as its body's `userId`.
-    let text = DOC.get_or_init(|| served_document(true).to_string());
+pub async fn get_api_description(State(s): State<AppState>) -> Response {
+    static OPEN: OnceLock<String> = OnceLock::new();
+    static SIGNED: OnceLock<String> = OnceLock::new();
+    let text = if s.auth.mode() == AuthMode::None {
+        OPEN.get_or_init(|| served_document(true).to_string())
+    } else {
+        SIGNED.get_or_init(|| served_document(false).to_string())
+    };
     (
         [
             (header::CONTENT_TYPE, "application/json"),

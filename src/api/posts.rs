@@ -13,6 +13,7 @@ use super::schema::{
     CommentPage, CommentSchema, LikePage, LikeSchema, PagingParams, PostSchema, PostSummaryPage,
 };
 use super::{list, AppState, JsonBody, Paging, PathId};
+use crate::auth::Caller;
 use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
@@ -23,8 +24,9 @@ use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError}
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostBody {
-    /// The author.
-    user_id: String,
+    /// The author: the caller's own user. Optional when signed in; with `BLOG_AUTH=none` it
+    /// says who acts.
+    user_id: Option<String>,
     /// 1 to 200 characters, not only white space.
     #[schema(min_length = 1, max_length = 200)]
     title: String,
@@ -37,8 +39,8 @@ pub struct PostBody {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommentBody {
-    /// The commenter.
-    user_id: String,
+    /// The commenter: the caller's own user (optional when signed in).
+    user_id: Option<String>,
     /// 1 to 2,000 characters, not only white space.
     #[schema(min_length = 1, max_length = 2000)]
     content: String,
@@ -48,22 +50,8 @@ pub struct CommentBody {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LikeBody {
-    /// Who likes the post.
-    user_id: String,
-}
-
-/// The current username of the user a body names; 422 when there is no such user.
-async fn author_name(store: &dyn Store, user_id: &Id) -> ApiResult<String> {
-    let user = store
-        .read(Container::Users, user_id.as_str(), user_id.as_str())
-        .await?;
-    user.as_ref()
-        .filter(|u| u["type"] == "user")
-        .and_then(|u| u["username"].as_str())
-        .map(String::from)
-        .ok_or_else(|| {
-            ApiError::Unprocessable(format!("user `{user_id}` (`userId`) does not exist"))
-        })
+    /// Who likes the post: the caller's own user (optional when signed in).
+    user_id: Option<String>,
 }
 
 /// C2 `POST /api/posts`: read the author's name, then create the post (two operations).
@@ -94,12 +82,13 @@ async fn author_name(store: &dyn Store, user_id: &Id) -> ApiResult<String> {
 )]
 pub async fn create_post(
     State(s): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<PostBody>,
 ) -> ApiResult<Response> {
-    let user_id = Id::parse("userId", &body.user_id)?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
-    let username = author_name(&*s.store, &user_id).await?;
+    let username = caller.username(&*s.store, &user_id).await?;
     let id = Id::new();
     let post = Post {
         id: id.to_string(),
@@ -147,11 +136,12 @@ pub async fn create_post(
 )]
 pub async fn update_post(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(id): PathId,
     if_match: Option<IfMatch>,
     JsonBody(body): JsonBody<PostBody>,
 ) -> ApiResult<Response> {
-    let user_id = Id::parse("userId", &body.user_id)?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
     let post = read_post(&*s.store, &id).await?;
@@ -279,12 +269,13 @@ fn post_missing(e: &StoreError) -> bool {
 )]
 pub async fn create_comment(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(post_id): PathId,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> ApiResult<Response> {
-    let user_id = Id::parse("userId", &body.user_id)?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
     let content = Text::comment_content(&body.content)?;
-    let username = author_name(&*s.store, &user_id).await?;
+    let username = caller.username(&*s.store, &user_id).await?;
     let comment = Comment {
         id: Id::new().to_string(),
         kind: "comment".into(),
@@ -321,11 +312,12 @@ pub async fn create_comment(
 )]
 pub async fn create_like(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(post_id): PathId,
     JsonBody(body): JsonBody<LikeBody>,
 ) -> ApiResult<Response> {
-    let user_id = Id::parse("userId", &body.user_id)?;
-    let username = author_name(&*s.store, &user_id).await?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
+    let username = caller.username(&*s.store, &user_id).await?;
     let like = Like {
         id: domain::like_id(user_id.as_str()),
         kind: "like".into(),

@@ -159,3 +159,22 @@ pub struct PagingParams {
     #[param(rename = "continuationToken", min_length = 1, max_length = 4096)]
     continuation_token: Option<String>,
 }
+
+/// How callers sign in (`GET /api/config`): public values only.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = ClientConfig)]
+pub struct ClientConfigSchema {
+    /// `none` (writes act as the body's `userId`), `jwt` (a bearer token from `issuer`) or
+    /// `easyauth` (App Service authentication).
+    #[schema(pattern = "^(none|jwt|easyauth)$")]
+    pub auth: String,
+    /// The OpenID Connect issuer (`jwt`).
+    #[schema(required = true)]
+    pub issuer: Option<String>,
+    /// The client (application) id to sign in with, when configured.
+    #[schema(required = true)]
+    pub client_id: Option<String>,
+    /// The scopes to ask for when signing in.
+    pub scopes: Vec<String>,
+}

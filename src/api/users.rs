@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
 use super::schema::{PagingParams, PostSummaryPage, UserSchema};
 use super::{list, AppState, JsonBody, Paging, PathId};
-use crate::domain::{public, to_value, Id, User, Username};
+use crate::auth::Caller;
+use crate::domain::{public, to_value, User, Username};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
@@ -23,7 +24,8 @@ pub struct UserBody {
     username: String,
 }
 
-/// C1 `POST /api/users`: one create.
+/// C1 `POST /api/users`: one create. A signed-in caller creates their own user (its id derived
+/// from the identity), so a second one is a conflict.
 #[utoipa::path(
     post,
     path = "/api/users",
@@ -42,19 +44,26 @@ pub struct UserBody {
                 ("ListUserPosts" = (operation_id = "list_user_posts", parameters(("userId" = "$response.body#/id")))),
                 ("CreatePost" = (operation_id = "create_post", request_body = json!({"userId": "$response.body#/id", "title": "Hello", "content": "My first post"}))),
             )),
+        (status = 409, description = "The signed-in caller already has a user (`detail` names its id)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_user(
     State(s): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<Response> {
     let username = Username::parse(&body.username)?;
-    let id = Id::new();
+    let id = caller.new_user_id();
     let user = User::new(&id, &username);
-    let stored = s
+    let stored = match s
         .store
         .create(Container::Users, id.as_str(), to_value(&user))
-        .await?;
+        .await
+    {
+        Ok(stored) => stored,
+        Err(StoreError::Conflict) => return Err(caller.user_exists(&id)),
+        Err(e) => return Err(e.into()),
+    };
     let resp = (
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/users/{id}"))],
@@ -83,10 +92,12 @@ pub async fn create_user(
 )]
 pub async fn rename_user(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(id): PathId,
     if_match: Option<IfMatch>,
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<Response> {
+    caller.may_rename(&id)?;
     let username = Username::parse(&body.username)?;
     let ops = [PatchOp::set("/username", username.as_str())];
     let etag = if_match.as_ref().and_then(IfMatch::etag);

@@ -7,6 +7,8 @@
 //!   hosted mode, logging);
 //! - `openapi`: the OpenAPI document against the router and the Functions app;
 //! - `process`: the real binary, killed with SIGKILL and restarted;
+//! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
+//!   Easy Auth principals, on both stores, and what the binary logs about them;
 //! - `bench_smoke`: the `bench` tool at tiny scale.
 
 mod helpers;
@@ -19,5 +21,6 @@ mod store_suite;
 mod cosmos;
 mod embedded;
 mod functions;
+mod identity;
 mod openapi;
 mod process;

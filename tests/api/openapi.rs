@@ -76,6 +76,16 @@ fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
             );
             let www = &responses["401"]["headers"]["WWW-Authenticate"];
             assert!(www.is_object(), "{what}: 401 without WWW-Authenticate");
+        } else if id == "get_me" {
+            assert_eq!(
+                op["security"],
+                serde_json::json!([{ "bearer": [] }]),
+                "{what}"
+            );
+            assert!(
+                responses["401"]["headers"]["WWW-Authenticate"].is_object(),
+                "{what}"
+            );
         } else {
             assert!(op.get("security").is_none(), "{what}: reads are anonymous");
         }
@@ -157,8 +167,17 @@ fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
             "{schema}.{prop}"
         );
     }
-    for schema in ["UserBody", "PostBody", "CommentBody", "LikeBody"] {
-        assert!(schemas[schema]["required"].is_array(), "{schema}");
+    // `userId` is optional: a signed-in caller acts as their own user.
+    for (schema, required) in [
+        ("UserBody", vec!["username"]),
+        ("PostBody", vec!["title", "content"]),
+        ("CommentBody", vec!["content"]),
+    ] {
+        assert_eq!(
+            schemas[schema]["required"],
+            serde_json::json!(required),
+            "{schema}"
+        );
     }
     // Links chain create-user → create-post → comment / like.
     let links = |path: &str| doc["paths"][path]["post"]["responses"]["201"]["links"].clone();
@@ -246,4 +265,29 @@ async fn the_served_document_lists_exactly_the_operations_the_router_and_the_fun
             }
         }
     }
+}
+
+/// Signed in, the served document asks for a token on writes; with `BLOG_AUTH=none` it does not
+/// (a write there acts as its body's `userId`), and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_served_document_asks_for_a_token_only_where_writes_need_one() {
+    use blog::auth::Auth;
+
+    use crate::helpers::{embedded_fixture, TestApp};
+
+    let signed = TestApp::spawn_with_auth(embedded_fixture().await, false, Auth::easy_auth()).await;
+    let doc = signed.get("/api/openapi.json").await.body;
+    assert_eq!(
+        doc["paths"]["/api/posts"]["post"]["security"],
+        serde_json::json!([{ "bearer": [] }])
+    );
+    let open = spawn_app().await;
+    let doc = open.get("/api/openapi.json").await.body;
+    for (path, method, op) in each_operation(&doc) {
+        assert!(op.get("security").is_none(), "{method} {path}");
+    }
+    assert!(doc["info"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("without authentication"));
 }

@@ -1,0 +1,53 @@
+//! `GET /api/me` (the caller's own user) and `GET /api/config` (how clients sign in).
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::Value;
+
+use super::schema::{ClientConfigSchema, UserSchema};
+use super::AppState;
+use crate::auth::Caller;
+use crate::domain::public;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::store::Container;
+
+/// `GET /api/me`: one point read of the caller's user (its id is derived from the identity).
+/// 401 anonymous, 404 when the caller has not created a user yet.
+#[utoipa::path(
+    get,
+    path = "/api/me",
+    tag = "users",
+    summary = "The signed-in caller's own user",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The caller's user", body = UserSchema),
+        (status = 401, description = "No valid identity (always so with `BLOG_AUTH=none`)", body = Problem, content_type = "application/problem+json",
+            headers(("WWW-Authenticate" = String, description = "`Bearer` (with the error when a token was refused)"))),
+        (status = 404, description = "The caller has no user yet: create it with `POST /api/users`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_me(State(s): State<AppState>, caller: Caller) -> ApiResult<Json<Value>> {
+    let id = caller.own_user_id()?;
+    match s
+        .store
+        .read(Container::Users, id.as_str(), id.as_str())
+        .await?
+    {
+        Some(user) if user["type"] == "user" => Ok(Json(public(user))),
+        _ => Err(ApiError::NotFound(
+            "the signed-in caller has no user yet: create it with `POST /api/users`".into(),
+        )),
+    }
+}
+
+/// `GET /api/config`: anonymous; the public values a client needs to sign in.
+#[utoipa::path(
+    get,
+    path = "/api/config",
+    tag = "meta",
+    summary = "How clients sign in to this deployment",
+    responses((status = 200, description = "The authentication mode and the public values of the issuer", body = ClientConfigSchema)),
+)]
+pub async fn get_config(State(s): State<AppState>) -> Json<Value> {
+    Json(s.auth.client_config())
+}
