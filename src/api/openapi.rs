@@ -237,7 +237,8 @@ pub fn document() -> Value {
 
 /// The document a deployment serves: as generated, but where writes need no identity
 /// (`BLOG_AUTH=none`, for local development) it says so instead of asking for a token, so that
-/// a client (or a fuzzer) is not told to send one.
+/// a client (or a fuzzer) is not told to send one, and requires the `userId` that names the
+/// acting user.
 pub fn served_document(anonymous_writes: bool) -> Value {
     let mut doc = document();
     if anonymous_writes {
@@ -248,7 +249,18 @@ pub fn served_document(anonymous_writes: bool) -> Value {
                 }
             }
         }
-        let note = "\n\nThis deployment runs without authentication: a write acts as the user its body's `userId` names.";
+        // There `userId` says who acts, so every body that has one must carry it.
+        if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
+            for body in ["PostBody", "CommentBody", "LikeBody"] {
+                if let Some(schema) = schemas.get_mut(body).and_then(Value::as_object_mut) {
+                    let required = schema.entry("required").or_insert_with(|| json!([]));
+                    if let Some(list) = required.as_array_mut() {
+                        list.insert(0, json!("userId"));
+                    }
+                }
+            }
+        }
+        let note = "\n\nThis deployment runs without authentication: a write acts as the user its body's `userId` names, so `userId` is required.";
         let description = doc["info"]["description"].as_str().unwrap_or_default();
         doc["info"]["description"] = json!(format!("{description}{note}"));
     }

@@ -290,4 +290,10 @@ async fn the_served_document_asks_for_a_token_only_where_writes_need_one() {
         .as_str()
         .unwrap()
         .contains("without authentication"));
+    for body in ["PostBody", "CommentBody", "LikeBody"] {
+        let required = doc["components"]["schemas"][body]["required"]
+            .as_array()
+            .unwrap();
+        assert!(required.contains(&serde_json::json!("userId")), "{body}");
+    }
 }
