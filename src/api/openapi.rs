@@ -253,6 +253,12 @@ pub fn served_document(anonymous_writes: bool) -> Value {
         if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
             for body in ["PostBody", "CommentBody", "LikeBody"] {
                 if let Some(schema) = schemas.get_mut(body).and_then(Value::as_object_mut) {
+                    if let Some(user_id) = schema
+                        .get_mut("properties")
+                        .and_then(|p| p.get_mut("userId"))
+                    {
+                        user_id["type"] = json!("string");
+                    }
                     let required = schema.entry("required").or_insert_with(|| json!([]));
                     if let Some(list) = required.as_array_mut() {
                         list.insert(0, json!("userId"));

@@ -295,5 +295,7 @@ async fn the_served_document_asks_for_a_token_only_where_writes_need_one() {
             .as_array()
             .unwrap();
         assert!(required.contains(&serde_json::json!("userId")), "{body}");
+        let user_id = &doc["components"]["schemas"][body]["properties"]["userId"];
+        assert_eq!(user_id["type"], "string", "{body}: never null there");
     }
 }
