@@ -42,6 +42,9 @@ pub enum ApiError {
     /// 503: the store is unreachable or not ready; retry after the given time.
     #[error("the store is unavailable; retry later")]
     Unavailable { retry_after: Duration },
+    /// 503: the request was not answered within the request timeout.
+    #[error("the request was not answered within {} s; retry later", .0.as_secs())]
+    TimedOut(Duration),
     /// 500: anything else. The detail is logged, never returned.
     #[error("internal error: {0}")]
     Internal(String),
@@ -68,7 +71,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable { .. } | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -127,7 +130,14 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let ApiError::Throttled { retry_after } | ApiError::Unavailable { retry_after } = &self {
+        let retry_after = match &self {
+            ApiError::Throttled { retry_after } | ApiError::Unavailable { retry_after } => {
+                Some(*retry_after)
+            }
+            ApiError::TimedOut(_) => Some(Duration::from_secs(1)),
+            _ => None,
+        };
+        if let Some(retry_after) = retry_after {
             let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -99,6 +99,9 @@ pub struct Settings {
     pub pump: bool,
     pub cosmos: CosmosSettings,
     pub log_format: LogFormat,
+    /// Header and request timeouts and the connection cap (`BLOG_HEADER_TIMEOUT_SECS`,
+    /// `BLOG_REQUEST_TIMEOUT_SECS`, `BLOG_MAX_CONNECTIONS`).
+    pub server: crate::server::ServerLimits,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -199,6 +202,8 @@ impl Settings {
             pump,
             cosmos,
             log_format,
+            server: crate::server::ServerLimits::from_lookup(&get)
+                .map_err(|(n, why)| bad(n, why))?,
         })
     }
 }

@@ -7,16 +7,19 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
+use crate::server::{self, ServerLimits};
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
-use crate::{app, pump, AppState};
+use crate::{api, pump, AppState};
 
 pub struct Application {
     listener: TcpListener,
     state: AppState,
     pump: bool,
+    hosted: bool,
+    limits: ServerLimits,
 }
 
 impl Application {
@@ -25,16 +28,32 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        Ok(Self::new(listener, store, settings.pump))
+        Ok(Self::new(listener, store, settings.pump)
+            .hosted(settings.hosted)
+            .limits(settings.server))
     }
 
-    /// An application over an already bound listener and an already open store (tests, bench).
+    /// A standalone application with the default limits over an already bound listener and an
+    /// already open store (tests, bench).
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
             state: AppState::new(store),
             pump,
+            hosted: false,
+            limits: ServerLimits::default(),
         }
+    }
+
+    /// As under the Functions host: with the trigger endpoints.
+    pub fn hosted(mut self, hosted: bool) -> Self {
+        self.hosted = hosted;
+        self
+    }
+
+    pub fn limits(mut self, limits: ServerLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -45,23 +64,19 @@ impl Application {
         &self.state
     }
 
-    /// Serve until `shutdown` resolves; the pump stops with the server.
+    /// Serve until `shutdown` resolves, then finish the requests in flight, then let the pump
+    /// finish and checkpoint the batches it is applying.
     pub async fn run_until(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let pumps = if self.pump {
-            pump::spawn(self.state.store.clone())
-        } else {
-            Vec::new()
-        };
-        let result = axum::serve(self.listener, app(self.state))
-            .with_graceful_shutdown(shutdown)
-            .await;
-        for p in pumps {
-            p.abort();
+        let pump = self.pump.then(|| pump::spawn(self.state.store.clone()));
+        let router = api::router(self.state, self.hosted, self.limits.request_timeout);
+        server::serve(self.listener, router, self.limits, shutdown).await;
+        if let Some(pump) = pump {
+            pump.stop().await;
         }
-        result.context("server failed")
+        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@ mod posts;
 mod users;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::HeaderValue;
@@ -69,11 +69,26 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/feed", get(posts::feed))
 }
 
-/// The whole application: API routes, readiness at `/`, trigger invocations, problem+json for
-/// unknown routes and methods, the body limit and per-request store accounting.
-pub fn router(state: AppState) -> Router {
-    api_routes()
-        .merge(crate::functions::routes())
+/// The whole application: API routes (each answered within `request_timeout`), readiness at
+/// `/`, problem+json for unknown routes and methods, the body limit and per-request store
+/// accounting; under the Functions host (`hosted`) also the trigger invocations, which do not
+/// exist standalone.
+pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Router {
+    // Only API requests are timed: a trigger batch is applied or refused, never cut off.
+    let api = api_routes().route_layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| async move {
+            match tokio::time::timeout(request_timeout, next.run(req)).await {
+                Ok(resp) => resp,
+                Err(_) => ApiError::TimedOut(request_timeout).into_response(),
+            }
+        },
+    ));
+    let routes = if hosted {
+        api.merge(crate::functions::routes())
+    } else {
+        api
+    };
+    routes
         // The Functions host probes `/` until it answers; answer at once, whatever the store does.
         .route("/", any(|| async { Json(json!({ "status": "ok" })) }))
         .fallback(|| async { ApiError::NotFound("no such resource".into()) })

@@ -88,9 +88,18 @@ pub async fn spawn_app() -> TestApp {
 
 impl TestApp {
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
+        Self::spawn_with(fixture, pump, |app| app).await
+    }
+
+    /// As [`TestApp::spawn`], with `configure` adjusting the application (hosted, limits).
+    pub async fn spawn_with(
+        fixture: Fixture,
+        pump: bool,
+        configure: impl FnOnce(Application) -> Application,
+    ) -> TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let app = Application::new(listener, fixture.store.clone(), pump);
+        let app = configure(Application::new(listener, fixture.store.clone(), pump));
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use blog::api::ROUTES;
-use blog::functions::{Feed, TRIGGERS};
+use blog::functions::{ChangeFeed, TRIGGERS};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -149,8 +149,8 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
         assert_eq!(bindings.len(), 1, "{}: the trigger only", t.function);
         let b = &bindings[0];
         let container = match t.feed {
-            Feed::Posts => "posts",
-            Feed::Users => "users",
+            ChangeFeed::Posts => "posts",
+            ChangeFeed::Users => "users",
         };
         assert_eq!(b["type"], "cosmosDBTrigger", "{}", t.function);
         assert_eq!(b["direction"], "in", "{}", t.function);
@@ -176,7 +176,7 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
         );
         let max = b["maxItemsPerInvocation"].as_u64().unwrap_or(0);
         assert!(
-            (1..=1000).contains(&max),
+            (1..=blog::functions::MAX_DOCUMENTS as u64).contains(&max),
             "{}: maxItemsPerInvocation {max}",
             t.function
         );
