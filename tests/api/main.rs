@@ -8,6 +8,7 @@
 //! - `bench_smoke`: the `bench` tool at tiny scale.
 
 mod helpers;
+mod hooks;
 
 mod api_suite;
 mod bench_smoke;
@@ -18,3 +19,4 @@ mod embedded;
 mod functions;
 mod process;
 mod schema;
+mod server;
