@@ -20,3 +20,4 @@ mod functions;
 mod process;
 mod schema;
 mod server;
+mod validation;
