@@ -15,11 +15,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
+use tracing::Instrument as _;
 
 pub use extract::{JsonBody, Paging, PathId};
 
 use crate::domain::public;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::store::{metrics, Page, Store};
 
 /// Request bodies over this size answer 413.
@@ -99,11 +100,18 @@ pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Route
 }
 
 /// Count the store operations (and request units) a request used into response headers.
+/// Everything a request logs (here and in the handlers) is in its span, with method and path;
+/// a server-side failure is logged here from the [`Failure`] the error response carries.
 async fn meter(req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let span = tracing::info_span!("request", %method, %path);
     let started = Instant::now();
-    let (mut resp, usage) = metrics::scope(next.run(req)).await;
+    let (mut resp, usage) = metrics::scope(next.run(req)).instrument(span.clone()).await;
+    let _in_span = span.enter();
+    if let Some(failure) = resp.extensions_mut().remove::<Failure>() {
+        failure.log();
+    }
     let headers = resp.headers_mut();
     headers.insert("x-store-operations", HeaderValue::from(usage.operations));
     if usage.request_charge > 0.0 {

@@ -333,7 +333,7 @@ fn decode_cursor(token: &str) -> StoreResult<Cursor> {
         .decode(token)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| StoreError::BadRequest("invalid continuation token".into()))
+        .ok_or_else(|| StoreError::BadContinuation("not a token of this store".into()))
 }
 
 fn sql_value(v: &Value) -> SqlValue {
@@ -565,7 +565,7 @@ impl Store for EmbeddedStore {
             None => 0,
             Some(t) => t
                 .parse()
-                .map_err(|_| StoreError::BadRequest("invalid change feed continuation".into()))?,
+                .map_err(|_| StoreError::BadContinuation("not a change feed position".into()))?,
         };
         self.with_reader(move |conn| {
             let mut stmt = conn

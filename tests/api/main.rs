@@ -16,6 +16,7 @@ mod store_suite;
 
 mod cosmos;
 mod embedded;
+mod errors;
 mod functions;
 mod process;
 mod schema;
