@@ -308,7 +308,9 @@ impl<'de> Visitor<'de> for DocumentsSeed<'_, '_> {
         }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Vec<Value>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<Value>, A::Error> {
+        // Read past it first (keeping nothing), so that text that is not JSON at all is named so.
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Err(self.found("an object"))
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Vec<Value>, E> {
