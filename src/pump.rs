@@ -61,7 +61,7 @@ async fn supervise(store: Arc<dyn Store>, c: Container, stopped: watch::Receiver
         let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone()))
             .catch_unwind()
             .await;
-        if *stopped.borrow() {
+        if stopping(&stopped) {
             return;
         }
         let why = match run {
@@ -96,12 +96,17 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// Whether the pump is told to stop (or was dropped without being stopped).
+fn stopping(stopped: &watch::Receiver<bool>) -> bool {
+    *stopped.borrow() || stopped.has_changed().is_err()
+}
+
 /// Sleep for `d`, or less when told to stop; whether to stop.
 async fn pause(d: Duration, stopped: &mut watch::Receiver<bool>) -> bool {
     let timed_out = tokio::time::timeout(d, stopped.wait_for(|s| *s))
         .await
         .is_err();
-    !timed_out || *stopped.borrow()
+    !timed_out || stopping(stopped)
 }
 
 fn lease_id(c: Container) -> String {
@@ -154,7 +159,7 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
         }
     };
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
-    while !*stopped.borrow() {
+    while !stopping(&stopped) {
         let page = match store.changes(c, continuation.as_deref(), BATCH).await {
             Ok(page) => page,
             Err(e) => {
