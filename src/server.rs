@@ -24,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 /// How long a client may take to send a request's headers (`BLOG_HEADER_TIMEOUT_SECS`).
-pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a request may take to be answered (`BLOG_REQUEST_TIMEOUT_SECS`).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many connections are served at once (`BLOG_MAX_CONNECTIONS`).

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
+use crate::auth::Auth;
 use crate::server::{self, ServerLimits};
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
@@ -28,13 +29,16 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
+        crate::auth::announce(&settings.auth, settings.addr);
         Ok(Self::new(listener, store, settings.pump)
+            .with_auth(Auth::new(&settings.auth))
             .hosted(settings.hosted)
             .limits(settings.server))
     }
 
     /// A standalone application with the default limits over an already bound listener and an
-    /// already open store (tests, bench).
+    /// already open store (tests, bench), with `BLOG_AUTH=none` unless [`Application::with_auth`]
+    /// says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
@@ -42,6 +46,14 @@ impl Application {
             pump,
             hosted: false,
             limits: ServerLimits::default(),
+        }
+    }
+
+    /// The same application identifying callers with `auth`.
+    pub fn with_auth(self, auth: Auth) -> Self {
+        Application {
+            state: self.state.with_auth(auth),
+            ..self
         }
     }
 

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use blog::auth::Auth;
 use blog::startup::Application;
 use blog::store::embedded::EmbeddedStore;
 use blog::store::Store;
@@ -87,11 +88,16 @@ pub async fn spawn_app() -> TestApp {
 }
 
 impl TestApp {
+    /// The app with `BLOG_AUTH=none`.
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
         Self::spawn_with(fixture, pump, |app| app).await
     }
 
-    /// As [`TestApp::spawn`], with `configure` adjusting the application (hosted, limits).
+    pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
+        Self::spawn_with(fixture, pump, |app| app.with_auth(auth)).await
+    }
+
+    /// As [`TestApp::spawn`], with `configure` adjusting the application (auth, hosted, limits).
     pub async fn spawn_with(
         fixture: Fixture,
         pump: bool,
