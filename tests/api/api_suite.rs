@@ -218,6 +218,7 @@ pub async fn a_users_posts_newest_first_in_short_form(app: &TestApp) {
     let other = app.create_user("bob").await;
     let mut created = Vec::new();
     for i in 0..3 {
+        next_millisecond().await;
         created.push(id(&app
             .create_post(&id(&user), &format!("t{i}"), &"x".repeat(250))
             .await));
@@ -246,6 +247,7 @@ pub async fn comments_oldest_first(app: &TestApp) {
     let post = app.create_post(&id(&user), "t", "c").await;
     let mut created = Vec::new();
     for i in 0..3 {
+        next_millisecond().await;
         let r = app
             .comment(&id(&post), &id(&user), &format!("comment {i}"))
             .await;
@@ -346,6 +348,7 @@ pub async fn paging_with_limit_and_continuation(app: &TestApp) {
     let post = app.create_post(&id(&user), "t", "c").await;
     let mut created = Vec::new();
     for i in 0..5 {
+        next_millisecond().await;
         created.push(id(&app
             .comment(&id(&post), &id(&user), &format!("{i}"))
             .await
@@ -394,9 +397,17 @@ fn url_encode(s: &str) -> String {
 }
 
 /// `n` posts by `user`, one after another; their ids newest first.
+/// Let the clock pass a millisecond, so that the next item's `creationDate` is later than the
+/// last one's: items created within the same millisecond tie, and a tie's order is the store's.
+async fn next_millisecond() {
+    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+}
+
+/// Create `n` posts, each in a later millisecond than the one before; their ids newest first.
 async fn create_posts(app: &TestApp, user: &str, n: usize) -> Vec<String> {
     let mut created = Vec::new();
     for i in 0..n {
+        next_millisecond().await;
         created.push(id(&app.create_post(user, &format!("t{i}"), "c").await));
     }
     created.reverse();
