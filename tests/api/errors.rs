@@ -64,3 +64,53 @@ async fn an_outage_still_answers_503_with_retry_after() {
     r.assert_problem(503);
     assert_eq!(r.header("retry-after"), Some("1"));
 }
+
+/// A failure is logged once, in the request's span (method and path), with its causes; the
+/// client sees none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_is_logged_in_the_requests_span_with_its_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = crate::server::Handler::start(dir.path(), &[("BLOG_LOG_FORMAT", "json")]).await;
+    let client = reqwest::Client::new();
+    let user: serde_json::Value = client
+        .post(format!("{}/api/users", handler.base))
+        .json(&serde_json::json!({ "username": "ana" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let uid = user["id"].as_str().unwrap().to_string();
+    // Damage the stored item behind the handler's back.
+    let db = rusqlite::Connection::open(dir.path().join("blog.db")).unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+    let n = db
+        .execute(
+            "UPDATE items SET body = 'not json' WHERE container = 'users' AND id = ?1",
+            [&uid],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let path = format!("/api/users/{uid}");
+    let r = client
+        .get(format!("{}{path}", handler.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    let body = r.text().await.unwrap();
+    assert!(!body.contains("corrupt"), "{body}");
+
+    let out = handler.stdout();
+    let failures: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["level"] == "ERROR")
+        .collect();
+    assert_eq!(failures.len(), 1, "{out}");
+    let f = &failures[0];
+    assert_eq!(f["span"]["method"], "GET", "{f}");
+    assert_eq!(f["span"]["path"], path.as_str(), "{f}");
+    assert!(f["error"].as_str().unwrap().contains("corrupt item"), "{f}");
+}

@@ -19,14 +19,14 @@ use crate::helpers::{embedded_fixture, eventually, free_port, id, Fixture, TestA
 use crate::hooks::Hooked;
 
 /// The real binary, standalone on the embedded store, with extra settings.
-struct Handler {
-    child: Child,
+pub(crate) struct Handler {
+    pub(crate) child: Child,
     port: u16,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Handler {
-    async fn start(dir: &std::path::Path, settings: &[(&str, &str)]) -> Handler {
+    pub(crate) async fn start(dir: &std::path::Path, settings: &[(&str, &str)]) -> Handler {
         let port = free_port();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_handler"));
         cmd.env_clear()
@@ -49,6 +49,20 @@ impl Handler {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         handler
+    }
+
+    /// Stop it (SIGKILL) and return what it wrote to stdout.
+    pub(crate) fn stdout(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        out
     }
 
     /// A connection that sent part of a request's headers and nothing more.
