@@ -101,8 +101,8 @@ async fn a_batch_over_the_document_limit_is_refused_and_nothing_of_it_applied() 
     assert_eq!(app.items("/api/feed").await.len(), 1);
 }
 
-/// The largest body of `n` copies of `item` (joined by commas into an array) under the limit,
-/// as `(array text, copies)`.
+/// A JSON array of as many copies of `item` as fit in the body limit, leaving `overhead` bytes
+/// for the rest of the envelope.
 fn array_of(item: &str, overhead: usize) -> String {
     let n = (INVOCATION_BODY_LIMIT - overhead) / (item.len() + 1);
     let mut s = String::with_capacity(n * (item.len() + 1) + 2);
