@@ -352,3 +352,31 @@ async fn a_follower_that_panics_is_restarted() {
     .await;
     assert!(panicked.load(Ordering::SeqCst));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_batch_is_not_cut_off_by_the_request_timeout() {
+    let fixture = embedded_fixture().await;
+    let store = Hooked::wrap(|call| {
+        async move {
+            if call.op == "read" && call.pk == "slow-post" {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Ok(())
+        }
+        .boxed()
+    })(fixture.store);
+    let app = TestApp::spawn_with(
+        Fixture {
+            store,
+            dir: fixture.dir,
+        },
+        false,
+        |a| a.hosted(true).limits(limits(Duration::from_secs(1))),
+    )
+    .await;
+    let doc = serde_json::json!({ "id": "slow-post", "postId": "slow-post", "type": "post" });
+    let inv = app.deliver("PostsChangeFeed", &[doc]).await;
+    inv.assert_applied();
+    // While an API request on the same store is cut off.
+    app.get("/api/posts/slow-post").await.assert_problem(503);
+}
