@@ -8,9 +8,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{list, AppState, JsonBody, Paging, PathId};
-use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
+use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text, FEED_PK};
 use crate::error::{ApiError, ApiResult};
-use crate::projection::FEED_PK;
 use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
 
 #[derive(Deserialize)]
