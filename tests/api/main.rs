@@ -17,3 +17,4 @@ mod cosmos;
 mod embedded;
 mod functions;
 mod process;
+mod projection;
