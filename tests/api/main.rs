@@ -16,5 +16,6 @@ mod store_suite;
 mod cosmos;
 mod embedded;
 mod functions;
+mod model;
 mod process;
 mod projection;
