@@ -9,14 +9,14 @@ use super::plan::{str_field, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE}
 use crate::domain::{Post, FEED_PK, FEED_SIZE};
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
-/// Which of two versions of one item was written later, by the store's stamps: `_lsn` when both
-/// carry it, else `_ts` (whole seconds). `None` when the stamps cannot tell.
+/// Which of two versions of one item was written later, by the store's stamps: `_ts` (whole
+/// seconds) when they differ, else `_lsn` when both carry it. `None` when the stamps cannot tell.
 pub fn compare_versions(a: &Value, b: &Value) -> Option<Ordering> {
     let stamp = |v: &Value, f: &str| v.get(f).and_then(Value::as_i64);
-    match (stamp(a, "_lsn"), stamp(b, "_lsn")) {
-        (Some(x), Some(y)) => Some(x.cmp(&y)),
-        _ => match (stamp(a, "_ts"), stamp(b, "_ts")) {
-            (Some(x), Some(y)) if x != y => Some(x.cmp(&y)),
+    match (stamp(a, "_ts"), stamp(b, "_ts")) {
+        (Some(x), Some(y)) if x != y => Some(x.cmp(&y)),
+        _ => match (stamp(a, "_lsn"), stamp(b, "_lsn")) {
+            (Some(x), Some(y)) => Some(x.cmp(&y)),
             _ => None,
         },
     }
@@ -145,12 +145,12 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn versions_compare_by_lsn_then_by_whole_seconds() {
+    fn versions_compare_by_whole_seconds_then_by_lsn() {
         let a = json!({"_lsn": 5, "_ts": 100});
         let b = json!({"_lsn": 7, "_ts": 100});
         assert_eq!(compare_versions(&a, &b), Some(Ordering::Less));
         assert_eq!(compare_versions(&b, &a), Some(Ordering::Greater));
-        let c = json!({"_ts": 101});
+        let c = json!({"_lsn": 1, "_ts": 101});
         assert_eq!(compare_versions(&a, &c), Some(Ordering::Less));
         // The same second without a sequence number: cannot tell.
         assert_eq!(compare_versions(&json!({"_ts": 100}), &a), None);
