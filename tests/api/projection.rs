@@ -513,6 +513,7 @@ pub async fn a_hot_post_does_not_stall_the_feed(fixture: Fixture) {
         lags.push(t.elapsed());
     }
     stop.store(true, Ordering::Relaxed);
+    println!("feed lags under load: {lags:?}");
     for c in clients {
         c.await.unwrap();
     }
