@@ -142,6 +142,11 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
                     rechecks.defer(due);
                 }
             }
+            if let Some(cp) = &continuation {
+                if let Err(e) = save_checkpoint(&*store, c, cp, &rechecks).await {
+                    tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
+                }
+            }
         }
         let page = match store.changes(c, continuation.as_deref(), BATCH).await {
             Ok(page) => page,
