@@ -24,8 +24,9 @@ pub fn compare_versions(a: &Value, b: &Value) -> Option<Ordering> {
 
 /// Point-read an item, and never return a version older than `changed` (a version of the same
 /// item delivered by the change feed). Under scale-out a read may go through another session
-/// than the write and see an older version: it is read once more, and if it is still older the
-/// changed document itself is the newer truth. `Ok(None)` when the item does not exist.
+/// than the write and see an older version, or none yet: it is read once more, and if it is
+/// still older the changed document itself is the newer truth. `Ok(None)` when the item does
+/// not exist and no change of it was delivered.
 pub async fn read_not_older(
     store: &dyn Store,
     c: Container,
@@ -36,17 +37,19 @@ pub async fn read_not_older(
     let older =
         |read: &Value| changed.is_some_and(|ch| compare_versions(read, ch) == Some(Ordering::Less));
     let read = retry(|| store.read(c, pk, id)).await?;
+    // Missing although the feed delivered it: not yet visible to this session (nothing in this
+    // service deletes a user or a post). Read once more, then take the change as the truth.
+    let missing = read.is_none() && changed.is_some();
     match read {
-        Some(v) if older(&v) => {
+        Some(v) if !older(&v) => Ok(Some(v)),
+        None if !missing => Ok(None),
+        _ => {
             let again = retry(|| store.read(c, pk, id)).await?;
             Ok(match again {
                 Some(v) if !older(&v) => Some(v),
                 _ => changed.cloned(),
             })
         }
-        // Missing: deleted since the change, or not yet visible to this session. The projection
-        // treats the item as gone; a later change of it is projected in turn.
-        other => Ok(other),
     }
 }
 

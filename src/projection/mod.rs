@@ -16,7 +16,8 @@ pub mod apply;
 pub mod gather;
 pub mod plan;
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
@@ -55,20 +56,36 @@ pub fn recheck(post_id: &str) -> Value {
 /// it stays deferred, in a task of its own. Held in memory only: should the process stop first,
 /// the counter is corrected by the post's next change.
 pub fn recheck_later(store: Arc<dyn Store>, posts: Vec<String>) {
+    // One pending recheck per post in this process, however many batches defer it.
+    static PENDING: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let pending = PENDING.get_or_init(Default::default);
+    let claim = |posts: Vec<String>| -> Vec<String> {
+        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+        posts.into_iter().filter(|id| p.insert(id.clone())).collect()
+    };
+    let release = |posts: &[String]| {
+        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+        for id in posts {
+            p.remove(id);
+        }
+    };
+    let mut posts = claim(posts);
     if posts.is_empty() {
         return;
     }
     tokio::spawn(async move {
-        let mut posts = posts;
         let mut failures = 0;
         while !posts.is_empty() {
             tokio::time::sleep(INCREMENT_GRACE).await;
+            // Released before the look, so a batch deferring a post meanwhile is not lost.
+            release(&posts);
             let docs: Vec<Value> = posts.iter().map(|p| recheck(p)).collect();
             match project(&*store, Container::Posts, &docs).await {
-                Ok(report) => posts = report.deferred,
+                Ok(report) => posts = claim(report.deferred),
                 Err(e) if failures < 5 => {
                     failures += 1;
                     tracing::warn!(error = %e, "counter recheck failed; retrying");
+                    posts = claim(posts);
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "counter recheck failed; given up");
