@@ -61,7 +61,10 @@ pub fn recheck_later(store: Arc<dyn Store>, posts: Vec<String>) {
     let pending = PENDING.get_or_init(Default::default);
     let claim = |posts: Vec<String>| -> Vec<String> {
         let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-        posts.into_iter().filter(|id| p.insert(id.clone())).collect()
+        posts
+            .into_iter()
+            .filter(|id| p.insert(id.clone()))
+            .collect()
     };
     let release = |posts: &[String]| {
         let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());

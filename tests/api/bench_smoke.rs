@@ -24,6 +24,8 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
             "2",
             "--seconds",
             "0.2",
+            "--load-seconds",
+            "0.5",
             "--verify",
             "--json",
         ])

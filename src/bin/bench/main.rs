@@ -116,7 +116,10 @@ struct Args {
     /// Posts created to measure the change-feed lag.
     #[arg(long, default_value_t = 30, value_parser = positive)]
     lag_samples: usize,
-    /// Concurrent workers in the throughput runs.
+    /// Duration of the lag-under-load run, in seconds.
+    #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+    load_seconds: f64,
+    /// Concurrent workers in the throughput runs (and commenting clients under load).
     #[arg(long, default_value_t = 16, value_parser = workers)]
     concurrency: usize,
     /// Duration of each throughput run, in seconds.
@@ -740,7 +743,7 @@ impl Bench {
     }
 
     /// The change-feed lag while `--concurrency` clients comment on one hot post as fast as
-    /// they can for `--seconds`: a post is created every 100 ms and Q6 polled until
+    /// they can for `--load-seconds`: a post is created every 100 ms and Q6 polled until
     /// it is the newest entry. Then the hot post's count is awaited until it is exact.
     async fn lag_under_load(&mut self) -> anyhow::Result<LagUnderLoad> {
         self.settle().await?;
@@ -752,7 +755,7 @@ impl Bench {
             .body["commentCount"]
             .as_u64()
             .context("the hot post has no commentCount")?;
-        let seconds = self.args.seconds;
+        let seconds = self.args.load_seconds;
         let deadline = Instant::now() + Duration::from_secs_f64(seconds);
         let pb = ProgressBar::new_spinner().with_message("lag under load");
         pb.enable_steady_tick(Duration::from_millis(200));
