@@ -24,6 +24,7 @@ use tower::limit::GlobalConcurrencyLimitLayer;
 use tracing::Instrument as _;
 
 use crate::projection::{self, ProjectionError, Report};
+use crate::store::Container;
 use crate::AppState;
 
 mod decode;
@@ -190,13 +191,15 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
         );
     }
 
-    let store = &*state.store;
-    let result: Result<Report, ProjectionError> = match trigger.feed {
-        ChangeFeed::Posts => projection::project_posts(store, &batch.documents).await,
-        ChangeFeed::Users => projection::project_users(store, &batch.documents).await,
+    let container = match trigger.feed {
+        ChangeFeed::Posts => Container::Posts,
+        ChangeFeed::Users => Container::Users,
     };
+    let result: Result<Report, ProjectionError> =
+        projection::project(&*state.store, container, &batch.documents).await;
     match result {
         Ok(report) => {
+            projection::recheck_later(state.store.clone(), report.deferred.clone());
             tracing::info!(
                 changes = report.changes,
                 writes = report.writes,

@@ -396,14 +396,14 @@ fn url_encode(s: &str) -> String {
         .collect()
 }
 
-/// `n` posts by `user`, one after another; their ids newest first.
 /// Let the clock pass a millisecond, so that the next item's `creationDate` is later than the
 /// last one's: items created within the same millisecond tie, and a tie's order is the store's.
 async fn next_millisecond() {
     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
 }
 
-/// Create `n` posts, each in a later millisecond than the one before; their ids newest first.
+/// `n` posts by `user`, one after another, each in a millisecond of its own; their ids newest
+/// first.
 async fn create_posts(app: &TestApp, user: &str, n: usize) -> Vec<String> {
     let mut created = Vec::new();
     for i in 0..n {
