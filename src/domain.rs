@@ -1,4 +1,5 @@
-//! Domain types: validated inputs (`parse` or a clear error) and the item shapes of CONTRACT §2–3.
+//! Domain types: validated inputs (`parse` or a clear error) and the item shapes documented in
+//! the README's "The API" section.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,5 +1,5 @@
-//! The Functions app definition (`host.json`, `functions/*/function.json`) against CONTRACT §5
-//! and against the router: an HTTP function without a route, a route without a function, or a
+//! The Functions app definition (`host.json`, `functions/*/function.json`) against the protocol
+//! the README's "Run under the Functions host" section describes, and against the router: an HTTP function without a route, a route without a function, or a
 //! trigger the handler does not answer fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,7 +37,7 @@ fn trigger_type(f: &Value) -> &str {
     f["bindings"][0]["type"].as_str().unwrap_or("")
 }
 
-/// `(route, METHOD)` for every request of CONTRACT §3, from the router's own list.
+/// `(route, METHOD)` for every HTTP request of the API, from the router's own list.
 fn router_requests() -> BTreeSet<(String, String)> {
     ROUTES
         .iter()
