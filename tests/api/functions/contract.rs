@@ -1,6 +1,7 @@
 //! The Functions app definition (`host.json`, `functions/*/function.json`) against the protocol
-//! the README's "Run under the Functions host" section describes, and against the router: an HTTP function without a route, a route without a function, or a
-//! trigger the handler does not answer fails here.
+//! the README's "Run under the Functions host" section describes, and against the router: an HTTP
+//! function without a route, a route without a function, or a trigger the handler does not
+//! answer fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
