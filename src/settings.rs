@@ -222,6 +222,9 @@ pub struct Settings {
     /// `BLOG_CORS_ORIGINS`: the browser origins (`scheme://host[:port]`) allowed to call the API
     /// from another origin, or `["*"]` for any; empty: no CORS headers at all.
     pub cors_origins: Vec<String>,
+    /// Header and request timeouts and the connection cap (`BLOG_HEADER_TIMEOUT_SECS`,
+    /// `BLOG_REQUEST_TIMEOUT_SECS`, `BLOG_MAX_CONNECTIONS`).
+    pub server: crate::server::ServerLimits,
     pub auth: AuthSettings,
 }
 
@@ -312,6 +315,8 @@ impl Settings {
             log_format: parsed("BLOG_LOG_FORMAT", get("BLOG_LOG_FORMAT"))?
                 .unwrap_or(LogFormat::Text),
             auth: auth_settings(&get, hosted)?,
+            server: crate::server::ServerLimits::from_lookup(&get)
+                .map_err(|(n, why)| bad(n, why))?,
         })
     }
 }

@@ -8,17 +8,20 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use crate::auth::Auth;
+use crate::server::{self, ServerLimits};
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
-use crate::{app, pump, AppState};
+use crate::{api, pump, AppState};
 
 pub struct Application {
     listener: TcpListener,
     state: AppState,
     pump: bool,
     cors_origins: Vec<String>,
+    hosted: bool,
+    limits: ServerLimits,
 }
 
 impl Application {
@@ -30,17 +33,22 @@ impl Application {
         crate::auth::announce(&settings.auth, settings.addr);
         Ok(Self::new(listener, store, settings.pump)
             .with_auth(Auth::new(&settings.auth))
-            .with_cors(settings.cors_origins.clone()))
+            .with_cors(settings.cors_origins.clone())
+            .hosted(settings.hosted)
+            .limits(settings.server))
     }
 
-    /// An application over an already bound listener and an already open store (tests, bench),
-    /// with `BLOG_AUTH=none` unless [`Application::with_auth`] says otherwise.
+    /// A standalone application with the default limits over an already bound listener and an
+    /// already open store (tests, bench), with `BLOG_AUTH=none` unless [`Application::with_auth`]
+    /// says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
             state: AppState::new(store),
             pump,
             cors_origins: Vec::new(),
+            hosted: false,
+            limits: ServerLimits::default(),
         }
     }
 
@@ -58,6 +66,17 @@ impl Application {
         }
     }
 
+    /// As under the Functions host: with the trigger endpoints.
+    pub fn hosted(mut self, hosted: bool) -> Self {
+        self.hosted = hosted;
+        self
+    }
+
+    pub fn limits(mut self, limits: ServerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().expect("bound listener")
     }
@@ -66,29 +85,24 @@ impl Application {
         &self.state
     }
 
-    /// Serve until `shutdown` resolves; the pump stops with the server.
+    /// Serve until `shutdown` resolves, then finish the requests in flight, then let the pump
+    /// finish and checkpoint the batches it is applying.
     pub async fn run_until(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let pumps = if self.pump {
-            pump::spawn(self.state.store.clone())
-        } else {
-            Vec::new()
-        };
-        let mut router = app(self.state);
+        let pump = self.pump.then(|| pump::spawn(self.state.store.clone()));
+        let mut router = api::router(self.state, self.hosted, self.limits.request_timeout);
         // Outermost, so that preflights are answered before routing and every answer, errors
         // included, carries the CORS headers.
-        if let Some(cors) = crate::api::cors::layer(&self.cors_origins) {
+        if let Some(cors) = api::cors::layer(&self.cors_origins) {
             router = router.layer(cors);
         }
-        let result = axum::serve(self.listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await;
-        for p in pumps {
-            p.abort();
+        server::serve(self.listener, router, self.limits, shutdown).await;
+        if let Some(pump) = pump {
+            pump.stop().await;
         }
-        result.context("server failed")
+        Ok(())
     }
 }
 

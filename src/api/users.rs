@@ -73,8 +73,8 @@ pub async fn create_user(
     Ok(tagged(resp, &stored))
 }
 
-/// C1 `PUT /api/users/{userId}`: one server-side patch (conditional on `If-Match`); the change
-/// feed fans the name out.
+/// C1 `PUT /api/users/{userId}`: one server-side patch (conditional on `If-Match`) that sets the
+/// name and bumps the rename version; the users change feed fans the name out.
 #[utoipa::path(
     put,
     path = "/api/users/{userId}",
@@ -99,7 +99,10 @@ pub async fn rename_user(
 ) -> ApiResult<Response> {
     caller.may_rename(&id)?;
     let username = Username::parse(&body.username)?;
-    let ops = [PatchOp::set("/username", username.as_str())];
+    let ops = [
+        PatchOp::set("/username", username.as_str()),
+        PatchOp::incr("/renameVersion", 1),
+    ];
     let etag = if_match.as_ref().and_then(IfMatch::etag);
     match s
         .store

@@ -90,15 +90,14 @@ pub async fn spawn_app() -> TestApp {
 impl TestApp {
     /// The app with `BLOG_AUTH=none`.
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
-        Self::spawn_with_auth(fixture, pump, Auth::none()).await
+        Self::spawn_with(fixture, pump, |app| app).await
     }
 
     pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
         Self::spawn_with(fixture, pump, |app| app.with_auth(auth)).await
     }
 
-    /// The app with settings of its own (`configure` gets the application with
-    /// `BLOG_AUTH=none`).
+    /// As [`TestApp::spawn`], with `configure` adjusting the application (auth, hosted, limits).
     pub async fn spawn_with(
         fixture: Fixture,
         pump: bool,
@@ -106,9 +105,7 @@ impl TestApp {
     ) -> TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let app = configure(
-            Application::new(listener, fixture.store.clone(), pump).with_auth(Auth::none()),
-        );
+        let app = configure(Application::new(listener, fixture.store.clone(), pump));
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {

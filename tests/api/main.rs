@@ -12,6 +12,7 @@
 //! - `bench_smoke`: the `bench` tool at tiny scale.
 
 mod helpers;
+mod hooks;
 
 mod api_suite;
 mod bench_smoke;
@@ -20,7 +21,13 @@ mod store_suite;
 
 mod cosmos;
 mod embedded;
+mod errors;
 mod functions;
 mod identity;
+mod model;
 mod openapi;
 mod process;
+mod projection;
+mod schema;
+mod server;
+mod validation;
