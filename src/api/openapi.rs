@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 
 use super::conditional::{IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN};
-use super::schema::{DATE_PATTERN, ID_PATTERN, NOT_BLANK_PATTERN, USERNAME_PATTERN};
+use super::schema::{DATE_PATTERN, ID_PATTERN, TEXT_PATTERN, USERNAME_PATTERN};
 use super::AppState;
 use crate::settings::AuthMode;
 
@@ -127,7 +127,7 @@ fn property_pattern(schema: &str, property: &str) -> Option<&'static str> {
         (_, "id" | "userId" | "postId") => Some(ID_PATTERN),
         (_, "creationDate") => Some(DATE_PATTERN),
         ("UserBody", "username") => Some(USERNAME_PATTERN),
-        ("PostBody" | "CommentBody", "title" | "content") => Some(NOT_BLANK_PATTERN),
+        ("PostBody" | "CommentBody", "title" | "content") => Some(TEXT_PATTERN),
         _ => None,
     }
 }

@@ -9,22 +9,77 @@
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
-/// An item id: 1 to 128 characters, none of `/ \ ? #` and no control characters.
-pub const ID_PATTERN: &str = r"^[^/\\?#\u0000-\u001F\u007F-\u009F]{1,128}$";
+/// An item id: 1 to 128 characters, none of `/ \ ? #`, no control characters, not only dots.
+pub const ID_PATTERN: &str = r"^(?!\.+$)[^/\\?#\u0000-\u001F\u007F-\u009F]{1,128}$";
+
+/// White space (Unicode `White_Space`, what trimming removes).
+macro_rules! ws {
+    () => {
+        r"\t\n\u000B\u000C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+    };
+}
+/// Control characters.
+macro_rules! cc {
+    () => {
+        r"\u0000-\u001F\u007F-\u009F"
+    };
+}
+/// Bidirectional overrides and isolates.
+macro_rules! bidi {
+    () => {
+        r"\u202A-\u202E\u2066-\u2069"
+    };
+}
+/// Default-ignorable characters of the Basic Multilingual Plane (the few outside it cannot be
+/// written portably in a pattern).
+macro_rules! ignorable {
+    () => {
+        r"\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFF8"
+    };
+}
 
 /// A username as sent: surrounding white space (trimmed away), then 1 to 64 characters without
-/// control characters that neither start nor end with white space.
+/// control characters or bidirectional overrides, neither starting nor ending with white space,
+/// at least one of them visible.
 pub const USERNAME_PATTERN: &str = concat!(
-    r"^[\t\n\u000B\u000C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*",
-    r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
-    r"(?:[^\u0000-\u001F\u007F-\u009F]{0,62}",
-    r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?",
-    r"[\t\n\u000B\u000C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$",
+    "^[",
+    ws!(),
+    "]*",
+    "(?=.*[^",
+    ws!(),
+    cc!(),
+    ignorable!(),
+    "])",
+    "[^",
+    ws!(),
+    cc!(),
+    bidi!(),
+    "]",
+    "(?:[^",
+    cc!(),
+    bidi!(),
+    "]{0,62}",
+    "[^",
+    ws!(),
+    cc!(),
+    bidi!(),
+    "])?",
+    "[",
+    ws!(),
+    "]*$",
 );
 
-/// Text that is not only white space (titles, contents).
-pub const NOT_BLANK_PATTERN: &str =
-    r"[^\t\n\u000B\u000C\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
+/// A title or content: no control characters but line breaks and tabs, and at least one
+/// visible character.
+pub const TEXT_PATTERN: &str = concat!(
+    r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*",
+    "[^",
+    ws!(),
+    cc!(),
+    ignorable!(),
+    "]",
+    r"[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$",
+);
 
 /// `creationDate`: RFC 3339 UTC with milliseconds, fixed width, so it sorts as text.
 pub const DATE_PATTERN: &str = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$";
