@@ -94,7 +94,8 @@ ops = sum(1 for item in doc["paths"].values() for m in item if m in ("get", "put
 print(f"schemathesis: {url} is valid OpenAPI {doc['openapi']} ({ops} operations)")
 PY
 
-# 3. Fuzz.
+# 3. Fuzz, from the temporary directory: Schemathesis keeps a cache in its working directory.
+cd "$WORK"
 set +e
 timeout --kill-after=30 $((MAX_TIME + 120)) "$VENV/bin/schemathesis" \
   --config-file "$ROOT/.ci/schemathesis.toml" run "$BASE/api/openapi.json" \
