@@ -4,13 +4,13 @@
 //!   instantiated per store (`embedded`, and `cosmos` on the Cosmos DB SDK's in-memory emulator);
 //! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
 //!   hosted mode, logging);
-//! - `process`: the real binary, killed with SIGKILL and restarted;
-//! - `bench_smoke`: the `bench` tool at tiny scale.
+//! - `process`: the real binary, killed with SIGKILL and restarted.
+//!
+//! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
 
 mod helpers;
 
 mod api_suite;
-mod bench_smoke;
 mod store_suite;
 
 mod cosmos;
