@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::projection::{self, ProjectionError, Report};
-use crate::store::{Container, Store, StoreResult};
+use crate::store::{ChangeNotifier, Container, Store, StoreResult};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
@@ -70,7 +70,13 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
         }
     };
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
+    // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
+    let mut wake = store.change_notifier(c);
     loop {
+        if let Some(w) = &mut wake {
+            // Seen before reading: a commit from here on wakes the wait below.
+            w.borrow_and_update();
+        }
         let page = match store.changes(c, continuation.as_deref(), BATCH).await {
             Ok(page) => page,
             Err(e) => {
@@ -82,7 +88,7 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
         };
         if page.items.is_empty() {
             continuation = Some(page.continuation);
-            tokio::time::sleep(idle).await;
+            wait_for_changes(&mut wake, idle).await;
             continue;
         }
         match project(&*store, c, &page.items).await {
@@ -106,6 +112,22 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
+    }
+}
+
+/// Wait until the store signals a commit or `idle` has passed, whichever comes first.
+async fn wait_for_changes(wake: &mut Option<ChangeNotifier>, idle: Duration) {
+    let Some(w) = wake else {
+        return tokio::time::sleep(idle).await;
+    };
+    tokio::select! {
+        changed = w.changed() => {
+            if changed.is_err() {
+                // The store is gone: no more signals, poll from now on.
+                *wake = None;
+            }
+        }
+        () = tokio::time::sleep(idle) => {}
     }
 }
 

@@ -76,6 +76,10 @@ impl Store for Tally {
         self.0.idle_poll()
     }
 
+    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
+        self.0.change_notifier(c)
+    }
+
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         note(c, Some(pk));
         self.0.read(c, pk, id).await
