@@ -2,6 +2,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -99,6 +100,9 @@ pub struct Settings {
     pub pump: bool,
     pub cosmos: CosmosSettings,
     pub log_format: LogFormat,
+    /// How long a snapshot of the feed's first page answers `GET /api/feed` on a store that does
+    /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`, `0` turns it off.
+    pub feed_cache: Duration,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -189,6 +193,21 @@ impl Settings {
                 ))
             }
         };
+        let feed_cache = match get("BLOG_FEED_CACHE_MS") {
+            None => crate::api::feed_cache::DEFAULT_MAX_AGE,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| *ms <= 60_000)
+                .map(Duration::from_millis)
+                .ok_or_else(|| {
+                    bad(
+                        "BLOG_FEED_CACHE_MS",
+                        format!("`{v}` is not a number of milliseconds from 0 to 60000"),
+                    )
+                })?,
+        };
         Ok(Settings {
             addr,
             hosted,
@@ -199,6 +218,7 @@ impl Settings {
             pump,
             cosmos,
             log_format,
+            feed_cache,
         })
     }
 }
@@ -322,6 +342,9 @@ mod tests {
         assert_eq!(s.store, StoreKind::Embedded);
         assert_eq!(s.db_path, PathBuf::from(".data/blog.db"));
         assert_eq!(s.cosmos.database, "blog");
+        assert_eq!(s.feed_cache, Duration::from_millis(250));
+        let s = parse(&[("BLOG_FEED_CACHE_MS", "0")]).unwrap();
+        assert_eq!(s.feed_cache, Duration::ZERO);
     }
 
     #[test]
@@ -362,6 +385,9 @@ mod tests {
             ("BLOG_STORE", "postgres"),
             ("BLOG_PUMP", "maybe"),
             ("BLOG_LOG_FORMAT", "xml"),
+            ("BLOG_FEED_CACHE_MS", "-1"),
+            ("BLOG_FEED_CACHE_MS", "fast"),
+            ("BLOG_FEED_CACHE_MS", "600000"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }

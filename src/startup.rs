@@ -25,14 +25,19 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        Ok(Self::new(listener, store, settings.pump))
+        let state = AppState::with_feed_cache(store, settings.feed_cache);
+        Ok(Self::with_state(listener, state, settings.pump))
     }
 
     /// An application over an already bound listener and an already open store (tests, bench).
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
+        Self::with_state(listener, AppState::new(store), pump)
+    }
+
+    pub fn with_state(listener: TcpListener, state: AppState, pump: bool) -> Self {
         Application {
             listener,
-            state: AppState::new(store),
+            state,
             pump,
         }
     }

@@ -2,14 +2,16 @@
 //! host's trigger invocations at `/<FunctionName>`.
 
 mod extract;
+pub mod feed_cache;
 mod posts;
 mod users;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::HeaderValue;
+use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -21,19 +23,30 @@ pub use extract::{JsonBody, Paging, PathId};
 use crate::domain::public;
 use crate::error::ApiError;
 use crate::store::{metrics, Page, Store};
+use feed_cache::FeedCache;
 
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
-/// What every handler shares: the store, behind the trait so either implementation fits.
+/// What every handler shares: the store, behind the trait so either implementation fits, and
+/// the snapshot of the feed's first pages.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    pub feed: Arc<FeedCache>,
 }
 
 impl AppState {
+    /// The state over `store`, with the default feed snapshot age.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        AppState { store }
+        Self::with_feed_cache(store, feed_cache::DEFAULT_MAX_AGE)
+    }
+
+    /// `feed_max_age`: how long a feed snapshot holds on a store that does not signal its
+    /// commits (`BLOG_FEED_CACHE_MS`).
+    pub fn with_feed_cache(store: Arc<dyn Store>, feed_max_age: Duration) -> Self {
+        let feed = Arc::new(FeedCache::new(&*store, feed_max_age));
+        AppState { store, feed }
     }
 }
 
@@ -110,9 +123,20 @@ async fn meter(req: Request, next: Next) -> Response {
 
 /// A list response: `{"items": [...], "continuationToken": ... | null}`.
 fn list(page: Page) -> Response {
-    Json(json!({
+    json_response(list_body(page))
+}
+
+/// The encoded body of a list response.
+fn list_body(page: Page) -> Bytes {
+    let body = json!({
         "items": page.items.into_iter().map(public).collect::<Vec<Value>>(),
         "continuationToken": page.continuation,
-    }))
-    .into_response()
+    });
+    Bytes::from(serde_json::to_vec(&body).expect("JSON values serialize"))
+}
+
+/// An already encoded JSON body, answered as `Json` would answer it.
+fn json_response(body: Bytes) -> Response {
+    let json = HeaderValue::from_static("application/json");
+    ([(header::CONTENT_TYPE, json)], body).into_response()
 }

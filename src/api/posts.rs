@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{list, AppState, JsonBody, Paging, PathId};
+use super::{json_response, list, list_body, AppState, JsonBody, Paging, PathId};
 use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
 use crate::error::{ApiError, ApiResult};
 use crate::projection::FEED_PK;
@@ -259,12 +259,25 @@ pub async fn likes(
     Ok(list(s.store.query(Container::Posts, &q).await?))
 }
 
-/// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first.
+/// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first; a
+/// first page may come from the process's snapshot of the feed (no store call, see
+/// `feed_cache`).
 pub async fn feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
+    let first = paging.continuation.is_none();
+    if first {
+        if let Some(body) = s.feed.get(paging.limit) {
+            return Ok(json_response(body));
+        }
+    }
+    let stamp = s.feed.stamp();
     let q = Query::partition(FEED_PK)
         .eq("type", "post")
         .order_by_creation(Order::Desc)
         .limit(paging.limit)
         .continuation(paging.continuation);
-    Ok(list(s.store.query(Container::Feed, &q).await?))
+    let body = list_body(s.store.query(Container::Feed, &q).await?);
+    if first {
+        s.feed.put(paging.limit, stamp, body.clone());
+    }
+    Ok(json_response(body))
 }

@@ -198,3 +198,55 @@ mod push {
         .await;
     }
 }
+
+/// The feed's first pages are answered from a snapshot that holds until the projection writes
+/// to `feed` again.
+mod feed_snapshot {
+    use crate::helpers::{eventually, id, spawn_app};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_repeated_feed_read_costs_no_store_call_until_the_feed_changes() {
+        let app = spawn_app().await;
+        let user = app.create_user("ana").await;
+        let first = app.create_post(&id(&user), "first", "c").await;
+        let second = app.create_post(&id(&user), "second", "c").await;
+        eventually("both posts in the feed", || async {
+            app.get("/api/feed").await.items().len() == 2
+        })
+        .await;
+
+        let a = app.get("/api/feed").await;
+        let b = app.get("/api/feed").await;
+        assert_eq!(b.status, 200);
+        assert_eq!(
+            b.store_operations(),
+            0,
+            "the same page again: from the snapshot"
+        );
+        assert_eq!(b.body, a.body);
+        assert_eq!(b.header("content-type"), Some("application/json"));
+
+        // Another page size is another snapshot; a continuation page always asks the store.
+        let r = app.get("/api/feed?limit=1").await;
+        assert_eq!(r.store_operations(), 1);
+        assert_eq!(r.items()[0]["id"], second["id"]);
+        assert_eq!(app.get("/api/feed?limit=1").await.store_operations(), 0);
+        let token = r.body["continuationToken"].as_str().expect("a second page");
+        let next = format!("/api/feed?limit=1&continuationToken={token}");
+        for _ in 0..2 {
+            let r = app.get(&next).await;
+            assert_eq!(r.store_operations(), 1);
+            assert_eq!(r.items()[0]["id"], first["id"]);
+        }
+
+        // A new post reaches the feed through the projection, which drops the snapshot.
+        let third = app.create_post(&id(&user), "third", "c").await;
+        eventually("the new post heads the feed", || async {
+            app.get("/api/feed").await.items()[0]["id"] == third["id"]
+        })
+        .await;
+        let r = app.get("/api/feed").await;
+        assert_eq!(r.items().len(), 3);
+        assert_eq!(r.store_operations(), 0);
+    }
+}

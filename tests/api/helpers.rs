@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use blog::startup::Application;
 use blog::store::embedded::EmbeddedStore;
 use blog::store::Store;
+use blog::AppState;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -88,9 +89,20 @@ pub async fn spawn_app() -> TestApp {
 
 impl TestApp {
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
+        let state = AppState::new(fixture.store.clone());
+        Self::spawn_with_state(fixture, state, pump).await
+    }
+
+    /// With a feed snapshot that holds for `feed_max_age` where the store signals no commits.
+    pub async fn spawn_with_feed_cache(fixture: Fixture, feed_max_age: Duration) -> TestApp {
+        let state = AppState::with_feed_cache(fixture.store.clone(), feed_max_age);
+        Self::spawn_with_state(fixture, state, true).await
+    }
+
+    async fn spawn_with_state(fixture: Fixture, state: AppState, pump: bool) -> TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let app = Application::new(listener, fixture.store.clone(), pump);
+        let app = Application::with_state(listener, state, pump);
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {
