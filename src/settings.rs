@@ -101,7 +101,8 @@ pub struct Settings {
     pub cosmos: CosmosSettings,
     pub log_format: LogFormat,
     /// How long a snapshot of the feed's first page answers `GET /api/feed` on a store that does
-    /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`, `0` turns it off.
+    /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`. `0` turns snapshots off on
+    /// every store.
     pub feed_cache: Duration,
 }
 

@@ -53,6 +53,13 @@ pub struct Args {
     /// Posts Q6 asks for (the article's x).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub feed_limit: u32,
+    /// The product binary for the process measurements (cold start, feed throughput against a
+    /// bare axum server, peak memory, size); default: `handler` next to this executable.
+    #[arg(long)]
+    pub handler: Option<PathBuf>,
+    /// Cold starts per binary.
+    #[arg(long, default_value_t = 20, value_parser = positive)]
+    pub cold_starts: usize,
     /// Replay the change feed through the product's planner after loading and require that it
     /// finds nothing to change (slow at scale: a full check that the load is converged).
     #[arg(long)]

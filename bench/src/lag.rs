@@ -12,7 +12,7 @@ use crate::report::Lag;
 use crate::runner::{latency_of, Bench, SETTLE_LIMIT};
 
 /// How often Q6 is polled while measuring the change-feed lag.
-const LAG_POLL: Duration = Duration::from_millis(2);
+const LAG_POLL: Duration = Duration::from_millis(1);
 
 impl Bench {
     /// C2 acknowledged → the post visible as the newest entry of Q6.

@@ -46,19 +46,22 @@ mod measure;
 mod report;
 mod rows;
 mod runner;
+mod snapshot;
 mod throughput;
 mod v1;
+mod versus;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use blog::domain;
 use blog::settings::{Settings, StoreKind};
 use blog::startup::Application;
 use blog::store::Store;
+use blog::AppState;
 use clap::Parser as _;
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
@@ -90,8 +93,18 @@ async fn main() -> ExitCode {
     }
 }
 
-/// A scratch directory for the embedded store, removed when dropped.
+/// A scratch directory, removed when dropped.
 struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> anyhow::Result<Scratch> {
+        let nanos = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("blog-bench-{what}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -104,10 +117,7 @@ impl Drop for Scratch {
 async fn open_store(kind: StoreArg) -> anyhow::Result<(Arc<dyn Store>, Option<Scratch>)> {
     match kind {
         StoreArg::Embedded => {
-            let nanos = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
-            let dir = Scratch(
-                std::env::temp_dir().join(format!("blog-bench-{}-{nanos}", std::process::id())),
-            );
+            let dir = Scratch::new("store")?;
             // Defaults, not the environment: `BLOG_*` settings are the handler's business.
             let mut settings = Settings::from_lookup(|_| None)?;
             settings.db_path = dir.0.join("blog.db");
@@ -166,7 +176,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let origin = format!("http://{}", listener.local_addr()?);
-    let app = Application::new(listener, store.clone(), true);
+    // The rows measure the queries themselves: no feed snapshot here (see `snapshot`).
+    let state = AppState::with_feed_cache(store.clone(), Duration::ZERO);
+    let app = Application::with_state(listener, state.clone(), true);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {
         let _ = stopped.await;
@@ -174,7 +186,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     let mut bench = Bench {
         rng: Pcg64::seed_from_u64(args.seed.wrapping_add(1)),
-        client: Client::new(origin, store.clone()),
+        client: Client::new(origin, state),
         store,
         data,
         args: args.clone(),
@@ -189,13 +201,27 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("lag");
         let throughput = bench.throughput().await?;
         phases.done("throughput");
+        let feed_snapshot = bench.feed_snapshot(&q6).await?;
+        phases.done("feed snapshot");
         let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6];
-        anyhow::Ok((baseline, rows, lag, throughput))
+        anyhow::Ok((baseline, rows, lag, throughput, feed_snapshot))
     }
     .await;
     let _ = stop.send(());
     server.await.context("the server task failed")??;
-    let (http_baseline, rows, change_feed_lag, throughput) = measured?;
+    let (http_baseline, rows, change_feed_lag, throughput, feed_snapshot) = measured?;
+
+    let (versus, versus_skipped) = match versus::binaries(args.handler.as_deref()) {
+        Ok((handler, bare)) => {
+            let v = versus::run(&args, &handler, &bare).await?;
+            phases.done("versus bare axum");
+            (Some(v), None)
+        }
+        Err(why) => {
+            eprintln!("bench: the process measurements are skipped: {why}");
+            (None, Some(why))
+        }
+    };
 
     let report = Report {
         generated_at: domain::now(),
@@ -208,6 +234,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         rows,
         change_feed_lag,
         throughput,
+        feed_snapshot,
+        versus,
+        versus_skipped,
         phases: phases.list,
         total_seconds: started.elapsed().as_secs_f64(),
     };

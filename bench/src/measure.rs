@@ -354,11 +354,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(origin: String, store: Arc<dyn Store>) -> Client {
+    /// A client of the application at `origin`, whose state is `state`.
+    pub fn new(origin: String, state: AppState) -> Client {
         Client {
             http: reqwest::Client::new(),
             origin,
-            router: blog::app(AppState::new(store)),
+            router: blog::app(state),
         }
     }
 
