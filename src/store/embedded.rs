@@ -16,7 +16,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -58,8 +58,10 @@ pub struct EmbeddedStore {
 }
 
 struct Inner {
+    path: std::path::PathBuf,
     writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
+    /// Opened on first use: start-up opens only the writer.
+    readers: Vec<OnceLock<Mutex<Connection>>>,
     next_reader: AtomicUsize,
     /// Commits per container, in [`Container::ALL`] order.
     committed: [watch::Sender<u64>; 4],
@@ -81,20 +83,15 @@ impl EmbeddedStore {
             std::fs::create_dir_all(dir)?;
         }
         let writer = Connection::open(path)?;
-        writer.pragma_update(None, "journal_mode", "WAL")?;
+        // `synchronous` first: switching a new file to WAL then syncs less.
         configure(&writer)?;
+        writer.pragma_update(None, "journal_mode", "WAL")?;
         writer.execute_batch(SCHEMA)?;
-        let readers = (0..READERS)
-            .map(|_| {
-                let c = Connection::open(path)?;
-                configure(&c)?;
-                Ok(Mutex::new(c))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
+                path: path.to_path_buf(),
                 writer: Mutex::new(writer),
-                readers,
+                readers: (0..READERS).map(|_| OnceLock::new()).collect(),
                 next_reader: AtomicUsize::new(0),
                 committed: std::array::from_fn(|_| watch::Sender::new(0)),
             }),
@@ -109,7 +106,17 @@ impl EmbeddedStore {
         metrics::record(0.0);
         tokio::task::spawn_blocking(move || {
             let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-            let conn = inner.readers[i].lock().map_err(|_| poisoned())?;
+            let reader = match inner.readers[i].get() {
+                Some(r) => r,
+                None => {
+                    let c = Connection::open(&inner.path).map_err(sql)?;
+                    configure(&c).map_err(sql)?;
+                    // Another task may have opened it meanwhile: keep the first, drop this one.
+                    let _ = inner.readers[i].set(Mutex::new(c));
+                    inner.readers[i].get().expect("set above")
+                }
+            };
+            let conn = reader.lock().map_err(|_| poisoned())?;
             f(&conn)
         })
         .await

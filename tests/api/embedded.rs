@@ -202,7 +202,9 @@ mod push {
 /// The feed's first pages are answered from a snapshot that holds until the projection writes
 /// to `feed` again.
 mod feed_snapshot {
-    use crate::helpers::{eventually, id, spawn_app};
+    use std::time::Duration;
+
+    use crate::helpers::{embedded_fixture, eventually, id, spawn_app, TestApp};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_repeated_feed_read_costs_no_store_call_until_the_feed_changes() {
@@ -248,5 +250,13 @@ mod feed_snapshot {
         let r = app.get("/api/feed").await;
         assert_eq!(r.items().len(), 3);
         assert_eq!(r.store_operations(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_maximum_age_of_zero_turns_the_snapshot_off() {
+        let app = TestApp::spawn_with_feed_cache(embedded_fixture().await, Duration::ZERO).await;
+        for _ in 0..2 {
+            assert_eq!(app.get("/api/feed").await.store_operations(), 1);
+        }
     }
 }
