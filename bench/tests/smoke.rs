@@ -90,7 +90,10 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         assert_eq!(t["items"], 20, "{t}");
         assert!(t["product"]["requests"].as_u64().unwrap() > 0, "{t}");
         assert!(t["bare"]["requests"].as_u64().unwrap() > 0, "{t}");
-        assert!(v["hotPost"]["comments"]["requests"].as_u64().unwrap() > 0, "{v}");
+        assert!(
+            v["hotPost"]["comments"]["requests"].as_u64().unwrap() > 0,
+            "{v}"
+        );
         assert!(v["hotPost"]["peakRssMib"].as_f64().unwrap() > 0.0, "{v}");
         assert!(v["handlerBytes"].as_u64().unwrap() > 0, "{v}");
     } else {
