@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
+use crate::auth::Auth;
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
@@ -25,11 +26,15 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        let state = AppState::with_feed_cache(store, settings.feed_cache);
+        crate::auth::announce(&settings.auth, settings.addr);
+        let state = AppState::new(store)
+            .with_auth(Auth::new(&settings.auth))
+            .with_feed_cache(settings.feed_cache);
         Ok(Self::with_state(listener, state, settings.pump))
     }
 
-    /// An application over an already bound listener and an already open store (tests, bench).
+    /// An application over an already bound listener and an already open store (tests, bench),
+    /// with `BLOG_AUTH=none` unless [`Application::with_auth`] says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Self::with_state(listener, AppState::new(store), pump)
     }
@@ -39,6 +44,14 @@ impl Application {
             listener,
             state,
             pump,
+        }
+    }
+
+    /// The same application identifying callers with `auth`.
+    pub fn with_auth(self, auth: Auth) -> Self {
+        Application {
+            state: self.state.with_auth(auth),
+            ..self
         }
     }
 

@@ -177,7 +177,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let origin = format!("http://{}", listener.local_addr()?);
     // The rows measure the queries themselves: no feed snapshot here (see `snapshot`).
-    let state = AppState::with_feed_cache(store.clone(), Duration::ZERO);
+    let state = AppState::new(store.clone()).with_feed_cache(Duration::ZERO);
     let app = Application::with_state(listener, state.clone(), true);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {

@@ -1,8 +1,9 @@
-//! The HTTP API of CONTRACT §3 under `/api`, plus the readiness answer at `/` and the Functions
+//! The HTTP API (README, "The API") under `/api`, plus the readiness answer at `/` and the Functions
 //! host's trigger invocations at `/<FunctionName>`.
 
 mod extract;
 pub mod feed_cache;
+mod identity;
 mod posts;
 mod users;
 
@@ -20,6 +21,7 @@ use serde_json::{json, Value};
 
 pub use extract::{JsonBody, Paging, PathId};
 
+use crate::auth::{ActingUser, Auth};
 use crate::domain::public;
 use crate::error::ApiError;
 use crate::store::{metrics, Page, Store};
@@ -29,28 +31,44 @@ use feed_cache::FeedCache;
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
 /// What every handler shares: the store, behind the trait so either implementation fits, and
-/// the snapshot of the feed's first pages.
+/// how callers are identified, and the snapshot of the feed's first pages.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    pub auth: Arc<Auth>,
     pub feed: Arc<FeedCache>,
 }
 
 impl AppState {
-    /// The state over `store`, with the default feed snapshot age.
+    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]) and the default feed
+    /// snapshot age.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self::with_feed_cache(store, feed_cache::DEFAULT_MAX_AGE)
+        let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
+        AppState {
+            store,
+            auth: Arc::new(Auth::none()),
+            feed,
+        }
+    }
+
+    pub fn with_auth(self, auth: Auth) -> Self {
+        AppState {
+            auth: Arc::new(auth),
+            ..self
+        }
     }
 
     /// `feed_max_age`: how long a feed snapshot holds on a store that does not signal its
-    /// commits (`BLOG_FEED_CACHE_MS`).
-    pub fn with_feed_cache(store: Arc<dyn Store>, feed_max_age: Duration) -> Self {
-        let feed = Arc::new(FeedCache::new(&*store, feed_max_age));
-        AppState { store, feed }
+    /// commits (`BLOG_FEED_CACHE_MS`); 0 turns snapshots off.
+    pub fn with_feed_cache(self, feed_max_age: Duration) -> Self {
+        AppState {
+            feed: Arc::new(FeedCache::new(&*self.store, feed_max_age)),
+            ..self
+        }
     }
 }
 
-/// The routes of CONTRACT §3 (relative to `/api`): `(path, methods)`. The Functions contract
+/// Every route of the API (relative to `/api`): `(path, methods)`. The Functions contract
 /// test checks every `function.json` against this list.
 pub const ROUTES: &[(&str, &[&str])] = &[
     ("users", &["POST"]),
@@ -61,6 +79,8 @@ pub const ROUTES: &[(&str, &[&str])] = &[
     ("posts/{postId}/comments", &["GET", "POST"]),
     ("posts/{postId}/likes", &["GET", "POST"]),
     ("feed", &["GET"]),
+    ("me", &["GET"]),
+    ("config", &["GET"]),
 ];
 
 /// The router for `/api/...`.
@@ -80,6 +100,8 @@ pub fn api_routes() -> Router<AppState> {
             get(posts::likes).post(posts::like),
         )
         .route("/api/feed", get(posts::feed))
+        .route("/api/me", get(identity::me))
+        .route("/api/config", get(identity::config))
 }
 
 /// The whole application: API routes, readiness at `/`, trigger invocations, problem+json for
@@ -96,10 +118,13 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Count the store operations (and request units) a request used into response headers.
-async fn meter(req: Request, next: Next) -> Response {
+/// Count the store operations (and request units) a request used into response headers, and log
+/// the request (with the user it acted as, never the token or principal that proved it).
+async fn meter(mut req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let acting = ActingUser::default();
+    req.extensions_mut().insert(acting.clone());
     let started = Instant::now();
     let (mut resp, usage) = metrics::scope(next.run(req)).await;
     let headers = resp.headers_mut();
@@ -113,6 +138,7 @@ async fn meter(req: Request, next: Next) -> Response {
         %method,
         %path,
         status = resp.status().as_u16(),
+        user = acting.get(),
         store_operations = usage.operations,
         request_charge = usage.request_charge,
         elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use blog::auth::Auth;
 use blog::startup::Application;
 use blog::store::embedded::EmbeddedStore;
 use blog::store::Store;
@@ -88,14 +89,19 @@ pub async fn spawn_app() -> TestApp {
 }
 
 impl TestApp {
+    /// The app with `BLOG_AUTH=none`.
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
-        let state = AppState::new(fixture.store.clone());
+        Self::spawn_with_auth(fixture, pump, Auth::none()).await
+    }
+
+    pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
+        let state = AppState::new(fixture.store.clone()).with_auth(auth);
         Self::spawn_with_state(fixture, state, pump).await
     }
 
     /// With a feed snapshot that holds for `feed_max_age` where the store signals no commits.
     pub async fn spawn_with_feed_cache(fixture: Fixture, feed_max_age: Duration) -> TestApp {
-        let state = AppState::with_feed_cache(fixture.store.clone(), feed_max_age);
+        let state = AppState::new(fixture.store.clone()).with_feed_cache(feed_max_age);
         Self::spawn_with_state(fixture, state, true).await
     }
 

@@ -4,7 +4,9 @@
 //!   instantiated per store (`embedded`, and `cosmos` on the Cosmos DB SDK's in-memory emulator);
 //! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
 //!   hosted mode, logging);
-//! - `process`: the real binary, killed with SIGKILL and restarted.
+//! - `process`: the real binary, killed with SIGKILL and restarted;
+//! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
+//!   Easy Auth principals, on both stores, and what the binary logs about them.
 //!
 //! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
 
@@ -16,4 +18,5 @@ mod store_suite;
 mod cosmos;
 mod embedded;
 mod functions;
+mod identity;
 mod process;
