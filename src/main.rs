@@ -3,6 +3,11 @@
 use blog::settings::Settings;
 use blog::startup::Application;
 
+/// See Cargo.toml: mimalloc in the static musl build.
+#[cfg(all(target_env = "musl", not(feature = "system-allocator")))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let settings = match Settings::from_env() {
