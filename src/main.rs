@@ -8,8 +8,21 @@ use blog::startup::Application;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+/// The embedded store runs its SQLite calls on the blocking pool, through one writer and four
+/// readers: threads beyond a few dozen would only wait, each costing memory (a stack, an
+/// allocator heap). tokio's default allows 512.
+const MAX_BLOCKING_THREADS: usize = 32;
+
+fn main() -> std::process::ExitCode {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .build()
+        .expect("the async runtime starts")
+        .block_on(run())
+}
+
+async fn run() -> std::process::ExitCode {
     let settings = match Settings::from_env() {
         Ok(s) => s,
         Err(e) => {
