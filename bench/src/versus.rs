@@ -32,6 +32,9 @@ use crate::runner::latency_of;
 
 /// How long a process may take to answer its first 200.
 const START_LIMIT: Duration = Duration::from_secs(20);
+/// Builds one request of a load, given the client and the server's origin.
+type MakeRequest = Arc<dyn Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder + Send + Sync>;
+
 /// A bound on each load worker besides the clock.
 const MAX_PER_WORKER: usize = 1_000_000;
 
@@ -239,7 +242,7 @@ async fn load(
     origin: &str,
     concurrency: usize,
     seconds: f64,
-    make: Arc<dyn Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder + Send + Sync>,
+    make: MakeRequest,
 ) -> anyhow::Result<Load> {
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(seconds);
@@ -366,7 +369,7 @@ pub async fn run(args: &Args, handler: &Path, bare: &Path) -> anyhow::Result<Ver
     }
 
     let (c, s) = (args.concurrency, args.seconds);
-    let feed: Arc<dyn Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder + Send + Sync> = {
+    let feed: MakeRequest = {
         let path = feed_path.clone();
         Arc::new(move |h, o| h.get(format!("{o}{path}")))
     };
@@ -394,7 +397,7 @@ pub async fn run(args: &Args, handler: &Path, bare: &Path) -> anyhow::Result<Ver
         json!({ "userId": user_id, "title": "Hot", "content": "Everyone comments here." }),
     )
     .await?;
-    let comment: Arc<dyn Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder + Send + Sync> = {
+    let comment: MakeRequest = {
         let path = format!(
             "/api/posts/{}/comments",
             hot["id"].as_str().unwrap_or_default()
