@@ -254,8 +254,8 @@ pub fn markdown(r: &Report) -> String {
     };
     let _ = writeln!(
         out,
-        "
-Feed snapshot: {} clients read the feed for {:.1} s while {} posts were created: {}          reads made {} feed queries, {:.0} store operations saved per 1,000 reads{ru}.",
+        "\nFeed snapshot: {} clients read the feed for {:.1} s while {} posts were created: {} \
+         reads made {} feed queries, {:.0} store operations saved per 1,000 reads{ru}.",
         f.concurrency,
         f.seconds,
         f.posts_created,
@@ -266,11 +266,7 @@ Feed snapshot: {} clients read the feed for {:.1} s while {} posts were created:
     match (&r.versus, &r.versus_skipped) {
         (Some(v), _) => out.push_str(&versus_markdown(v)),
         (None, Some(why)) => {
-            let _ = writeln!(
-                out,
-                "
-Product against bare axum: skipped ({why})."
-            );
+            let _ = writeln!(out, "\nProduct against bare axum: skipped ({why}).");
         }
         (None, None) => {}
     }
@@ -283,11 +279,9 @@ fn versus_markdown(v: &Versus) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "
-The product (`{}`, {:.1} MiB) against a bare axum server serving the same bytes          ({:.1} MiB), as processes:
-
-         | figure | product | bare axum | ratio |
-| --- | ---: | ---: | ---: |",
+        "\nThe product (`{}`, {:.1} MiB) against a bare axum server serving the same bytes \
+         ({:.1} MiB), as processes:\n\n\
+         | figure | product | bare axum | ratio |\n| --- | ---: | ---: | ---: |",
         v.handler,
         mib(v.handler_bytes),
         mib(v.bare_bytes)
