@@ -13,11 +13,13 @@
 //!   them standalone; [`functions`]: the same projections invoked by the Functions host's
 //!   Cosmos DB triggers.
 //! - [`startup`]: bind, build the store, start the pump, serve.
+//! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
 
 pub mod api;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod ops;
 pub mod projection;
 pub mod pump;
 pub mod settings;
