@@ -181,7 +181,10 @@ pub async fn verify_and_repair(
 
 fn render_report(r: &Report) -> String {
     let mut out = String::new();
-    let checked: Vec<String> = r.checked.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let checked: Vec<String> = verify::ITEM_KINDS
+        .iter()
+        .map(|k| format!("{} {k}", r.checked.get(k).copied().unwrap_or(0)))
+        .collect();
     let _ = writeln!(out, "checked: {}", checked.join(", "));
     if r.is_clean() {
         out.push_str("drift: none\n");

@@ -28,6 +28,8 @@ pub const CONCURRENCY: usize = 8;
 const PAGE: u32 = 100;
 /// Examples kept per kind of drift.
 pub const EXAMPLES: usize = 5;
+/// The kinds of derived items counted in [`Report::checked`], in report order.
+pub const ITEM_KINDS: [&str; 5] = ["posts", "comments", "likes", "post copies", "feed entries"];
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
 const NAME_CACHE: usize = 100_000;
 

@@ -5,12 +5,14 @@
 //! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
 //!   hosted mode, logging);
 //! - `process`: the real binary, killed with SIGKILL and restarted;
-//! - `bench_smoke`: the `bench` tool at tiny scale.
+//! - `bench_smoke`: the `bench` tool at tiny scale;
+//! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load.
 
 mod helpers;
 
 mod api_suite;
 mod bench_smoke;
+mod ops_suite;
 mod store_suite;
 
 mod cosmos;
