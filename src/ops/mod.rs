@@ -2,13 +2,14 @@
 //!
 //! - `handler verify [--repair]`: check every derived copy against the source of truth
 //!   ([`verify`], from [`expected`]); with `--repair`, mend it through the projections
-//!   ([`repair`]) and check again. Exit 0 without drift, 1 with drift, 2 when it cannot run.
+//!   ([`repair`]) and check again; [`newest`] is the feed as it should be. Exit 0 without drift, 1 with drift, 2 when it cannot run.
 //! - `handler backup PATH`: an online copy of the embedded store ([`backup`]).
 //!
 //! They read the same settings as the service. Without a subcommand the binary serves.
 
 pub mod backup;
 pub mod expected;
+pub mod newest;
 pub mod progress;
 pub mod repair;
 pub mod verify;

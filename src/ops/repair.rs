@@ -15,7 +15,8 @@
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use super::expected::{feed_key, str_field};
+use super::expected::str_field;
+use super::newest::{feed_key, FeedKey};
 use super::progress::Progress;
 use super::verify::{Report, CONCURRENCY};
 use crate::projection::{self, retry, FEED_PK};
@@ -102,10 +103,7 @@ async fn replay(store: &dyn Store, docs: &[Value]) -> Result<(), projection::Pro
 
 /// A feed entry can go when its post does not exist, or ranks at or below the oldest of the
 /// newest posts as gathered (posts are never back-dated, so it cannot rank again).
-fn too_old_for_the_feed(
-    post: Option<&Value>,
-    oldest_newest: Option<&super::expected::FeedKey>,
-) -> bool {
+fn too_old_for_the_feed(post: Option<&Value>, oldest_newest: Option<&FeedKey>) -> bool {
     match (post.and_then(feed_key), oldest_newest) {
         (None, _) => true,
         (Some(key), Some(oldest)) => key <= *oldest,

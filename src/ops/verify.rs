@@ -16,7 +16,8 @@ use std::sync::Mutex;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::{json, Value};
 
-use super::expected::{self, str_field, Drift, DriftKind, Newest};
+use super::expected::{self, str_field, Drift, DriftKind};
+use super::newest::{self, Newest};
 use super::progress::Progress;
 use crate::projection::{retry, FEED_PK};
 use crate::store::metrics::{self, Usage};
@@ -63,7 +64,7 @@ pub(super) struct Todo {
     pub extra_feed: Vec<String>,
     /// The oldest of the newest posts as gathered; an extra feed entry at or below it can
     /// never rank again.
-    pub oldest_newest: Option<expected::FeedKey>,
+    pub oldest_newest: Option<newest::FeedKey>,
 }
 
 impl Todo {
@@ -180,7 +181,9 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
     let mut findings = Vec::new();
     let mut replay_items = Vec::new();
     let (mut comments, mut likes) = (0, 0);
-    let mut post = post.clone();
+    let (post_id, user_id) = (post_id.to_string(), user_id.to_string());
+    let (post_id, user_id) = (post_id.as_str(), user_id.as_str());
+    let mut post = post;
     let items = pages(
         store,
         Container::Posts,
@@ -343,7 +346,7 @@ async fn run(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
         let post = retry(|| store.read(Container::Posts, &d.id, &d.id)).await?;
         if post
             .as_ref()
-            .and_then(expected::feed_key)
+            .and_then(newest::feed_key)
             .is_some_and(|k| newest.would_rank(&k))
         {
             continue;
