@@ -27,6 +27,11 @@ macro_rules! ops_suite {
         async fn verify_finds_exactly_the_corrupted_copies_and_repair_mends_them() {
             $crate::ops_suite::verify_finds_and_repair_mends($fixture().await).await;
         }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_name_left_stale_everywhere_is_found_and_mended() {
+            $crate::ops_suite::stale_name_everywhere($fixture().await).await;
+        }
     };
 }
 
@@ -43,6 +48,7 @@ pub struct Data {
     pub store: Arc<dyn Store>,
     pub dir: Option<TempDir>,
     pub ana: String,
+    pub bob: String,
     /// ana's posts p1, p2 and bob's p3, oldest first.
     pub posts: [String; 3],
     /// bob's comment on p1.
@@ -72,6 +78,7 @@ pub async fn data(fixture: Fixture) -> Data {
         store,
         dir,
         ana,
+        bob,
         posts: [p1, p2, p3],
         comment: id(&comment.body),
     }
@@ -310,4 +317,29 @@ async fn a_backup_under_write_load_holds_every_write_acknowledged_before_it() {
     // A second backup to the same path is refused and leaves the first alone.
     let again = handler(&dir.join("blog.db"), &["backup", target.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(2));
+}
+
+/// What a rename fan-out that never ran leaves (the A→B→A defect): the old name on a post, its
+/// copies, and a like.
+pub async fn stale_name_everywhere(fixture: Fixture) {
+    let d = data(fixture).await;
+    let s = &*d.store;
+    let [_, p2, p3] = &d.posts;
+    let old = json!("bobby");
+    set(s, Container::Posts, p3, p3, "userUsername", old.clone()).await;
+    set(s, Container::Users, &d.bob, p3, "userUsername", old.clone()).await;
+    set(s, Container::Feed, "post", p3, "userUsername", old.clone()).await;
+    let like = format!("like-{}", d.bob);
+    set(s, Container::Posts, p2, &like, "userUsername", old).await;
+    let expected = BTreeSet::from([
+        (DriftKind::PostUsername, format!("posts/{p3}/{p3}")),
+        (DriftKind::LikeUsername, format!("posts/{p2}/{like}")),
+        (DriftKind::CopyStale, format!("users/{}/{p3}", d.bob)),
+        (DriftKind::FeedStale, format!("feed/post/{p3}")),
+    ]);
+    let repaired = run(s, true).await;
+    assert_eq!(found(&repaired.before), expected, "{}", repaired.render());
+    assert!(repaired.last().is_clean(), "{}", repaired.render());
+    let copy = s.read(Container::Feed, "post", p3).await.unwrap().unwrap();
+    assert_eq!(copy["userUsername"], "bob");
 }
