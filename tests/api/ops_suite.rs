@@ -155,6 +155,10 @@ pub async fn verify_finds_and_repair_mends(fixture: Fixture) {
     assert_eq!(drifted.before.drifted_items, 6);
     let text = drifted.render();
     assert!(text.contains("likeCount: 7, expected 1"), "{text}");
+    // Request units are reported where the store charges them.
+    let charged = drifted.before.usage.request_charge > 0.0;
+    assert_eq!(charged, store.kind() == "cosmos", "{text}");
+    assert_eq!(text.contains("\nrequest units: "), charged, "{text}");
     assert!(
         text.ends_with("verify: 14 items checked, 6 drifted\n"),
         "{text}"
