@@ -12,11 +12,13 @@ pub mod expected;
 pub mod newest;
 pub mod progress;
 pub mod repair;
+pub mod report;
 pub mod verify;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -24,7 +26,7 @@ use crate::settings::{Settings, StoreKind};
 use crate::store::Store;
 use progress::Progress;
 use repair::Repaired;
-use verify::Report;
+use report::Report;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,6 +47,10 @@ enum Command {
         /// Write the fixes through the projections, then verify again.
         #[arg(long)]
         repair: bool,
+        /// Seconds to wait before a second look at what drifted (changes still travelling
+        /// through the change feed are not drift); 0 reports the first look.
+        #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+        settle: u64,
     },
     /// Copy the embedded store to PATH (SQLite online backup; safe while the service runs).
     Backup {
@@ -68,7 +74,9 @@ pub async fn dispatch() -> Option<ExitCode> {
     };
     crate::telemetry::init(settings.log_format);
     Some(match command {
-        Command::Verify { repair } => run_verify(&settings, repair).await,
+        Command::Verify { repair, settle } => {
+            run_verify(&settings, repair, Duration::from_secs(settle)).await
+        }
         Command::Backup { path } => run_backup(&settings, path).await,
     })
 }
@@ -93,13 +101,13 @@ fn describe(settings: &Settings) -> String {
     }
 }
 
-async fn run_verify(settings: &Settings, repair: bool) -> ExitCode {
+async fn run_verify(settings: &Settings, repair: bool, settle: Duration) -> ExitCode {
     let store = match open(settings).await {
         Ok(s) => s,
         Err(e) => return cannot_run("verify", e),
     };
     println!("verify: {}", describe(settings));
-    let outcome = match verify_and_repair(&*store, repair, &Progress::for_terminal).await {
+    let outcome = match verify_and_repair(&*store, repair, settle, &Progress::for_terminal).await {
         Ok(o) => o,
         Err(e) => return cannot_run("verify", e),
     };
@@ -127,7 +135,7 @@ impl Outcome {
 
     /// The report as printed; its last line is `verify: N items checked, M drifted`.
     pub fn render(&self) -> String {
-        let mut out = render_report(&self.before);
+        let mut out = report::render(&self.before);
         let mut charge = self.before.usage.request_charge;
         if let Some((done, after)) = &self.repair {
             let _ = writeln!(
@@ -145,7 +153,7 @@ impl Outcome {
                 let _ = writeln!(out, "  not repaired: {f}");
             }
             out.push_str("after repair:\n");
-            out.push_str(&render_report(after));
+            out.push_str(&report::render(after));
             charge += done.usage.request_charge + after.usage.request_charge;
         }
         if charge > 0.0 {
@@ -162,44 +170,23 @@ impl Outcome {
     }
 }
 
-/// Verify, and with `repair` mend and verify again. `progress` makes the progress display of
-/// each pass.
+/// Verify, and with `repair` mend and verify again. `settle`: see [`verify::verify`];
+/// `progress` makes the progress display of each pass.
 pub async fn verify_and_repair(
     store: &dyn Store,
     repair: bool,
+    settle: Duration,
     progress: &dyn Fn() -> Progress,
 ) -> anyhow::Result<Outcome> {
-    let before = verify::verify(store, &progress()).await?;
+    let before = verify::verify(store, &progress(), settle).await?;
     let repair = if repair && !before.is_clean() {
         let done = repair::repair(store, &before, &progress()).await;
-        let after = verify::verify(store, &progress()).await?;
+        let after = verify::verify(store, &progress(), settle).await?;
         Some((done, after))
     } else {
         None
     };
     Ok(Outcome { before, repair })
-}
-
-fn render_report(r: &Report) -> String {
-    let mut out = String::new();
-    let checked: Vec<String> = verify::ITEM_KINDS
-        .iter()
-        .map(|k| format!("{} {k}", r.checked.get(k).copied().unwrap_or(0)))
-        .collect();
-    let _ = writeln!(out, "checked: {}", checked.join(", "));
-    if r.is_clean() {
-        out.push_str("drift: none\n");
-    }
-    for (kind, n) in &r.drift {
-        let _ = writeln!(out, "drift: {}: {n}", kind.name());
-        for d in r.examples.get(kind).into_iter().flatten() {
-            let _ = writeln!(out, "  {}: {}", d.target(), d.detail);
-        }
-        if *n as usize > verify::EXAMPLES {
-            let _ = writeln!(out, "  …");
-        }
-    }
-    out
 }
 
 async fn run_backup(settings: &Settings, path: PathBuf) -> ExitCode {

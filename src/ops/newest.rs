@@ -32,6 +32,10 @@ impl Newest {
         let Some(key) = feed_key(expected) else {
             return;
         };
+        if let Some(seen) = self.posts.get_mut(&key) {
+            *seen = short_form(expected);
+            return;
+        }
         if self.posts.len() == FEED_SIZE {
             match self.posts.keys().next() {
                 Some(oldest) if *oldest < key => {
@@ -136,6 +140,15 @@ mod tests {
         assert_eq!(newest.len(), FEED_SIZE);
         assert!(newest.contains("p119") && newest.contains("p020"));
         assert!(!newest.contains("p019"));
+        // Offered again (a second look), a post is updated in place and pushes nothing out.
+        let mut again = post("p020", &date(20));
+        again["likeCount"] = json!(5);
+        newest.offer(&again);
+        assert_eq!(newest.len(), FEED_SIZE);
+        assert_eq!(newest.get("p020").unwrap()["likeCount"], 5);
+        assert!(newest.contains("p119"));
+        again["likeCount"] = json!(0);
+        newest.offer(&again);
         assert!(!newest.would_rank(&(date(5), "p005".into())));
         assert!(newest.would_rank(&(date(500), "new".into())));
 

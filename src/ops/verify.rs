@@ -8,118 +8,30 @@
 //! 3. the feed's one partition, against the newest posts.
 //!
 //! Only the drifted items' ids are kept (for `--repair`), with a few examples per kind for the
-//! report. Read-only; every read retries transient errors like the projections do.
+//! report; what drifted is looked at a second time before it is reported (see [`verify`]).
+//! Read-only; every read retries transient errors like the projections do.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::expected::{self, str_field, Drift, DriftKind};
+use super::expected::{self, str_field, Drift};
 use super::newest::{self, Newest};
 use super::progress::Progress;
+use super::report::{notification, Report};
 use crate::projection::{retry, FEED_PK};
-use crate::store::metrics::{self, Usage};
+use crate::store::metrics;
 use crate::store::{Container, Query, Store, StoreResult};
 
 /// Partitions read at the same time.
 pub const CONCURRENCY: usize = 8;
 /// Items per page of the traversal's queries.
 const PAGE: u32 = 100;
-/// Examples kept per kind of drift.
-pub const EXAMPLES: usize = 5;
-/// The kinds of derived items counted in [`Report::checked`], in report order.
-pub const ITEM_KINDS: [&str; 5] = ["posts", "comments", "likes", "post copies", "feed entries"];
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
 const NAME_CACHE: usize = 100_000;
-
-/// What a verification found.
-#[derive(Debug, Default, Clone)]
-pub struct Report {
-    /// Derived items checked, per kind of item (`posts`, `comments`, `likes`, `post copies`,
-    /// `feed entries`).
-    pub checked: BTreeMap<&'static str, u64>,
-    /// Findings per kind of drift.
-    pub drift: BTreeMap<DriftKind, u64>,
-    /// The first few findings of each kind.
-    pub examples: BTreeMap<DriftKind, Vec<Drift>>,
-    /// Distinct items with at least one finding.
-    pub drifted_items: u64,
-    /// The store operations and request units the run used (request units on Cosmos DB only).
-    pub usage: Usage,
-    /// What `--repair` works from.
-    pub(super) todo: Todo,
-}
-
-/// The ids a repair needs, kept for drifted items only.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Todo {
-    /// Per post: the changed documents to hand to the posts projection again (the post itself
-    /// as a notification, and drifted comments and likes).
-    pub replay: BTreeMap<String, Vec<Value>>,
-    /// Copies in `users` (`userId`, `postId`) whose post is gone.
-    pub extra_copies: Vec<(String, String)>,
-    /// Feed entries that are not among the newest posts.
-    pub extra_feed: Vec<String>,
-    /// The oldest of the newest posts as gathered; an extra feed entry at or below it can
-    /// never rank again.
-    pub oldest_newest: Option<newest::FeedKey>,
-}
-
-impl Todo {
-    fn docs(&mut self, post: &Value) -> &mut Vec<Value> {
-        let id = str_field(post, "postId").unwrap_or_default().to_string();
-        self.replay.entry(id).or_default()
-    }
-
-    /// Replay the post itself (its counters, name and copies are planned from it).
-    pub fn replay_post(&mut self, post: &Value) {
-        let docs = self.docs(post);
-        if !docs.iter().any(|d| str_field(d, "type") == Some("post")) {
-            docs.insert(0, notification(post));
-        }
-    }
-
-    /// Replay these documents of the post's partition.
-    fn replay_items(&mut self, post: &Value, items: Vec<Value>) {
-        if !items.is_empty() {
-            self.docs(post).extend(items);
-        }
-    }
-}
-
-impl Report {
-    pub fn total_checked(&self) -> u64 {
-        self.checked.values().sum()
-    }
-
-    pub fn is_clean(&self) -> bool {
-        self.drifted_items == 0
-    }
-
-    fn checked(&mut self, what: &'static str, n: u64) {
-        *self.checked.entry(what).or_default() += n;
-    }
-
-    /// Record the findings of one group of items (no item appears in two groups).
-    fn record(&mut self, findings: Vec<Drift>) {
-        let items: BTreeSet<String> = findings.iter().map(Drift::target).collect();
-        self.drifted_items += items.len() as u64;
-        for d in findings {
-            *self.drift.entry(d.kind).or_default() += 1;
-            let ex = self.examples.entry(d.kind).or_default();
-            if ex.len() < EXAMPLES {
-                ex.push(d);
-            }
-        }
-    }
-
-    /// Every example, in report order.
-    pub fn findings(&self) -> impl Iterator<Item = &Drift> {
-        self.examples.values().flatten()
-    }
-}
 
 /// The user items' names, read on demand.
 struct Names<'s> {
@@ -127,7 +39,14 @@ struct Names<'s> {
     cache: Mutex<HashMap<String, Option<String>>>,
 }
 
-impl Names<'_> {
+impl<'s> Names<'s> {
+    fn new(store: &'s dyn Store) -> Self {
+        Names {
+            store,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
     async fn get(&self, user_id: &str) -> StoreResult<Option<String>> {
         if let Some(hit) = self.cache.lock().expect("cache").get(user_id) {
             return Ok(hit.clone());
@@ -237,34 +156,30 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
     })
 }
 
-/// A post as a change notification: the projections read everything else themselves.
-pub(super) fn notification(post: &Value) -> Value {
-    json!({
-        "id": post.get("id"),
-        "type": "post",
-        "postId": post.get("postId"),
-        "userId": post.get("userId"),
-    })
-}
-
 /// Verify the whole database. `progress` reports how far it got (a bar on a terminal).
-pub async fn verify(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
-    let (result, usage) = metrics::scope(run(store, progress)).await;
+///
+/// Whatever drift the first look finds is looked at again after `settle`: on a live service a
+/// change still on its way through the change feed (a new comment's count, an edited post's
+/// copies) is not drift, and only what is still wrong then is reported. `settle` zero reports
+/// the first look as it is.
+pub async fn verify(
+    store: &dyn Store,
+    progress: &Progress,
+    settle: Duration,
+) -> StoreResult<Report> {
+    let (result, usage) = metrics::scope(run(store, progress, settle)).await;
     let mut report = result?;
     report.usage = usage;
     Ok(report)
 }
 
-async fn run(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
-    let mut report = Report::default();
-    let names = Names {
-        store,
-        cache: Mutex::new(HashMap::new()),
-    };
+async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreResult<Report> {
+    let mut first = Report::default();
+    let mut newest = Newest::default();
+    let names = Names::new(store);
 
     // 1. Posts, a few partitions at a time.
     progress.stage("posts");
-    let mut newest = Newest::default();
     let posts = pages(
         store,
         Container::Posts,
@@ -272,22 +187,9 @@ async fn run(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
     );
     futures::pin_mut!(posts);
     while let Some(page) = posts.try_next().await? {
-        let checks: Vec<PostCheck> = stream::iter(page)
-            .map(|p| check_post(store, &names, p))
-            .buffered(CONCURRENCY)
-            .try_collect()
-            .await?;
-        for c in checks {
-            let Some(expected) = c.expected else { continue };
-            report.checked("posts", 1);
-            report.checked("comments", c.comments);
-            report.checked("likes", c.likes);
-            report.checked("post copies", 1);
-            newest.offer(&expected);
-            report.todo.replay_items(&expected, c.replay);
-            report.record(c.findings);
-            progress.inc(1);
-        }
+        let checks = check_posts(store, &names, page).await?;
+        progress.inc(checks.len() as u64);
+        absorb(&mut first, &mut newest, checks, true);
     }
 
     // 2. Users: copies whose post is gone.
@@ -308,19 +210,93 @@ async fn run(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
             .buffered(CONCURRENCY)
             .try_collect()
             .await?;
+        progress.inc(extras.len() as u64);
         for found in extras {
             // Every other copy was counted with its post.
-            report.checked("post copies", found.len() as u64);
-            for d in &found {
-                report.todo.extra_copies.push((d.pk.clone(), d.id.clone()));
-            }
-            report.record(found);
-            progress.inc(1);
+            first.checked("post copies", found.len() as u64);
+            record_extra_copies(&mut first, found);
         }
     }
 
     // 3. The feed against the newest posts.
     progress.stage("feed");
+    check_feed(store, &mut first, &newest, true).await?;
+    if first.is_clean() || settle.is_zero() {
+        progress.finish();
+        return Ok(first);
+    }
+
+    // A second look at what drifted, with names read afresh.
+    progress.stage("second look");
+    tokio::time::sleep(settle).await;
+    let mut report = Report {
+        checked: first.checked.clone(),
+        ..Report::default()
+    };
+    let names = Names::new(store);
+    let suspects: Vec<String> = first.todo.replay.keys().cloned().collect();
+    for ids in suspects.chunks(PAGE as usize) {
+        let mut page = Vec::new();
+        for id in ids {
+            page.extend(retry(|| store.read(Container::Posts, id, id)).await?);
+        }
+        let checks = check_posts(store, &names, page).await?;
+        progress.inc(checks.len() as u64);
+        absorb(&mut report, &mut newest, checks, false);
+    }
+    let mut found = Vec::new();
+    for (user_id, id) in &first.todo.extra_copies {
+        let post = retry(|| store.read(Container::Posts, id, id)).await?;
+        found.extend(expected::extra_copy(user_id, id, post.as_ref()));
+    }
+    record_extra_copies(&mut report, found);
+    check_feed(store, &mut report, &newest, false).await?;
+    progress.finish();
+    Ok(report)
+}
+
+async fn check_posts(
+    store: &dyn Store,
+    names: &Names<'_>,
+    posts: Vec<Value>,
+) -> StoreResult<Vec<PostCheck>> {
+    stream::iter(posts)
+        .map(|p| check_post(store, names, p))
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Take the checks of some posts into the report (and, on the first look, count them).
+fn absorb(report: &mut Report, newest: &mut Newest, checks: Vec<PostCheck>, count: bool) {
+    for c in checks {
+        let Some(expected) = c.expected else { continue };
+        if count {
+            report.checked("posts", 1);
+            report.checked("comments", c.comments);
+            report.checked("likes", c.likes);
+            report.checked("post copies", 1);
+        }
+        newest.offer(&expected);
+        report.todo.replay_items(&expected, c.replay);
+        report.record(c.findings);
+    }
+}
+
+fn record_extra_copies(report: &mut Report, found: Vec<Drift>) {
+    for d in &found {
+        report.todo.extra_copies.push((d.pk.clone(), d.id.clone()));
+    }
+    report.record(found);
+}
+
+/// The feed as stored against the newest posts.
+async fn check_feed(
+    store: &dyn Store,
+    report: &mut Report,
+    newest: &Newest,
+    count: bool,
+) -> StoreResult<()> {
     let mut feed = Vec::new();
     let entries = pages(
         store,
@@ -331,7 +307,9 @@ async fn run(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
     while let Some(page) = entries.try_next().await? {
         feed.extend(page);
     }
-    report.checked("feed entries", newest.len() as u64);
+    if count {
+        report.checked("feed entries", newest.len() as u64);
+    }
     let (drift, extra) = newest.feed_drift(&feed);
     for d in &drift {
         if let Some(expected) = newest.get(&d.id) {
@@ -341,7 +319,9 @@ async fn run(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
     report.record(drift);
     let mut real_extra = Vec::new();
     for d in extra {
-        report.checked("feed entries", 1);
+        if count {
+            report.checked("feed entries", 1);
+        }
         // A post created after the posts were read may rightly be in the feed.
         let post = retry(|| store.read(Container::Posts, &d.id, &d.id)).await?;
         if post
@@ -356,8 +336,7 @@ async fn run(store: &dyn Store, progress: &Progress) -> StoreResult<Report> {
     }
     report.record(real_extra);
     report.todo.oldest_newest = newest.oldest();
-    progress.finish();
-    Ok(report)
+    Ok(())
 }
 
 /// The copies in a user's partition whose post is gone.

@@ -9,11 +9,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use blog::ops::expected::DriftKind;
 use blog::ops::progress::Progress;
 use blog::ops::{verify_and_repair, Outcome};
-use blog::store::{Container, PatchOp, Store};
+use blog::store::{BatchOp, ChangePage, Container, Page, PatchOp, Query, Store, StoreResult};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -127,12 +128,13 @@ pub async fn corrupt(d: &Data) -> BTreeSet<(DriftKind, String)> {
     ])
 }
 
-fn found(r: &blog::ops::verify::Report) -> BTreeSet<(DriftKind, String)> {
+fn found(r: &blog::ops::report::Report) -> BTreeSet<(DriftKind, String)> {
     r.findings().map(|d| (d.kind, d.target())).collect()
 }
 
 async fn run(store: &dyn Store, repair: bool) -> Outcome {
-    verify_and_repair(store, repair, &Progress::hidden)
+    // A short second look: the store is quiet, so it must confirm every finding.
+    verify_and_repair(store, repair, Duration::from_millis(20), &Progress::hidden)
         .await
         .expect("verify runs")
 }
@@ -214,12 +216,12 @@ async fn the_binary_exits_1_on_drift_repairs_it_and_then_exits_0() {
     let d = data(crate::helpers::embedded_fixture().await).await;
     let db = d.dir.as_ref().unwrap().path().join("blog.db");
 
-    let clean = handler(&db, &["verify"]);
+    let clean = handler(&db, &["verify", "--settle", "1"]);
     assert_eq!(clean.status.code(), Some(0), "{}", stdout(&clean));
     assert_eq!(last_line(&clean), "verify: 12 items checked, 0 drifted");
 
     corrupt(&d).await;
-    let drift = handler(&db, &["verify"]);
+    let drift = handler(&db, &["verify", "--settle", "1"]);
     assert_eq!(drift.status.code(), Some(1), "{}", stdout(&drift));
     assert_eq!(last_line(&drift), "verify: 14 items checked, 6 drifted");
     let text = stdout(&drift);
@@ -234,12 +236,12 @@ async fn the_binary_exits_1_on_drift_repairs_it_and_then_exits_0() {
     assert!(text.contains("feed/post/ghost"), "{text}");
     assert!(text.contains("drift: post copy extra: 1"), "{text}");
 
-    let repair = handler(&db, &["verify", "--repair"]);
+    let repair = handler(&db, &["verify", "--repair", "--settle", "1"]);
     assert_eq!(repair.status.code(), Some(0), "{}", stdout(&repair));
     assert!(stdout(&repair).contains("before repair: 14 items checked, 6 drifted"));
     assert_eq!(last_line(&repair), "verify: 12 items checked, 0 drifted");
 
-    let after = handler(&db, &["verify"]);
+    let after = handler(&db, &["verify", "--settle", "1"]);
     assert_eq!(after.status.code(), Some(0), "{}", stdout(&after));
 }
 
@@ -346,4 +348,130 @@ pub async fn stale_name_everywhere(fixture: Fixture) {
     assert!(repaired.last().is_clean(), "{}", repaired.render());
     let copy = s.read(Container::Feed, "post", p3).await.unwrap().unwrap();
     assert_eq!(copy["userUsername"], "bob");
+}
+
+/// A store that, right after the first read of the feed (the end of verify's first look), writes
+/// one item: a change the change feed delivers while verify runs.
+struct ChangesDuringVerify {
+    inner: Arc<dyn Store>,
+    pending: Mutex<Option<(Container, String, Value)>>,
+}
+
+#[async_trait::async_trait]
+impl Store for ChangesDuringVerify {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+    fn idle_poll(&self) -> Duration {
+        self.inner.idle_poll()
+    }
+    async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
+        self.inner.read(c, pk, id).await
+    }
+    async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
+        self.inner.create(c, pk, item).await
+    }
+    async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
+        self.inner.upsert(c, pk, item).await
+    }
+    async fn replace(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        item: Value,
+        if_match: Option<&str>,
+    ) -> StoreResult<Value> {
+        self.inner.replace(c, pk, id, item, if_match).await
+    }
+    async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
+        self.inner.delete(c, pk, id).await
+    }
+    async fn patch(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        ops: &[PatchOp],
+        if_match: Option<&str>,
+    ) -> StoreResult<Value> {
+        self.inner.patch(c, pk, id, ops, if_match).await
+    }
+    async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
+        let page = self.inner.query(c, q).await;
+        let pending = self
+            .pending
+            .lock()
+            .unwrap()
+            .take_if(|_| c == Container::Feed);
+        if let Some((container, pk, item)) = pending {
+            self.inner.upsert(container, &pk, item).await?;
+        }
+        page
+    }
+    async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
+        self.inner.count(c, q).await
+    }
+    async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {
+        self.inner.batch(c, pk, ops).await
+    }
+    async fn changes(
+        &self,
+        c: Container,
+        continuation: Option<&str>,
+        max_items: u32,
+    ) -> StoreResult<ChangePage> {
+        self.inner.changes(c, continuation, max_items).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_mended_before_the_second_look_is_not_reported() {
+    let d = data(crate::helpers::embedded_fixture().await).await;
+    let [p1, ..] = &d.posts;
+    let good = d
+        .store
+        .read(Container::Users, &d.ana, p1)
+        .await
+        .unwrap()
+        .unwrap();
+    set(
+        &*d.store,
+        Container::Users,
+        &d.ana,
+        p1,
+        "title",
+        json!("old title"),
+    )
+    .await;
+    let store = ChangesDuringVerify {
+        inner: d.store.clone(),
+        pending: Mutex::new(None),
+    };
+    let arm =
+        || *store.pending.lock().unwrap() = Some((Container::Users, d.ana.clone(), good.clone()));
+
+    // Without a second look, the copy the change feed is about to rewrite counts as drift.
+    arm();
+    let first = verify_and_repair(&store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert_eq!(first.before.drifted_items, 1, "{}", first.render());
+    set(
+        &*d.store,
+        Container::Users,
+        &d.ana,
+        p1,
+        "title",
+        json!("old title"),
+    )
+    .await;
+    // With one, it is seen mended and not reported.
+    arm();
+    let second = run(&store, false).await;
+    assert!(second.before.is_clean(), "{}", second.render());
+    assert!(
+        store.pending.lock().unwrap().is_none(),
+        "the change was written"
+    );
 }
