@@ -97,9 +97,16 @@ async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaire
     done
 }
 
-/// Hand a post's documents to the posts projection, as its change feed would.
+/// Documents handed to the projection at once: the size of a change-feed batch.
+const REPLAY_BATCH: usize = 100;
+
+/// Hand a post's documents to the posts projection, as its change feed would, in batches of
+/// the size the change feed delivers.
 async fn replay(store: &dyn Store, docs: &[Value]) -> Result<(), projection::ProjectionError> {
-    projection::project_posts(store, docs).await.map(drop)
+    for batch in docs.chunks(REPLAY_BATCH) {
+        projection::project_posts(store, batch).await?;
+    }
+    Ok(())
 }
 
 /// A feed entry can go when its post does not exist, or ranks at or below the oldest of the
