@@ -21,4 +21,6 @@ mod cosmos;
 mod embedded;
 mod functions;
 mod identity;
+mod model;
 mod process;
+mod projection;
