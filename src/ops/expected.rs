@@ -235,7 +235,7 @@ pub fn copy_drift(container: Container, found: Option<&Value>, expected: &Value)
         Container::Feed => (
             DriftKind::FeedMissing,
             DriftKind::FeedStale,
-            crate::projection::FEED_PK,
+            crate::domain::FEED_PK,
         ),
         _ => (
             DriftKind::CopyMissing,

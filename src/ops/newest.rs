@@ -102,7 +102,7 @@ impl Newest {
                 Drift::new(
                     DriftKind::FeedExtra,
                     Container::Feed,
-                    crate::projection::FEED_PK,
+                    crate::domain::FEED_PK,
                     id,
                     format!(
                         "not among the {FEED_SIZE} newest posts (creationDate {})",

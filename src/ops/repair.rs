@@ -20,9 +20,10 @@ use super::newest::{feed_key, FeedKey};
 use super::progress::Progress;
 use super::report::Report;
 use super::verify::CONCURRENCY;
-use crate::projection::{self, retry, FEED_PK};
+use crate::domain::FEED_PK;
+use crate::projection::{self, INCREMENT_GRACE};
 use crate::store::metrics::{self, Usage};
-use crate::store::{Container, Store, StoreError, StoreResult};
+use crate::store::{retry, Container, Store, StoreError, StoreResult};
 
 /// What a repair did.
 #[derive(Debug, Default, Clone)]
@@ -99,12 +100,28 @@ async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaire
 
 /// Documents handed to the projection at once: the size of a change-feed batch.
 const REPLAY_BATCH: usize = 100;
+/// How many times a counter left behind a young item is looked at again before the repair
+/// leaves it to the service's own recheck.
+const RECHECKS: u32 = 5;
 
 /// Hand a post's documents to the posts projection, as its change feed would, in batches of
-/// the size the change feed delivers.
+/// the size the change feed delivers. A counter the projection defers (its newest item may
+/// still have an increment on the way) is rechecked once that grace has passed, as the
+/// service's drivers do.
 async fn replay(store: &dyn Store, docs: &[Value]) -> Result<(), projection::ProjectionError> {
     for batch in docs.chunks(REPLAY_BATCH) {
-        projection::project_posts(store, batch).await?;
+        let mut report = projection::project(store, Container::Posts, batch).await?;
+        let mut rounds = 0;
+        while !report.deferred.is_empty() && rounds < RECHECKS {
+            tokio::time::sleep(INCREMENT_GRACE).await;
+            let again: Vec<Value> = report
+                .deferred
+                .iter()
+                .map(|p| projection::recheck(p))
+                .collect();
+            report = projection::project(store, Container::Posts, &again).await?;
+            rounds += 1;
+        }
     }
     Ok(())
 }

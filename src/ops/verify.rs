@@ -22,9 +22,9 @@ use super::expected::{self, str_field, Drift};
 use super::newest::{self, Newest};
 use super::progress::Progress;
 use super::report::{notification, Report};
-use crate::projection::{retry, FEED_PK};
+use crate::domain::FEED_PK;
 use crate::store::metrics;
-use crate::store::{Container, Query, Store, StoreResult};
+use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Partitions read at the same time.
 pub const CONCURRENCY: usize = 8;
