@@ -11,6 +11,7 @@
 //! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load.
 
 mod helpers;
+mod hooks;
 
 mod api_suite;
 mod bench_smoke;
@@ -19,8 +20,12 @@ mod store_suite;
 
 mod cosmos;
 mod embedded;
+mod errors;
 mod functions;
 mod identity;
 mod model;
 mod process;
 mod projection;
+mod schema;
+mod server;
+mod validation;
