@@ -7,13 +7,15 @@
 //! - `process`: the real binary, killed with SIGKILL and restarted;
 //! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
 //!   Easy Auth principals, on both stores, and what the binary logs about them;
-//! - `bench_smoke`: the `bench` tool at tiny scale.
+//! - `bench_smoke`: the `bench` tool at tiny scale;
+//! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load.
 
 mod helpers;
 mod hooks;
 
 mod api_suite;
 mod bench_smoke;
+mod ops_suite;
 mod store_suite;
 
 mod cosmos;
