@@ -1,11 +1,17 @@
-//! Domain types: validated inputs (`parse` or a clear error) and the item shapes of CONTRACT §2–3.
+//! Domain types: validated inputs (`parse` or a clear error) and the item shapes documented in
+//! the README's "The API" section.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
+mod chars;
+
 /// The feed holds this many posts.
 pub const FEED_SIZE: usize = 100;
+
+/// The partition key of every item in `feed` (partitioned by `/type`: all of them are posts).
+pub const FEED_PK: &str = "post";
 /// Short-form content is at most this many characters (including the ellipsis).
 pub const SHORT_CONTENT_CHARS: usize = 200;
 
@@ -31,8 +37,9 @@ fn check_length(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// An item id: opaque, 1..=128 characters, none of `/ \ ? #` (Cosmos forbids them in ids) and no
-/// control characters.
+/// An item id: opaque, 1..=128 characters, none of `/ \ ? #` (Cosmos forbids them in ids), no
+/// control characters, and not made only of dots (`.` and `..` are path segments to a URL: the
+/// Cosmos SDK would turn `…/docs/..` into the container's own path).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Id(String);
@@ -48,6 +55,9 @@ impl Id {
             return Err(Invalid(format!(
                 "`{field}` must not contain `/`, `\\`, `?`, `#` or control characters"
             )));
+        }
+        if s.chars().all(|c| c == '.') {
+            return Err(Invalid(format!("`{field}` must not be made only of dots")));
         }
         Ok(Id(s.to_string()))
     }
@@ -74,7 +84,8 @@ impl std::fmt::Display for Id {
     }
 }
 
-/// A username: trimmed, 1..=64 characters, no control characters.
+/// A username: trimmed, 1..=64 characters, no control characters, no bidirectional overrides or
+/// isolates, and at least one visible character (see [`chars`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Username(String);
 
@@ -89,6 +100,16 @@ impl Username {
                 "`username` must not contain control characters".into(),
             ));
         }
+        if s.chars().any(chars::is_bidi_control) {
+            return Err(Invalid(
+                "`username` must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)".into(),
+            ));
+        }
+        if !s.chars().any(chars::is_visible) {
+            return Err(Invalid(
+                "`username` must contain at least one visible character".into(),
+            ));
+        }
         Ok(Username(s.to_string()))
     }
 
@@ -97,14 +118,21 @@ impl Username {
     }
 }
 
-/// Text with a length limit (titles, contents). Kept as given, but never empty or blank.
+/// Text with a length limit (titles, contents). Kept as given, but never empty or blank, and
+/// without control characters other than `\n`, `\r`, `\t` (see [`chars`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Text(String);
 
 impl Text {
     pub fn parse(field: &str, s: &str, max: usize) -> Result<Self, Invalid> {
         check_length(field, s, max)?;
-        if s.trim().is_empty() {
+        if let Some(c) = s.chars().find(|&c| chars::is_forbidden_in_text(c)) {
+            return Err(Invalid(format!(
+                "`{field}` must not contain control characters other than line breaks and tabs (found U+{:04X})",
+                c as u32
+            )));
+        }
+        if !s.chars().any(chars::is_visible) {
             return Err(Invalid(format!("`{field}` must not be blank")));
         }
         Ok(Text(s.to_string()))
@@ -183,11 +211,14 @@ pub struct User {
     pub kind: String,
     pub user_id: String,
     pub username: String,
-    /// The name every item of this user already carries (set by the rename fan-out once done).
-    /// When it equals `username` the users change feed has nothing to fan out. Internal: not
-    /// returned to clients.
+    /// Bumped by every rename, in the rename's own patch.
+    #[serde(default)]
+    pub rename_version: u64,
+    /// The `renameVersion` whose name the fan-out has carried to every item of this user. A
+    /// fan-out is owed while it is missing or lower than `renameVersion`. Internal: neither
+    /// version is returned to clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub propagated_username: Option<String>,
+    pub propagated_version: Option<u64>,
 }
 
 impl User {
@@ -198,7 +229,8 @@ impl User {
             kind: "user".into(),
             user_id: id.to_string(),
             username: username.as_str().to_string(),
-            propagated_username: Some(username.as_str().to_string()),
+            rename_version: 0,
+            propagated_version: Some(0),
         }
     }
 }
@@ -259,7 +291,13 @@ pub fn to_value<T: Serialize>(t: &T) -> Value {
 }
 
 /// Properties the service keeps for itself.
-const INTERNAL_FIELDS: [&str; 2] = ["type", "propagatedUsername"];
+const INTERNAL_FIELDS: [&str; 4] = [
+    "type",
+    "renameVersion",
+    "propagatedVersion",
+    // Written by versions before the rename version; still found on older user items.
+    "propagatedUsername",
+];
 
 /// Drop store system properties (`_rid`, `_etag`, `_ts`, `_lsn`, …) and the service's internal
 /// properties from an item before it is returned to a client.

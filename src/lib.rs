@@ -13,15 +13,19 @@
 //!   pure functions and applied through the store; [`pump`]: the in-process change-feed follower that drives
 //!   them standalone; [`functions`]: the same projections invoked by the Functions host's
 //!   Cosmos DB triggers.
-//! - [`startup`]: bind, build the store, start the pump, serve.
+//! - [`startup`]: bind, build the store, start the pump, serve; [`server`]: the HTTP server
+//!   with its timeouts, connection cap and graceful shutdown.
+//! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
 
 pub mod api;
 pub mod auth;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod ops;
 pub mod projection;
 pub mod pump;
+pub mod server;
 pub mod settings;
 pub mod startup;
 pub mod store;
@@ -29,7 +33,8 @@ pub mod telemetry;
 
 pub use api::AppState;
 
-/// The whole HTTP application over the given state.
-pub fn app(state: AppState) -> axum::Router {
-    api::router(state)
+/// The whole HTTP application over the given state; `hosted`: as under the Functions host (with
+/// the trigger endpoints).
+pub fn app(state: AppState, hosted: bool) -> axum::Router {
+    api::router(state, hosted, server::DEFAULT_REQUEST_TIMEOUT)
 }

@@ -1,14 +1,25 @@
 //! The in-process change-feed pump (standalone mode): follows the `posts` and `users` feeds,
 //! hands each batch to the projections, then checkpoints in `leases`. It resumes from its
-//! checkpoint after a restart; an unapplied batch is retried, never skipped.
+//! checkpoint after a restart; an unapplied batch is retried, never skipped. Posts whose
+//! counter a projection deferred are projected again once due, and are kept in the checkpoint
+//! so that a restart does not forget them.
+//!
+//! Each follower runs under a supervisor: should it fail (a panic in a projection, say), the
+//! supervisor logs it and starts it again from its checkpoint after a backoff. [`Pump::stop`]
+//! lets each follower finish and checkpoint the batch in hand, then stops it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use serde_json::{json, Value};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::projection::{self, ProjectionError, Report};
+use tokio::time::Instant;
+
+use crate::projection::{self, INCREMENT_GRACE};
 use crate::store::{ChangeNotifier, Container, Store, StoreResult};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
@@ -16,63 +27,218 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const BATCH: u32 = 100;
 
-/// Start one follower per watched container; abort the handles to stop.
-pub fn spawn(store: Arc<dyn Store>) -> Vec<JoinHandle<()>> {
-    [Container::Posts, Container::Users]
+/// A follower that ran at least this long before failing is restarted at once (its backoff
+/// starts over); one failing sooner waits twice as long as the time before, up to `MAX_BACKOFF`.
+const HEALTHY_RUN: Duration = Duration::from_secs(60);
+
+/// The running pump: one supervised follower per watched container.
+pub struct Pump {
+    stop: watch::Sender<bool>,
+    supervisors: Vec<JoinHandle<()>>,
+}
+
+/// Start one supervised follower per watched container.
+pub fn spawn(store: Arc<dyn Store>) -> Pump {
+    let (stop, stopped) = watch::channel(false);
+    let supervisors = WATCHED
         .into_iter()
-        .map(|c| tokio::spawn(follow(store.clone(), c)))
-        .collect()
+        .map(|c| tokio::spawn(supervise(store.clone(), c, stopped.clone())))
+        .collect();
+    Pump { stop, supervisors }
+}
+
+impl Pump {
+    /// Let every follower finish and checkpoint the batch it is applying, then stop it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for s in self.supervisors {
+            let _ = s.await;
+        }
+        tracing::info!("change-feed pump stopped");
+    }
+}
+
+/// Run `follow` for `c` until told to stop, restarting it (with backoff) whenever it fails.
+async fn supervise(store: Arc<dyn Store>, c: Container, stopped: watch::Receiver<bool>) {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let started = std::time::Instant::now();
+        let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone()))
+            .catch_unwind()
+            .await;
+        if stopping(&stopped) {
+            return;
+        }
+        let why = match run {
+            Ok(()) => "returned".to_string(),
+            Err(panic) => panic_message(&*panic),
+        };
+        if started.elapsed() >= HEALTHY_RUN {
+            backoff = FIRST_BACKOFF;
+        }
+        tracing::error!(
+            container = c.name(),
+            error = %why,
+            restart_in_ms = backoff.as_millis() as u64,
+            "change-feed follower failed; restarting it from its checkpoint"
+        );
+        let mut stop = stopped.clone();
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
+/// Whether the pump is told to stop (or was dropped without being stopped).
+fn stopping(stopped: &watch::Receiver<bool>) -> bool {
+    *stopped.borrow() || stopped.has_changed().is_err()
+}
+
+/// Sleep for `d`, or less when told to stop; whether to stop.
+async fn pause(d: Duration, stopped: &mut watch::Receiver<bool>) -> bool {
+    let timed_out = tokio::time::timeout(d, stopped.wait_for(|s| *s))
+        .await
+        .is_err();
+    !timed_out || stopping(stopped)
 }
 
 fn lease_id(c: Container) -> String {
     format!("pump.{}", c.name())
 }
 
-async fn load_checkpoint(store: &dyn Store, c: Container) -> StoreResult<Option<String>> {
-    let id = lease_id(c);
-    Ok(store
-        .read(Container::Leases, &id, &id)
-        .await?
-        .and_then(|v| {
-            v.get("continuation")
-                .and_then(Value::as_str)
-                .map(String::from)
-        }))
+/// Where a follower resumes: the feed position and the posts whose counters await a recheck.
+#[derive(Debug, Default)]
+struct Checkpoint {
+    continuation: Option<String>,
+    deferred: Vec<String>,
 }
 
-async fn save_checkpoint(store: &dyn Store, c: Container, continuation: &str) -> StoreResult<()> {
+async fn load_checkpoint(store: &dyn Store, c: Container) -> StoreResult<Checkpoint> {
     let id = lease_id(c);
-    let lease = json!({ "id": id, "container": c.name(), "continuation": continuation });
+    let Some(lease) = store.read(Container::Leases, &id, &id).await? else {
+        return Ok(Checkpoint::default());
+    };
+    let continuation = lease
+        .get("continuation")
+        .and_then(Value::as_str)
+        .map(String::from);
+    let deferred = lease
+        .get("deferred")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Checkpoint {
+        continuation,
+        deferred,
+    })
+}
+
+async fn save_checkpoint(
+    store: &dyn Store,
+    c: Container,
+    continuation: &str,
+    deferred: &Rechecks,
+) -> StoreResult<()> {
+    let id = lease_id(c);
+    let lease = json!({
+        "id": id,
+        "container": c.name(),
+        "continuation": continuation,
+        "deferred": deferred.0.keys().collect::<Vec<_>>(),
+    });
     store.upsert(Container::Leases, &id, lease).await.map(drop)
 }
 
-async fn project(
-    store: &dyn Store,
-    c: Container,
-    batch: &[Value],
-) -> Result<Report, ProjectionError> {
-    match c {
-        Container::Users => projection::project_users(store, batch).await,
-        _ => projection::project_posts(store, batch).await,
+/// Posts to project again, each at its due time.
+#[derive(Debug, Default)]
+struct Rechecks(BTreeMap<String, Instant>);
+
+impl Rechecks {
+    fn defer(&mut self, posts: impl IntoIterator<Item = String>) {
+        let due = Instant::now() + INCREMENT_GRACE;
+        for p in posts {
+            self.0.entry(p).or_insert(due);
+        }
+    }
+
+    fn take_due(&mut self) -> Vec<String> {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in &due {
+            self.0.remove(p);
+        }
+        due
+    }
+
+    /// How long an idle follower may sleep before a recheck falls due.
+    fn idle(&self, idle: Duration) -> Duration {
+        self.0.values().min().map_or(idle, |at| {
+            idle.min(at.saturating_duration_since(Instant::now()))
+        })
     }
 }
 
-async fn follow(store: Arc<dyn Store>, c: Container) {
+/// Follow `c` from its checkpoint until told to stop; between batches only, so a batch being
+/// applied is finished and checkpointed first.
+async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receiver<bool>) {
     let mut backoff = FIRST_BACKOFF;
     let idle = store.idle_poll();
-    let mut continuation = loop {
+    let checkpoint = loop {
         match load_checkpoint(&*store, c).await {
             Ok(cp) => break cp,
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "cannot read the pump checkpoint; retrying");
-                tokio::time::sleep(MAX_BACKOFF).await;
+                if pause(MAX_BACKOFF, &mut stopped).await {
+                    return;
+                }
             }
         }
     };
+    let mut continuation = checkpoint.continuation;
+    let mut rechecks = Rechecks::default();
+    rechecks.defer(checkpoint.deferred);
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
     let mut wake = store.change_notifier(c);
-    loop {
+    while !stopping(&stopped) {
+        let due = rechecks.take_due();
+        if !due.is_empty() {
+            let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
+            match projection::project(&*store, c, &docs).await {
+                Ok(report) => rechecks.defer(report.deferred),
+                Err(e) => {
+                    tracing::warn!(container = c.name(), error = %e, "counter recheck failed; it will be retried");
+                    rechecks.defer(due);
+                }
+            }
+            if let Some(cp) = &continuation {
+                if let Err(e) = save_checkpoint(&*store, c, cp, &rechecks).await {
+                    tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
+                }
+            }
+        }
         if let Some(w) = &mut wake {
             // Seen before reading: a commit from here on wakes the wait below.
             w.borrow_and_update();
@@ -81,25 +247,30 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "change feed read failed; retrying");
-                tokio::time::sleep(backoff).await;
+                if pause(backoff, &mut stopped).await {
+                    return;
+                }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
         if page.items.is_empty() {
             continuation = Some(page.continuation);
-            wait_for_changes(&mut wake, idle).await;
+            if wait_for_changes(&mut wake, rechecks.idle(idle), &mut stopped).await {
+                return;
+            }
             continue;
         }
-        match project(&*store, c, &page.items).await {
+        match projection::project(&*store, c, &page.items).await {
             Ok(report) => {
+                rechecks.defer(report.deferred);
                 tracing::debug!(
                     container = c.name(),
                     changes = report.changes,
                     writes = report.writes,
                     "batch projected"
                 );
-                if let Err(e) = save_checkpoint(&*store, c, &page.continuation).await {
+                if let Err(e) = save_checkpoint(&*store, c, &page.continuation, &rechecks).await {
                     // The batch is applied; replaying it after a restart is harmless.
                     tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
                 }
@@ -108,17 +279,24 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
             }
             Err(e) => {
                 tracing::error!(container = c.name(), error = %e, "batch not applied; it will be retried");
-                tokio::time::sleep(backoff).await;
+                if pause(backoff, &mut stopped).await {
+                    return;
+                }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }
 }
 
-/// Wait until the store signals a commit or `idle` has passed, whichever comes first.
-async fn wait_for_changes(wake: &mut Option<ChangeNotifier>, idle: Duration) {
+/// Wait until the store signals a commit, `idle` has passed or the pump is told to stop,
+/// whichever comes first; `true` when it must stop.
+async fn wait_for_changes(
+    wake: &mut Option<ChangeNotifier>,
+    idle: Duration,
+    stopped: &mut watch::Receiver<bool>,
+) -> bool {
     let Some(w) = wake else {
-        return tokio::time::sleep(idle).await;
+        return pause(idle, stopped).await;
     };
     tokio::select! {
         changed = w.changed() => {
@@ -126,8 +304,9 @@ async fn wait_for_changes(wake: &mut Option<ChangeNotifier>, idle: Duration) {
                 // The store is gone: no more signals, poll from now on.
                 *wake = None;
             }
+            stopping(stopped)
         }
-        () = tokio::time::sleep(idle) => {}
+        stop = pause(idle, stopped) => stop,
     }
 }
 
@@ -139,11 +318,12 @@ const WATCHED: [Container; 2] = [Container::Posts, Container::Users];
 pub async fn caught_up(store: &dyn Store) -> StoreResult<bool> {
     for c in WATCHED {
         let checkpoint = load_checkpoint(store, c).await?;
-        if !store
-            .changes(c, checkpoint.as_deref(), 1)
-            .await?
-            .items
-            .is_empty()
+        if !checkpoint.deferred.is_empty()
+            || !store
+                .changes(c, checkpoint.continuation.as_deref(), 1)
+                .await?
+                .items
+                .is_empty()
         {
             return Ok(false);
         }
@@ -156,7 +336,8 @@ pub async fn caught_up(store: &dyn Store) -> StoreResult<bool> {
 /// (the bench loads its dataset that way); anything else needs the pump to read it all.
 pub async fn checkpoint_at_end(store: &dyn Store) -> StoreResult<()> {
     for c in WATCHED {
-        let mut continuation = load_checkpoint(store, c).await?;
+        let checkpoint = load_checkpoint(store, c).await?;
+        let mut continuation = checkpoint.continuation;
         loop {
             let page = store.changes(c, continuation.as_deref(), 1000).await?;
             let done = page.items.is_empty();
@@ -166,7 +347,9 @@ pub async fn checkpoint_at_end(store: &dyn Store) -> StoreResult<()> {
             }
         }
         if let Some(cp) = &continuation {
-            save_checkpoint(store, c, cp).await?;
+            let mut deferred = Rechecks::default();
+            deferred.defer(checkpoint.deferred);
+            save_checkpoint(store, c, cp, &deferred).await?;
         }
     }
     Ok(())

@@ -44,7 +44,10 @@ pub struct Args {
     /// Posts created to measure the change-feed lag.
     #[arg(long, default_value_t = 30, value_parser = positive)]
     pub lag_samples: usize,
-    /// Concurrent workers in the throughput runs.
+    /// Duration of the lag-under-load run, in seconds.
+    #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+    pub load_seconds: f64,
+    /// Concurrent workers in the throughput runs (and commenting clients under load).
     #[arg(long, default_value_t = 16, value_parser = workers)]
     pub concurrency: usize,
     /// Duration of each throughput run, in seconds.

@@ -34,7 +34,8 @@
 //!   pump to settle so that its work is not charged to the next row. V1's C4 likes are by the
 //!   users V1's C1 created, V3's by V3's, so every like is a first like (201).
 //! - Change-feed lag: a post is created (C2) and Q6 is polled until the post is the newest
-//!   entry; the lag is from the 201 to the answer that shows it.
+//!   entry; the lag is from the 201 to the answer that shows it. "Lag under load" measures the
+//!   same while `--concurrency` clients comment on one hot post as fast as they can.
 //! - Throughput: `--concurrency` workers repeat Q2 (random posts) or Q6 for `--seconds`.
 //! - Request units are reported where the store reports them (Cosmos DB); the embedded store
 //!   reports none, shown as "—".
@@ -61,7 +62,6 @@ use blog::domain;
 use blog::settings::{Settings, StoreKind};
 use blog::startup::Application;
 use blog::store::Store;
-use blog::AppState;
 use clap::Parser as _;
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
@@ -177,8 +177,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let origin = format!("http://{}", listener.local_addr()?);
     // The rows measure the queries themselves: no feed snapshot here (see `snapshot`).
-    let state = AppState::new(store.clone()).with_feed_cache(Duration::ZERO);
-    let app = Application::with_state(listener, state.clone(), true);
+    let app = Application::new(listener, store.clone(), true).with_feed_cache(Duration::ZERO);
+    let state = app.state().clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {
         let _ = stopped.await;
@@ -199,17 +199,33 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("writes");
         let lag = bench.lag().await?;
         phases.done("lag");
+        let lag_under_load = bench.lag_under_load().await?;
+        phases.done("lag under load");
         let throughput = bench.throughput().await?;
         phases.done("throughput");
         let feed_snapshot = bench.feed_snapshot(&q6).await?;
         phases.done("feed snapshot");
         let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6];
-        anyhow::Ok((baseline, rows, lag, throughput, feed_snapshot))
+        anyhow::Ok((
+            baseline,
+            rows,
+            lag,
+            lag_under_load,
+            throughput,
+            feed_snapshot,
+        ))
     }
     .await;
     let _ = stop.send(());
     server.await.context("the server task failed")??;
-    let (http_baseline, rows, change_feed_lag, throughput, feed_snapshot) = measured?;
+    let (
+        http_baseline,
+        rows,
+        change_feed_lag,
+        change_feed_lag_under_load,
+        throughput,
+        feed_snapshot,
+    ) = measured?;
 
     let (versus, versus_skipped) = match versus::binaries(args.handler.as_deref()) {
         Ok((handler, bare)) => {
@@ -233,6 +249,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         http_baseline,
         rows,
         change_feed_lag,
+        change_feed_lag_under_load,
         throughput,
         feed_snapshot,
         versus,

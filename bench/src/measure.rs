@@ -359,7 +359,7 @@ impl Client {
         Client {
             http: reqwest::Client::new(),
             origin,
-            router: blog::app(state),
+            router: blog::app(state, false),
         }
     }
 

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use blog::startup::Application;
-use blog::AppState;
 use serde::Serialize;
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -45,9 +44,8 @@ impl Bench {
         self.settle().await?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let origin = format!("http://{}", listener.local_addr()?);
-        let state = AppState::new(self.store.clone());
-        let reader = Client::new(origin, state.clone());
-        let app = Application::with_state(listener, state, false);
+        let app = Application::new(listener, self.store.clone(), false);
+        let reader = Client::new(origin, app.state().clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(app.run_until(async {
             let _ = stopped.await;

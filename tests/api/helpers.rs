@@ -8,7 +8,6 @@ use blog::auth::Auth;
 use blog::startup::Application;
 use blog::store::embedded::EmbeddedStore;
 use blog::store::Store;
-use blog::AppState;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -91,24 +90,27 @@ pub async fn spawn_app() -> TestApp {
 impl TestApp {
     /// The app with `BLOG_AUTH=none`.
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
-        Self::spawn_with_auth(fixture, pump, Auth::none()).await
-    }
-
-    pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
-        let state = AppState::new(fixture.store.clone()).with_auth(auth);
-        Self::spawn_with_state(fixture, state, pump).await
+        Self::spawn_with(fixture, pump, |app| app).await
     }
 
     /// With a feed snapshot that holds for `feed_max_age` where the store signals no commits.
     pub async fn spawn_with_feed_cache(fixture: Fixture, feed_max_age: Duration) -> TestApp {
-        let state = AppState::new(fixture.store.clone()).with_feed_cache(feed_max_age);
-        Self::spawn_with_state(fixture, state, true).await
+        Self::spawn_with(fixture, true, |app| app.with_feed_cache(feed_max_age)).await
     }
 
-    async fn spawn_with_state(fixture: Fixture, state: AppState, pump: bool) -> TestApp {
+    pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
+        Self::spawn_with(fixture, pump, |app| app.with_auth(auth)).await
+    }
+
+    /// As [`TestApp::spawn`], with `configure` adjusting the application (auth, hosted, limits).
+    pub async fn spawn_with(
+        fixture: Fixture,
+        pump: bool,
+        configure: impl FnOnce(Application) -> Application,
+    ) -> TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let app = Application::with_state(listener, state, pump);
+        let app = configure(Application::new(listener, fixture.store.clone(), pump));
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {
