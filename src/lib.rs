@@ -15,12 +15,14 @@
 //!   Cosmos DB triggers.
 //! - [`startup`]: bind, build the store, start the pump, serve; [`server`]: the HTTP server
 //!   with its timeouts, connection cap and graceful shutdown.
+//! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
 
 pub mod api;
 pub mod auth;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod ops;
 pub mod projection;
 pub mod pump;
 pub mod server;

@@ -66,6 +66,9 @@ impl Store for Hooked {
         self.before("read", c, pk).await?;
         self.inner.read_if_none_match(c, pk, id, etag).await
     }
+    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
+        self.inner.change_notifier(c)
+    }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         self.before("read", c, pk).await?;
         self.inner.read(c, pk, id).await

@@ -105,6 +105,9 @@ impl Store for Spy {
     ) -> StoreResult<ConditionalRead> {
         self.inner.read_if_none_match(c, pk, id, etag).await
     }
+    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
+        self.inner.change_notifier(c)
+    }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         if let Some(old) = self.stale.lock().unwrap().get(&(c.name(), id.to_string())) {
             return Ok(Some(old.clone()));
