@@ -12,6 +12,7 @@
 //!   and applied through the store; [`pump`]: the in-process change-feed follower that drives
 //!   them standalone; [`functions`]: the same projections invoked by the Functions host's
 //!   Cosmos DB triggers.
+//! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
 //! - [`startup`]: bind, build the store, start the pump, serve.
 
 pub mod api;
@@ -24,6 +25,7 @@ pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod web;
 
 pub use api::AppState;
 

@@ -1,5 +1,5 @@
-//! The HTTP API of CONTRACT §3 under `/api`, plus the readiness answer at `/` and the Functions
-//! host's trigger invocations at `/<FunctionName>`.
+//! The HTTP API under `/api` (the README's API section), plus the readiness answer and the browser
+//! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
 mod extract;
 mod posts;
@@ -12,7 +12,7 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
@@ -37,8 +37,8 @@ impl AppState {
     }
 }
 
-/// The routes of CONTRACT §3 (relative to `/api`): `(path, methods)`. The Functions contract
-/// test checks every `function.json` against this list.
+/// Every route under `/api` (relative to it): `(path, methods)`; each is one HTTP function under
+/// the Functions host. The Functions contract test checks every `function.json` against this list.
 pub const ROUTES: &[(&str, &[&str])] = &[
     ("users", &["POST"]),
     ("users/{userId}", &["GET", "PUT"]),
@@ -48,6 +48,8 @@ pub const ROUTES: &[(&str, &[&str])] = &[
     ("posts/{postId}/comments", &["GET", "POST"]),
     ("posts/{postId}/likes", &["GET", "POST"]),
     ("feed", &["GET"]),
+    // The browser client (`crate::web`): the page and its files.
+    ("web/{*path}", &["GET"]),
 ];
 
 /// The router for `/api/...`.
@@ -74,8 +76,8 @@ pub fn api_routes() -> Router<AppState> {
 pub fn router(state: AppState) -> Router {
     api_routes()
         .merge(crate::functions::routes())
-        // The Functions host probes `/` until it answers; answer at once, whatever the store does.
-        .route("/", any(|| async { Json(json!({ "status": "ok" })) }))
+        // `/` (the Functions host's readiness probe, or the page for a browser) and the client.
+        .merge(crate::web::routes())
         .fallback(|| async { ApiError::NotFound("no such resource".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
