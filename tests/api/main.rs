@@ -5,7 +5,8 @@
 //! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
 //!   hosted mode, logging);
 //! - `process`: the real binary, killed with SIGKILL and restarted;
-//! - `bench_smoke`: the `bench` tool at tiny scale.
+//! - `bench_smoke`: the `bench` tool at tiny scale;
+//! - `web`: the browser client's files as the handler serves them.
 
 mod helpers;
 
@@ -17,3 +18,4 @@ mod cosmos;
 mod embedded;
 mod functions;
 mod process;
+mod web;
