@@ -11,8 +11,12 @@ const whoami = document.getElementById('whoami');
 let generation = 0;
 
 function updateHeader() {
-  put(whoami, session.user ? session.user.username : session.mode === 'none' ? 'Choose user' : 'Sign in');
-  whoami.setAttribute('aria-label', session.user ? `Signed in as ${session.user.username}: your account` : 'Sign in');
+  let label = 'Sign in';
+  if (session.user) label = session.user.username;
+  else if (session.mode === 'none') label = 'Choose user';
+  else if (session.signedIn) label = 'Choose your name';
+  put(whoami, label);
+  whoami.setAttribute('aria-label', session.user ? `Signed in as ${session.user.username}: your account` : label);
 }
 
 function showNotice(e) {
