@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The web client in real headless Chromium: installs Debian's chromium and chromium-driver and
-# Selenium (pinned, in a throw-away venv), starts `handler` on 127.0.0.1 over a temporary
-# embedded store, and runs .ci/browser_test.py. Screenshots go to target/ci-screenshots/.
+# Selenium (pinned, in a throw-away venv), starts on 127.0.0.1, each over a temporary embedded
+# store, a `handler` with BLOG_AUTH=none and one with BLOG_AUTH=jwt signing in through a local
+# OpenID Connect issuer (.ci/oidc_issuer.py), and runs .ci/browser_test.py against both.
+# Screenshots go to target/ci-screenshots/.
 # Bounded: the test itself is given 5 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,9 +16,10 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
     chromium chromium-driver >/dev/null
 
 work=$(mktemp -d)
-handler_pid=""
+pids=()
 cleanup() {
-    if [ -n "$handler_pid" ]; then kill "$handler_pid" 2>/dev/null || true; wait "$handler_pid" 2>/dev/null || true; fi
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -25,25 +28,52 @@ echo "-- selenium (pinned, throw-away venv)"
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --disable-pip-version-check -r .ci/browser-requirements.txt
 
-echo "-- handler"
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_for() {
+    for _ in $(seq 1 100); do
+        if curl -s -o /dev/null "$1"; then return 0; fi
+        sleep 0.1
+    done
+    echo "nothing answers at $1"
+    return 1
+}
+
+echo "-- handler (BLOG_AUTH=none), and one with BLOG_AUTH=jwt and a local issuer"
 cargo build --bin handler
 target_dir=${CARGO_TARGET_DIR:-target}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-BLOG_DB_PATH="$work/blog.db" BLOG_BIND=127.0.0.1 PORT="$port" BLOG_AUTH=none RUST_LOG=warn \
+port=$(free_port)
+BLOG_DB_PATH="$work/none.db" BLOG_BIND=127.0.0.1 PORT="$port" BLOG_AUTH=none RUST_LOG=warn \
     "$target_dir/debug/handler" >"$work/handler.log" 2>&1 &
-handler_pid=$!
-for _ in $(seq 1 100); do
-    if curl -sf "http://127.0.0.1:$port/" >/dev/null; then break; fi
-    sleep 0.1
-done
+pids+=($!)
+issuer_port=$(free_port)
+"$work/venv/bin/python" .ci/oidc_issuer.py "$issuer_port" blog-web-test api://blog-test \
+    >"$work/issuer.log" 2>&1 &
+pids+=($!)
+jwt_port=$(free_port)
+BLOG_DB_PATH="$work/jwt.db" BLOG_BIND=127.0.0.1 PORT="$jwt_port" RUST_LOG=warn \
+    BLOG_AUTH=jwt BLOG_AUTH_ISSUER="http://127.0.0.1:$issuer_port" \
+    BLOG_AUTH_AUDIENCE=api://blog-test BLOG_AUTH_CLIENT_ID=blog-web-test \
+    BLOG_AUTH_SCOPES="openid api://blog-test/access" \
+    "$target_dir/debug/handler" >"$work/handler-jwt.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/"
+wait_for "http://127.0.0.1:$issuer_port/jwks"
+wait_for "http://127.0.0.1:$jwt_port/"
+
+jwt_base="http://127.0.0.1:$jwt_port"
+if ! curl -s "$jwt_base/api/config" | grep -q '"auth":"jwt"'; then
+    echo "!! this handler has no BLOG_AUTH=jwt (GET /api/config): the sign-in part is skipped"
+    jwt_base=""
+fi
 
 echo "-- browser test"
 out="$target_dir/ci-screenshots"
 rm -rf "$out"
 mkdir -p "$work/profile"
-if ! PROFILE_DIR="$work/profile" timeout 300 "$work/venv/bin/python" .ci/browser_test.py \
-    "http://127.0.0.1:$port" "$out"; then
-    echo "browser test failed; handler log:"
-    cat "$work/handler.log"
+if ! PROFILE_DIR="$work/profile" JWT_BASE="$jwt_base" timeout 300 \
+    "$work/venv/bin/python" .ci/browser_test.py "http://127.0.0.1:$port" "$out"; then
+    for log in handler handler-jwt issuer; do echo "--- $log log"; cat "$work/$log.log"; done
     exit 1
 fi

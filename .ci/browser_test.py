@@ -1,10 +1,11 @@
 """The web client in real headless Chromium, against a running `handler` (BLOG_AUTH=none).
 
-Usage: browser_test.py BASE_URL SCREENSHOT_DIR
+Usage: [JWT_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
 like twice, edit, rename, visit the author's page), checks that user text is shown as text and
-never run, and saves one screenshot per screen.
+never run, and saves one screenshot per screen. With JWT_BASE (a handler with BLOG_AUTH=jwt),
+also signs in with its OpenID Connect issuer and writes as the signed-in user.
 """
 
 import os
@@ -25,6 +26,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 BASE = sys.argv[1].rstrip("/")
 OUT = sys.argv[2]
+# A second handler with BLOG_AUTH=jwt and a local issuer (.ci/oidc_issuer.py), when given.
+JWT_BASE = os.environ.get("JWT_BASE", "").rstrip("/")
 WAIT = 20  # seconds for anything to appear (the change feed copies within a second locally)
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -122,6 +125,44 @@ def controls_are_labelled():
         ".concat([...document.querySelectorAll('button')].filter(b => !b.textContent.trim()).map(b => b.outerHTML))"
     )
     assert not unlabelled, f"controls without a label: {unlabelled}"
+
+
+def signed_in_with_an_issuer():
+    """BLOG_AUTH=jwt: sign in with the OpenID Connect issuer (code + PKCE), create one's user."""
+    d.get(f"{JWT_BASE}/")
+    h1_is("Feed")
+    until("the sign-in link", lambda: text("#whoami") == "Sign in")
+    q("#whoami").click()
+    h1_is("Sign in")
+    q("#sign-in").click()
+    # To the issuer and straight back with a code; the client trades it for a token.
+    until("the way back from the issuer", lambda: text("#whoami") == "Choose your name")
+    assert d.current_url == f"{JWT_BASE}/#/me", d.current_url
+    token = d.execute_script("return sessionStorage.getItem('blog.token')")
+    assert token and "accessToken" in token, "the token is kept for the tab"
+    assert d.execute_script("return localStorage.getItem('blog.userId')") is None
+    fill("#new-username", "jo")
+    submit("#new-username")
+    until("the signed-in user", lambda: text("#whoami") == "jo")
+    shot("signed-in")
+    go_jwt = lambda fragment: d.get(f"{JWT_BASE}/{fragment}")
+    go_jwt("#/write")
+    h1_is("Write a post")
+    fill("#post-title", "Signed in")
+    fill("#post-content", "Written with a bearer token.")
+    submit("#post-title")
+    h1_is("Signed in")
+    assert text("article .author") == "jo"
+    # A reload keeps the sign-in (sessionStorage) and finds the user at /api/me.
+    d.refresh()
+    h1_is("Signed in")
+    until("the user after a reload", lambda: text("#whoami") == "jo")
+    q("#whoami").click()
+    h1_is("jo")
+    q("#sign-out").click()
+    until("signed out", lambda: text("#whoami") == "Sign in")
+    go_jwt("#/write")
+    until("the invitation to sign in", lambda: "Sign in to write." in q("main").text)
 
 
 try:
@@ -272,6 +313,10 @@ try:
     wide = d.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert wide <= 0, f"the page is {wide}px wider than a phone screen"
     shot("post-phone")
+
+    d.set_window_size(960, 760)
+    if JWT_BASE:
+        signed_in_with_an_issuer()
 
     # Nothing went wrong in the page: no script error, no policy violation.
     problems = [
