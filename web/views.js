@@ -257,7 +257,7 @@ export async function post(ctx, id) {
       body,
       h('p', { class: 'meta counts' }, likeCount, ' · ', commentCount),
       h('div', { class: 'actions' }, session.user ? likeButton : null, editButton),
-      session.user ? null : needUser('like or comment'),
+      session.user ? null : needUser('like'),
       likeNote,
       editArea,
     ),
