@@ -13,7 +13,7 @@
 //! origin (no inline code), no plugins, no framing, and Trusted Types required, so that no script
 //! can hand a string to an HTML sink such as `innerHTML`.
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -102,9 +102,31 @@ fn connect_origins(_state: &AppState) -> Vec<String> {
     Vec::new()
 }
 
-fn serve(asset: &Asset, csp: &str) -> Response {
-    let mut resp = (StatusCode::OK, asset.body).into_response();
+/// A validator for an embedded file: a hash of its bytes, the same for the life of the binary.
+pub fn etag(asset: &Asset) -> String {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut h = DefaultHasher::new();
+    h.write(asset.body);
+    format!("\"{:016x}\"", h.finish())
+}
+
+fn serve(asset: &Asset, csp: &str, request: &HeaderMap) -> Response {
+    let tag = etag(asset);
+    let fresh = request
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim() == tag || t.trim() == "*");
+    let mut resp = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, asset.body).into_response()
+    };
     let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, v);
+    }
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(asset.content_type),
@@ -121,14 +143,18 @@ fn serve(asset: &Asset, csp: &str) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
-    // Small files, embedded in the binary: revalidate on every load so an upgrade shows at once.
+    // Revalidated on every load (a 304 while the binary is the same), so an upgrade shows at once.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp
 }
 
-fn serve_named(state: &AppState, name: &str) -> Response {
+fn serve_named(state: &AppState, name: &str, request: &HeaderMap) -> Response {
     match asset(name) {
-        Some(a) => serve(a, &content_security_policy(&connect_origins(state))),
+        Some(a) => serve(
+            a,
+            &content_security_policy(&connect_origins(state)),
+            request,
+        ),
         None => ApiError::NotFound(format!("no file `{name}` in the web client")).into_response(),
     }
 }
@@ -143,12 +169,9 @@ fn wants_html(headers: &HeaderMap) -> bool {
 
 /// `/`: the page for a browser, the readiness answer for everything else (the Functions host's
 /// probe, scripts). Both are immediate and touch no store.
-async fn root(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    headers: HeaderMap,
-) -> Response {
+async fn root(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let mut resp = if wants_html(&headers) {
-        serve_named(&state, INDEX)
+        serve_named(&state, INDEX, &headers)
     } else {
         Json(json!({ "status": "ok" })).into_response()
     };
@@ -166,28 +189,26 @@ pub fn routes() -> Router<AppState> {
         .route(
             &format!("{PREFIX}/"),
             get(
-                |axum::extract::State(s): axum::extract::State<AppState>| async move {
-                    serve_named(&s, INDEX)
-                },
+                |State(s): State<AppState>, h: HeaderMap| async move { serve_named(&s, INDEX, &h) },
             ),
         )
         .route(
             &format!("{PREFIX}/{{*path}}"),
             get(
-                |axum::extract::State(s): axum::extract::State<AppState>,
-                 Path(path): Path<String>| async move { serve_named(&s, &path) },
+                |State(s): State<AppState>, Path(path): Path<String>, h: HeaderMap| async move {
+                    serve_named(&s, &path, &h)
+                },
             ),
         );
     for a in ASSETS.iter().filter(|a| a.name != INDEX) {
         let name = a.name;
-        router = router.route(
-            &format!("/{name}"),
-            get(
-                move |axum::extract::State(s): axum::extract::State<AppState>| async move {
-                    serve_named(&s, name)
-                },
-            ),
-        );
+        router =
+            router.route(
+                &format!("/{name}"),
+                get(move |State(s): State<AppState>, h: HeaderMap| async move {
+                    serve_named(&s, name, &h)
+                }),
+            );
     }
     router
 }

@@ -118,6 +118,30 @@ async fn every_file_is_served_with_its_type_and_the_security_policy() {
             assert_eq!(r.bytes().await.unwrap(), a.body, "{path}");
         }
     }
+    // Revalidation: the same bytes answer 304 to the ETag they were served with.
+    for a in ASSETS {
+        let url = app.url(&format!("/api/web/{}", a.name));
+        let first = app.client.get(&url).send().await.unwrap();
+        let tag = first.headers()["etag"].clone();
+        assert_eq!(tag, blog::web::etag(a).as_str());
+        let again = app
+            .client
+            .get(&url)
+            .header("if-none-match", tag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{}", a.name);
+        assert!(again.bytes().await.unwrap().is_empty());
+        let other = app
+            .client
+            .get(&url)
+            .header("if-none-match", "\"0000\"")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(other.status(), StatusCode::OK, "{}", a.name);
+    }
     let page = app.client.get(app.url("/api/web/")).send().await.unwrap();
     assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
     assert!(page.headers().contains_key("content-security-policy"));
