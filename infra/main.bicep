@@ -58,6 +58,15 @@ param cosmosDatabaseName string = 'blog'
 @description('Optional Microsoft Entra object id of a developer granted Cosmos DB data access (e.g. az ad signed-in-user show --query id -o tsv). Empty: none.')
 param developerPrincipalId string = ''
 
+@description('Optional client (application) id of a Microsoft Entra app registration for the API. Set: App Service authentication validates Entra sign-ins and bearer tokens for it and the app acts as the signed-in caller. Empty: authentication stays off, so every write answers 401 (reads stay public).')
+param authClientId string = ''
+
+@description('Microsoft Entra tenant of the app registration (default: this deployment\'s tenant).')
+param authTenantId string = tenant().tenantId
+
+@description('Scopes a browser client asks for when signing in, space-separated (published by GET /api/config). Empty: api://<authClientId>/.default.')
+param authScopes string = ''
+
 var suffix = uniqueString(resourceGroup().id, baseName)
 var compactBase = toLower(replace(baseName, '-', ''))
 
@@ -137,6 +146,9 @@ module functionApp 'modules/functionapp.bicep' = {
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
     cosmosEndpoint: cosmos.outputs.endpoint
     cosmosDatabaseName: cosmos.outputs.databaseName
+    authClientId: authClientId
+    authTenantId: authTenantId
+    authScopes: authScopes
   }
   // Using the storage, monitoring and cosmos outputs orders this module after those
   // deployments, role assignments included, so the host can reach storage, Cosmos DB

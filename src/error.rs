@@ -15,6 +15,13 @@ pub enum ApiError {
     /// 400: malformed or invalid input (bad JSON, a field out of its limits, a bad id or query).
     #[error("{0}")]
     BadRequest(String),
+    /// 401: a write without a valid identity. `challenge` is the `WWW-Authenticate` value when
+    /// the caller should present a bearer token.
+    #[error("{detail}")]
+    Unauthorized {
+        detail: String,
+        challenge: Option<String>,
+    },
     /// 403: the caller may not change this resource (a post edited by someone else).
     #[error("{0}")]
     Forbidden(String),
@@ -42,6 +49,10 @@ pub enum ApiError {
     /// 503: the store is unreachable or not ready; retry after the given time.
     #[error("the store is unavailable; retry later")]
     Unavailable { retry_after: Duration },
+    /// 503: the identity provider's keys cannot be fetched, so no token can be checked; retry
+    /// after the given time.
+    #[error("the identity provider's signing keys are unavailable; retry later")]
+    IdentityUnavailable { retry_after: Duration },
     /// 500: anything else. The detail is logged, never returned.
     #[error("internal error: {0}")]
     Internal(String),
@@ -60,6 +71,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -68,7 +80,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable { .. } | ApiError::IdentityUnavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -127,10 +141,21 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let ApiError::Throttled { retry_after } | ApiError::Unavailable { retry_after } = &self {
+        if let ApiError::Throttled { retry_after }
+        | ApiError::Unavailable { retry_after }
+        | ApiError::IdentityUnavailable { retry_after } = &self
+        {
             let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let ApiError::Unauthorized {
+            challenge: Some(c), ..
+        } = &self
+        {
+            if let Ok(v) = HeaderValue::from_str(c) {
+                resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+            }
         }
         resp
     }

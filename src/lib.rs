@@ -3,19 +3,21 @@
 //! either standalone or as an Azure Functions custom handler.
 //!
 //! Where each part lives:
-//! - [`settings`]: environment variables (CONTRACT §1); [`telemetry`]: logging to stdout.
+//! - [`settings`]: environment variables (README, "Settings"); [`telemetry`]: logging to stdout.
 //! - [`domain`]: validated inputs, item shapes, short-form content, timestamps.
 //! - [`store`]: the Cosmos-shaped [`store::Store`] trait, its embedded SQLite implementation and
 //!   the per-request accounting behind `x-store-operations` / `x-request-charge`.
-//! - [`api`]: the HTTP routes of CONTRACT §3; [`error`]: the one error type (problem+json).
-//! - [`projection`]: the change-feed denormalizations of CONTRACT §4, planned as pure functions
-//!   and applied through the store; [`pump`]: the in-process change-feed follower that drives
+//! - [`auth`]: who is calling (`BLOG_AUTH`): bearer tokens, Easy Auth, the `Caller` of a write.
+//! - [`api`]: the HTTP routes (README, "The API"); [`error`]: the one error type (problem+json).
+//! - [`projection`]: the change-feed denormalizations (copies, names, counters), planned as
+//!   pure functions and applied through the store; [`pump`]: the in-process change-feed follower that drives
 //!   them standalone; [`functions`]: the same projections invoked by the Functions host's
 //!   Cosmos DB triggers.
 //! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
 //! - [`startup`]: bind, build the store, start the pump, serve.
 
 pub mod api;
+pub mod auth;
 pub mod domain;
 pub mod error;
 pub mod functions;

@@ -25,6 +25,7 @@ async fn main() -> std::process::ExitCode {
         store = app.state().store.kind(),
         hosted = settings.hosted,
         pump = settings.pump,
+        auth = settings.auth.mode.as_str(),
         "listening"
     );
     match app.run_until(shutdown_signal()).await {

@@ -1,12 +1,27 @@
-//! Settings from the environment (CONTRACT §1). A malformed value is an error naming the setting.
+//! Settings from the environment (the table in the README's "Settings" section). A malformed
+//! value is an error naming the setting; secrets never print.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::str::FromStr;
+
+pub use azure_data_cosmos::AccountEndpoint;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
     Embedded,
     Cosmos,
+}
+
+impl FromStr for StoreKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "embedded" => Ok(StoreKind::Embedded),
+            "cosmos" => Ok(StoreKind::Cosmos),
+            _ => Err(format!("`{s}` is neither `embedded` nor `cosmos`")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,7 +30,126 @@ pub enum LogFormat {
     Json,
 }
 
-/// The Cosmos DB settings (CONTRACT §1 plus the development switches), validated at start-up so a
+impl FromStr for LogFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(format!("`{s}` is neither `text` nor `json`")),
+        }
+    }
+}
+
+/// `BLOG_AUTH`: who the caller of a write is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Nobody is verified: the body's `userId` names the caller (local development only).
+    None,
+    /// `Authorization: Bearer <JWT>`, validated against an OpenID Connect issuer.
+    Jwt,
+    /// The principal App Service authentication puts in the `X-MS-CLIENT-PRINCIPAL*` headers.
+    EasyAuth,
+}
+
+impl AuthMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMode::None => "none",
+            AuthMode::Jwt => "jwt",
+            AuthMode::EasyAuth => "easyauth",
+        }
+    }
+}
+
+impl FromStr for AuthMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "none" => Ok(AuthMode::None),
+            "jwt" => Ok(AuthMode::Jwt),
+            "easyauth" => Ok(AuthMode::EasyAuth),
+            _ => Err(format!("`{s}` is not `none`, `jwt` or `easyauth`")),
+        }
+    }
+}
+
+/// How callers are identified (`BLOG_AUTH*`), checked at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthSettings {
+    pub mode: AuthMode,
+    /// `BLOG_AUTH_ISSUER`: the OpenID Connect issuer, exactly as tokens name it in `iss`.
+    /// Required for `jwt`; in `easyauth` only published to clients (`GET /api/config`).
+    pub issuer: Option<String>,
+    /// `BLOG_AUTH_AUDIENCE`: the `aud` tokens must carry (`jwt`).
+    pub audience: Option<String>,
+    /// `BLOG_AUTH_JWKS_URL`: where the issuer's keys are; unset: from the issuer's discovery
+    /// document (`<issuer>/.well-known/openid-configuration`).
+    pub jwks_url: Option<String>,
+    /// `BLOG_AUTH_CLIENT_ID`: the public client id a browser signs in with (published only).
+    pub client_id: Option<String>,
+    /// `BLOG_AUTH_SCOPES`: the scopes a client asks for (space- or comma-separated; published only).
+    pub scopes: Vec<String>,
+    /// In Azure (`WEBSITE_SITE_NAME` set) App Service authentication is off
+    /// (`WEBSITE_AUTH_ENABLED` is not true): nothing strips client-sent `X-MS-CLIENT-PRINCIPAL*`
+    /// headers, so `easyauth` must not trust them.
+    pub platform_auth_off: bool,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        AuthSettings {
+            mode: AuthMode::None,
+            issuer: None,
+            audience: None,
+            jwks_url: None,
+            client_id: None,
+            scopes: Vec::new(),
+            platform_auth_off: false,
+        }
+    }
+}
+
+/// A secret setting (the Cosmos DB account key): compared and used, never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(s: &str) -> Self {
+        Secret(s.to_string())
+    }
+}
+
+impl From<String> for Secret {
+    fn from(s: String) -> Self {
+        Secret(s)
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// The Cosmos DB settings (the account and the development switches), validated at start-up so a
 /// malformed value stops the process instead of failing on first use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CosmosSettings {
@@ -51,7 +185,7 @@ impl Default for CosmosSettings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CosmosConnection {
     /// `https://<account>.documents.azure.com:443/` (or the emulator's `https://localhost:8081/`).
-    pub endpoint: String,
+    pub endpoint: AccountEndpoint,
     pub auth: CosmosAuth,
 }
 
@@ -62,30 +196,16 @@ pub struct CosmosConnection {
 /// or `COSMOS__clientId` is set (the user-assigned identity with that client id, else the
 /// system-assigned one), otherwise from the developer's own sign-in (Azure CLI, then Azure
 /// Developer CLI). These are the names the Functions host's Cosmos DB binding reads too.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CosmosAuth {
     /// The account key of a `COSMOS` connection string (base64).
-    Key(String),
+    Key(Secret),
     ManagedIdentity {
         /// `COSMOS__clientId`: a user-assigned identity; `None`: the system-assigned identity.
         client_id: Option<String>,
     },
     /// `az login` / `azd auth login` on a developer machine.
     DeveloperTools,
-}
-
-/// Never print the account key.
-impl std::fmt::Debug for CosmosAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CosmosAuth::Key(_) => f.write_str("Key(<redacted>)"),
-            CosmosAuth::ManagedIdentity { client_id } => f
-                .debug_struct("ManagedIdentity")
-                .field("client_id", client_id)
-                .finish(),
-            CosmosAuth::DeveloperTools => f.write_str("DeveloperTools"),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +219,7 @@ pub struct Settings {
     pub pump: bool,
     pub cosmos: CosmosSettings,
     pub log_format: LogFormat,
+    pub auth: AuthSettings,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -113,6 +234,16 @@ fn bad(name: &'static str, why: impl Into<String>) -> SettingError {
         name,
         why: why.into(),
     }
+}
+
+/// Parse an optional setting with its type's `FromStr`, naming the setting on error.
+fn parsed<T: FromStr<Err = String>>(
+    name: &'static str,
+    value: Option<String>,
+) -> Result<Option<T>, SettingError> {
+    value
+        .map(|v| v.parse::<T>().map_err(|why| bad(name, why)))
+        .transpose()
 }
 
 impl Settings {
@@ -154,41 +285,17 @@ impl Settings {
 
         let cosmos = cosmos_settings(&get)?;
         let any_cosmos = cosmos.connection.is_some();
-        let store = match get("BLOG_STORE").as_deref().map(str::trim) {
-            None if any_cosmos => StoreKind::Cosmos,
-            None => StoreKind::Embedded,
-            Some(v) if v.eq_ignore_ascii_case("embedded") => StoreKind::Embedded,
-            Some(v) if v.eq_ignore_ascii_case("cosmos") => StoreKind::Cosmos,
-            Some(v) => {
-                return Err(bad(
-                    "BLOG_STORE",
-                    format!("`{v}` is neither `embedded` nor `cosmos`"),
-                ))
-            }
-        };
+        let store = parsed("BLOG_STORE", get("BLOG_STORE"))?.unwrap_or(if any_cosmos {
+            StoreKind::Cosmos
+        } else {
+            StoreKind::Embedded
+        });
         if store == StoreKind::Cosmos && !any_cosmos {
             return Err(bad(
                 "COSMOS",
                 "the Cosmos store needs `COSMOS` or `COSMOS__accountEndpoint`",
             ));
         }
-        let pump = match get("BLOG_PUMP").as_deref().map(str::trim) {
-            None => !hosted,
-            Some(v) if v.eq_ignore_ascii_case("on") || v == "true" || v == "1" => true,
-            Some(v) if v.eq_ignore_ascii_case("off") || v == "false" || v == "0" => false,
-            Some(v) => return Err(bad("BLOG_PUMP", format!("`{v}` is neither `on` nor `off`"))),
-        };
-        let log_format = match get("BLOG_LOG_FORMAT").as_deref().map(str::trim) {
-            None => LogFormat::Text,
-            Some(v) if v.eq_ignore_ascii_case("text") => LogFormat::Text,
-            Some(v) if v.eq_ignore_ascii_case("json") => LogFormat::Json,
-            Some(v) => {
-                return Err(bad(
-                    "BLOG_LOG_FORMAT",
-                    format!("`{v}` is neither `text` nor `json`"),
-                ))
-            }
-        };
         Ok(Settings {
             addr,
             hosted,
@@ -196,20 +303,103 @@ impl Settings {
             db_path: get("BLOG_DB_PATH")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from(".data/blog.db")),
-            pump,
+            pump: flag("BLOG_PUMP", get("BLOG_PUMP"))?.unwrap_or(!hosted),
             cosmos,
-            log_format,
+            log_format: parsed("BLOG_LOG_FORMAT", get("BLOG_LOG_FORMAT"))?
+                .unwrap_or(LogFormat::Text),
+            auth: auth_settings(&get, hosted)?,
         })
     }
 }
 
-/// A boolean switch: `true`/`false`, `1`/`0`, `on`/`off`, `yes`/`no` (any case); unset is `false`.
-fn flag(name: &'static str, value: Option<String>) -> Result<bool, SettingError> {
-    let Some(v) = value else { return Ok(false) };
+/// A switch, the same for every one: `true`/`false`, `1`/`0`, `on`/`off`, `yes`/`no` in any case.
+/// `None` when unset, so each switch picks its own default.
+fn flag(name: &'static str, value: Option<String>) -> Result<Option<bool>, SettingError> {
+    let Some(v) = value else { return Ok(None) };
     match v.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "on" | "yes" => Ok(true),
-        "false" | "0" | "off" | "no" => Ok(false),
-        _ => Err(bad(name, format!("`{v}` is neither `true` nor `false`"))),
+        "true" | "1" | "on" | "yes" => Ok(Some(true)),
+        "false" | "0" | "off" | "no" => Ok(Some(false)),
+        _ => Err(bad(name, format!("`{v}` is neither `on` nor `off`"))),
+    }
+}
+
+fn auth_settings(
+    get: &impl Fn(&str) -> Option<String>,
+    hosted: bool,
+) -> Result<AuthSettings, SettingError> {
+    let default = if hosted {
+        AuthMode::EasyAuth
+    } else {
+        AuthMode::None
+    };
+    let mode = parsed("BLOG_AUTH", get("BLOG_AUTH"))?.unwrap_or(default);
+    if mode == AuthMode::EasyAuth && !hosted {
+        // The `X-MS-CLIENT-PRINCIPAL*` headers are trustworthy only behind App Service
+        // authentication, which strips them from what clients send.
+        return Err(bad(
+            "BLOG_AUTH",
+            "`easyauth` is allowed only under the Functions host (App Service authentication \
+             strips client-sent identity headers; standalone nothing would): use `jwt` or `none`",
+        ));
+    }
+    let url = |name: &'static str| -> Result<Option<String>, SettingError> {
+        get(name)
+            .map(|v| check_issuer_url(name, v.trim()))
+            .transpose()
+    };
+    let issuer = url("BLOG_AUTH_ISSUER")?;
+    let jwks_url = url("BLOG_AUTH_JWKS_URL")?;
+    let audience = get("BLOG_AUTH_AUDIENCE").map(|v| v.trim().to_string());
+    if mode == AuthMode::Jwt {
+        if issuer.is_none() {
+            return Err(bad("BLOG_AUTH_ISSUER", "`BLOG_AUTH=jwt` needs the issuer"));
+        }
+        if audience.is_none() {
+            return Err(bad(
+                "BLOG_AUTH_AUDIENCE",
+                "`BLOG_AUTH=jwt` needs the audience",
+            ));
+        }
+    }
+    Ok(AuthSettings {
+        mode,
+        issuer,
+        audience,
+        jwks_url,
+        client_id: get("BLOG_AUTH_CLIENT_ID").map(|v| v.trim().to_string()),
+        scopes: get("BLOG_AUTH_SCOPES")
+            .map(|v| {
+                v.split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        platform_auth_off: get("WEBSITE_SITE_NAME").is_some()
+            && !matches!(
+                flag("WEBSITE_AUTH_ENABLED", get("WEBSITE_AUTH_ENABLED")),
+                Ok(Some(true))
+            ),
+    })
+}
+
+/// An issuer or key URL: `https://`, or plain `http://` to this machine only (a local issuer).
+fn check_issuer_url(name: &'static str, value: &str) -> Result<String, SettingError> {
+    let url = reqwest::Url::parse(value).map_err(|e| bad(name, format!("`{value}`: {e}")))?;
+    let host = url.host_str().unwrap_or("");
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" if !host.is_empty() => Ok(value.to_string()),
+        "http" if loopback => Ok(value.to_string()),
+        _ => Err(bad(
+            name,
+            format!("`{value}` is not an https:// URL (plain http only to this machine)"),
+        )),
     }
 }
 
@@ -249,8 +439,9 @@ fn cosmos_settings(get: &impl Fn(&str) -> Option<String>) -> Result<CosmosSettin
         region: get("BLOG_COSMOS_REGION")
             .or_else(|| get("REGION_NAME"))
             .map(|v| v.trim().to_string()),
-        emulator: flag("BLOG_COSMOS_EMULATOR", get("BLOG_COSMOS_EMULATOR"))?,
-        create_containers: flag("BLOG_CREATE_CONTAINERS", get("BLOG_CREATE_CONTAINERS"))?,
+        emulator: flag("BLOG_COSMOS_EMULATOR", get("BLOG_COSMOS_EMULATOR"))?.unwrap_or(false),
+        create_containers: flag("BLOG_CREATE_CONTAINERS", get("BLOG_CREATE_CONTAINERS"))?
+            .unwrap_or(false),
     })
 }
 
@@ -267,16 +458,16 @@ fn parse_connection_string(cs: &str) -> Result<CosmosConnection, SettingError> {
         if k.trim().eq_ignore_ascii_case("AccountEndpoint") {
             endpoint = Some(v.trim().to_string());
         } else if k.trim().eq_ignore_ascii_case("AccountKey") {
-            key = Some(v.trim().to_string());
+            key = Some(Secret::new(v.trim()));
         }
     }
     let endpoint = endpoint.ok_or_else(|| bad("COSMOS", "`AccountEndpoint` is missing"))?;
     let key = key
-        .filter(|k| !k.is_empty())
+        .filter(|k| !k.expose().is_empty())
         .ok_or_else(|| bad("COSMOS", "`AccountKey` is missing"))?;
     use base64::Engine as _;
     if base64::engine::general_purpose::STANDARD
-        .decode(&key)
+        .decode(key.expose())
         .is_err()
     {
         return Err(bad("COSMOS", "`AccountKey` is not base64"));
@@ -287,9 +478,9 @@ fn parse_connection_string(cs: &str) -> Result<CosmosConnection, SettingError> {
     })
 }
 
-/// An `http(s)://host[:port]/` URL; the SDK decides later whether plain `http` is allowed (only
-/// for an emulator on this machine).
-fn check_endpoint(name: &'static str, endpoint: &str) -> Result<String, SettingError> {
+/// An `http(s)://host[:port]/` URL, parsed once into the SDK's endpoint type; the SDK decides
+/// later whether plain `http` is allowed (only for an emulator on this machine).
+fn check_endpoint(name: &'static str, endpoint: &str) -> Result<AccountEndpoint, SettingError> {
     let rest = endpoint
         .strip_prefix("https://")
         .or_else(|| endpoint.strip_prefix("http://"))
@@ -298,7 +489,9 @@ fn check_endpoint(name: &'static str, endpoint: &str) -> Result<String, SettingE
     if host.is_empty() || host.contains(char::is_whitespace) || host.contains('@') {
         return Err(bad(name, format!("`{endpoint}` has no valid host")));
     }
-    Ok(endpoint.to_string())
+    endpoint
+        .parse::<AccountEndpoint>()
+        .map_err(|_| bad(name, format!("`{endpoint}` is not a valid URL")))
 }
 
 #[cfg(test)]
@@ -362,6 +555,9 @@ mod tests {
             ("BLOG_STORE", "postgres"),
             ("BLOG_PUMP", "maybe"),
             ("BLOG_LOG_FORMAT", "xml"),
+            ("BLOG_AUTH", "basic"),
+            ("BLOG_AUTH_ISSUER", "http://login.example.com/"),
+            ("BLOG_AUTH_JWKS_URL", "not a url"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }
@@ -381,16 +577,21 @@ mod tests {
         let s = parse(&[("COSMOS", &cs)]).unwrap();
         assert_eq!(s.store, StoreKind::Cosmos);
         let c = s.cosmos.connection.unwrap();
-        assert_eq!(c.endpoint, "https://localhost:8081/");
+        assert_eq!(c.endpoint.url().as_str(), "https://localhost:8081/");
         assert_eq!(c.auth, CosmosAuth::Key(EMULATOR_KEY.into()));
         // Order and case of the parts do not matter; the key never shows in Debug output.
         let cs = format!(
             "accountkey={EMULATOR_KEY}; accountendpoint=https://a.documents.azure.com:443/"
         );
         let s = parse(&[("COSMOS", &cs)]).unwrap();
+        assert!(!format!("{s:?}").contains(EMULATOR_KEY));
         let c = s.cosmos.connection.unwrap();
-        assert_eq!(c.endpoint, "https://a.documents.azure.com:443/");
+        assert_eq!(c.endpoint.url().host_str(), Some("a.documents.azure.com"));
         assert!(!format!("{c:?}").contains(EMULATOR_KEY));
+        let CosmosAuth::Key(key) = &c.auth else {
+            panic!("key auth")
+        };
+        assert_eq!(format!("{key} {key:?}"), "<redacted> <redacted>");
     }
 
     #[test]
@@ -478,5 +679,100 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(e.name, "COSMOS__credential");
+    }
+
+    #[test]
+    fn every_switch_takes_the_same_spellings_in_any_case() {
+        for (v, on) in [
+            ("true", true),
+            ("TRUE", true),
+            ("On", true),
+            ("1", true),
+            ("Yes", true),
+            ("false", false),
+            ("OFF", false),
+            ("0", false),
+            ("no", false),
+        ] {
+            let s = parse(&[
+                ("BLOG_PUMP", v),
+                ("BLOG_COSMOS_EMULATOR", v),
+                ("BLOG_CREATE_CONTAINERS", v),
+            ])
+            .unwrap();
+            assert_eq!(s.pump, on, "{v}");
+            assert_eq!(s.cosmos.emulator, on, "{v}");
+            assert_eq!(s.cosmos.create_containers, on, "{v}");
+        }
+        let s = parse(&[("BLOG_STORE", "Embedded"), ("BLOG_LOG_FORMAT", "JSON")]).unwrap();
+        assert_eq!(
+            (s.store, s.log_format),
+            (StoreKind::Embedded, LogFormat::Json)
+        );
+    }
+
+    #[test]
+    fn auth_defaults_to_none_standalone_and_easyauth_under_the_host() {
+        assert_eq!(parse(&[]).unwrap().auth, AuthSettings::default());
+        let s = parse(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "40123")]).unwrap();
+        assert_eq!(s.auth.mode, AuthMode::EasyAuth);
+        let s = parse(&[
+            ("FUNCTIONS_CUSTOMHANDLER_PORT", "40123"),
+            ("BLOG_AUTH", "None"),
+        ]);
+        assert_eq!(s.unwrap().auth.mode, AuthMode::None);
+    }
+
+    #[test]
+    fn in_azure_app_service_authentication_must_be_on_for_easyauth() {
+        let host = ("FUNCTIONS_CUSTOMHANDLER_PORT", "40123");
+        assert!(
+            !parse(&[host]).unwrap().auth.platform_auth_off,
+            "local func start"
+        );
+        let site = ("WEBSITE_SITE_NAME", "func-blog");
+        assert!(parse(&[host, site]).unwrap().auth.platform_auth_off);
+        let on = ("WEBSITE_AUTH_ENABLED", "True");
+        assert!(!parse(&[host, site, on]).unwrap().auth.platform_auth_off);
+    }
+
+    #[test]
+    fn easyauth_standalone_is_refused_naming_the_setting() {
+        let e = parse(&[("BLOG_AUTH", "easyauth")]).unwrap_err();
+        assert_eq!(e.name, "BLOG_AUTH");
+        assert!(e.why.contains("Functions host"), "{e}");
+    }
+
+    #[test]
+    fn jwt_needs_issuer_and_audience() {
+        let e = parse(&[("BLOG_AUTH", "jwt"), ("BLOG_AUTH_AUDIENCE", "api://blog")]);
+        assert_eq!(e.unwrap_err().name, "BLOG_AUTH_ISSUER");
+        let e = parse(&[
+            ("BLOG_AUTH", "jwt"),
+            ("BLOG_AUTH_ISSUER", "https://login.example.com/t/v2.0"),
+        ]);
+        assert_eq!(e.unwrap_err().name, "BLOG_AUTH_AUDIENCE");
+        let s = parse(&[
+            ("BLOG_AUTH", "JWT"),
+            ("BLOG_AUTH_ISSUER", "https://login.example.com/t/v2.0"),
+            ("BLOG_AUTH_AUDIENCE", "api://blog"),
+            ("BLOG_AUTH_JWKS_URL", "http://127.0.0.1:9/keys"),
+            ("BLOG_AUTH_CLIENT_ID", "spa-client"),
+            (
+                "BLOG_AUTH_SCOPES",
+                "openid, api://blog/Posts.Write  profile",
+            ),
+        ])
+        .unwrap()
+        .auth;
+        assert_eq!(s.mode, AuthMode::Jwt);
+        assert_eq!(
+            s.issuer.as_deref(),
+            Some("https://login.example.com/t/v2.0")
+        );
+        assert_eq!(s.audience.as_deref(), Some("api://blog"));
+        assert_eq!(s.jwks_url.as_deref(), Some("http://127.0.0.1:9/keys"));
+        assert_eq!(s.client_id.as_deref(), Some("spa-client"));
+        assert_eq!(s.scopes, ["openid", "api://blog/Posts.Write", "profile"]);
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
+use crate::auth::Auth;
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
@@ -25,15 +26,25 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
-        Ok(Self::new(listener, store, settings.pump))
+        crate::auth::announce(&settings.auth, settings.addr);
+        Ok(Self::new(listener, store, settings.pump).with_auth(Auth::new(&settings.auth)))
     }
 
-    /// An application over an already bound listener and an already open store (tests, bench).
+    /// An application over an already bound listener and an already open store (tests, bench),
+    /// with `BLOG_AUTH=none` unless [`Application::with_auth`] says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
             state: AppState::new(store),
             pump,
+        }
+    }
+
+    /// The same application identifying callers with `auth`.
+    pub fn with_auth(self, auth: Auth) -> Self {
+        Application {
+            state: self.state.with_auth(auth),
+            ..self
         }
     }
 

@@ -97,9 +97,14 @@ pub fn origin_of(url: &str) -> Option<String> {
     ok.then(|| format!("{scheme}://{}", authority.to_ascii_lowercase()))
 }
 
-/// The origins the client's page may call besides its own.
-fn connect_origins(_state: &AppState) -> Vec<String> {
-    Vec::new()
+/// The origins the client's page may call besides its own: the OpenID Connect issuer's, when
+/// callers sign in with one (its discovery document and token endpoint are fetched from the page).
+fn connect_origins(state: &AppState) -> Vec<String> {
+    state.auth.client_config()["issuer"]
+        .as_str()
+        .and_then(origin_of)
+        .into_iter()
+        .collect()
 }
 
 /// A validator for an embedded file: a hash of its bytes, the same for the life of the binary.

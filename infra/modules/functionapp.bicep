@@ -73,6 +73,15 @@ param cosmosEndpoint string
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string
 
+@description('Client id of the Microsoft Entra app registration for the API; empty: App Service authentication off.')
+param authClientId string = ''
+
+@description('Microsoft Entra tenant id of that app registration.')
+param authTenantId string = ''
+
+@description('Scopes a browser client asks for (space-separated); empty: api://<authClientId>/.default.')
+param authScopes string = ''
+
 var isFlex = hostingPlan == 'FlexConsumption'
 
 var flexAppConfig = {
@@ -140,7 +149,32 @@ var commonSettings = [
     name: 'BLOG_STORE'
     value: 'cosmos'
   }
+  // Who is calling: the principal App Service authentication vouches for. Without an app
+  // registration authentication stays off and every write answers 401.
+  {
+    name: 'BLOG_AUTH'
+    value: 'easyauth'
+  }
 ]
+
+var authEnabled = !empty(authClientId)
+var authIssuer = '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
+
+// Published to browser clients by GET /api/config: where and as what to sign in.
+var authClientSettings = authEnabled ? [
+  {
+    name: 'BLOG_AUTH_ISSUER'
+    value: authIssuer
+  }
+  {
+    name: 'BLOG_AUTH_CLIENT_ID'
+    value: authClientId
+  }
+  {
+    name: 'BLOG_AUTH_SCOPES'
+    value: empty(authScopes) ? 'api://${authClientId}/.default' : authScopes
+  }
+] : []
 
 // Only for the fallback plan: Flex Consumption rejects these as app settings (its
 // runtime comes from functionAppConfig and it always runs from its package).
@@ -207,7 +241,60 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       ftpsState: 'Disabled'
       http20Enabled: true
       remoteDebuggingEnabled: false
-      appSettings: concat(commonSettings, isFlex ? [] : premiumSettings)
+      appSettings: concat(commonSettings, authClientSettings, isFlex ? [] : premiumSettings)
+    }
+  }
+}
+
+// App Service authentication with Microsoft Entra ID, only when an app registration is given.
+// Anonymous requests pass through (reads are public; the app answers 401 to an anonymous
+// write); a signed-in caller's principal reaches the app in the X-MS-CLIENT-PRINCIPAL* headers,
+// which the platform strips from what clients send. Bearer tokens for the API (v1 audience
+// api://<clientId>, v2 audience <clientId>) are validated here. No token store: the app needs
+// no tokens, only the principal.
+// checkov reads every sites/config as the site's web configuration (siteConfig); this one is
+// authsettingsV2, which has none of those properties (they are set on the site above, or
+// skipped there with reasons).
+resource authSettings 'Microsoft.Web/sites/config@2024-04-01' = if (authEnabled) {
+  #checkov:skip=CKV_AZURE_13:This resource turns App Service authentication on (authsettingsV2 platform.enabled); checkov looks only for the v1 authsettings property properties.enabled.
+  #checkov:skip=CKV_AZURE_63:Not a web configuration: authsettingsV2 has no httpLoggingEnabled; logs go to Application Insights.
+  #checkov:skip=CKV_AZURE_65:Not a web configuration: authsettingsV2 has no detailedErrorLoggingEnabled.
+  #checkov:skip=CKV_AZURE_66:Not a web configuration: authsettingsV2 has no requestTracingEnabled.
+  #checkov:skip=CKV_AZURE_80:Not a web configuration: authsettingsV2 has no netFrameworkVersion (and the app is a Linux custom handler).
+  #checkov:skip=CKV_AZURE_88:Not a web configuration: authsettingsV2 has no azureStorageAccounts; the app keeps no files.
+  #checkov:skip=CKV_AZURE_222:Not a web configuration: public network access belongs to the site (public by design, skipped there with its reason).
+  parent: site
+  name: 'authsettingsV2'
+  properties: {
+    platform: {
+      enabled: true
+    }
+    globalValidation: {
+      requireAuthentication: false
+      unauthenticatedClientAction: 'AllowAnonymous'
+    }
+    httpSettings: {
+      requireHttps: true
+    }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: authClientId
+          openIdIssuer: authIssuer
+        }
+        validation: {
+          allowedAudiences: [
+            'api://${authClientId}'
+            authClientId
+          ]
+        }
+      }
+    }
+    login: {
+      tokenStore: {
+        enabled: false
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 //! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
 mod extract;
+mod identity;
 mod posts;
 mod users;
 
@@ -18,6 +19,7 @@ use serde_json::{json, Value};
 
 pub use extract::{JsonBody, Paging, PathId};
 
+use crate::auth::{ActingUser, Auth};
 use crate::domain::public;
 use crate::error::ApiError;
 use crate::store::{metrics, Page, Store};
@@ -25,15 +27,28 @@ use crate::store::{metrics, Page, Store};
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
-/// What every handler shares: the store, behind the trait so either implementation fits.
+/// What every handler shares: the store, behind the trait so either implementation fits, and
+/// how callers are identified.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    pub auth: Arc<Auth>,
 }
 
 impl AppState {
+    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]).
     pub fn new(store: Arc<dyn Store>) -> Self {
-        AppState { store }
+        AppState {
+            store,
+            auth: Arc::new(Auth::none()),
+        }
+    }
+
+    pub fn with_auth(self, auth: Auth) -> Self {
+        AppState {
+            auth: Arc::new(auth),
+            ..self
+        }
     }
 }
 
@@ -48,6 +63,8 @@ pub const ROUTES: &[(&str, &[&str])] = &[
     ("posts/{postId}/comments", &["GET", "POST"]),
     ("posts/{postId}/likes", &["GET", "POST"]),
     ("feed", &["GET"]),
+    ("me", &["GET"]),
+    ("config", &["GET"]),
     // The browser client (`crate::web`): the page and its files.
     ("web/{*path}", &["GET"]),
 ];
@@ -69,6 +86,8 @@ pub fn api_routes() -> Router<AppState> {
             get(posts::likes).post(posts::like),
         )
         .route("/api/feed", get(posts::feed))
+        .route("/api/me", get(identity::me))
+        .route("/api/config", get(identity::config))
 }
 
 /// The whole application: API routes, readiness at `/`, trigger invocations, problem+json for
@@ -85,10 +104,13 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Count the store operations (and request units) a request used into response headers.
-async fn meter(req: Request, next: Next) -> Response {
+/// Count the store operations (and request units) a request used into response headers, and log
+/// the request (with the user it acted as, never the token or principal that proved it).
+async fn meter(mut req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let acting = ActingUser::default();
+    req.extensions_mut().insert(acting.clone());
     let started = Instant::now();
     let (mut resp, usage) = metrics::scope(next.run(req)).await;
     let headers = resp.headers_mut();
@@ -102,6 +124,7 @@ async fn meter(req: Request, next: Next) -> Response {
         %method,
         %path,
         status = resp.status().as_u16(),
+        user = acting.get(),
         store_operations = usage.operations,
         request_charge = usage.request_charge,
         elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{list, AppState, JsonBody, Paging, PathId};
+use crate::auth::Caller;
 use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
 use crate::error::{ApiError, ApiResult};
 use crate::projection::FEED_PK;
@@ -16,7 +17,7 @@ use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError}
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PostBody {
-    user_id: String,
+    user_id: Option<String>,
     title: String,
     content: String,
 }
@@ -24,39 +25,26 @@ pub struct PostBody {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CommentBody {
-    user_id: String,
+    user_id: Option<String>,
     content: String,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LikeBody {
-    user_id: String,
-}
-
-/// The current username of the user a body names; 422 when there is no such user.
-async fn author_name(store: &dyn Store, user_id: &Id) -> ApiResult<String> {
-    let user = store
-        .read(Container::Users, user_id.as_str(), user_id.as_str())
-        .await?;
-    user.as_ref()
-        .filter(|u| u["type"] == "user")
-        .and_then(|u| u["username"].as_str())
-        .map(String::from)
-        .ok_or_else(|| {
-            ApiError::Unprocessable(format!("user `{user_id}` (`userId`) does not exist"))
-        })
+    user_id: Option<String>,
 }
 
 /// C2 `POST /api/posts`: read the author's name, then create the post (two operations).
 pub async fn create(
     State(s): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<PostBody>,
 ) -> ApiResult<Response> {
-    let user_id = Id::parse("userId", &body.user_id)?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
-    let username = author_name(&*s.store, &user_id).await?;
+    let username = caller.username(&*s.store, &user_id).await?;
     let id = Id::new();
     let post = Post {
         id: id.to_string(),
@@ -86,10 +74,11 @@ pub async fn create(
 /// concurrent counter change is never overwritten (two operations).
 pub async fn update(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(id): PathId,
     JsonBody(body): JsonBody<PostBody>,
 ) -> ApiResult<Json<Value>> {
-    let user_id = Id::parse("userId", &body.user_id)?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
     let post = read_post(&*s.store, &id).await?;
@@ -175,12 +164,13 @@ fn post_missing(e: &StoreError) -> bool {
 /// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment (three operations).
 pub async fn comment(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(post_id): PathId,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> ApiResult<Response> {
-    let user_id = Id::parse("userId", &body.user_id)?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
     let content = Text::comment_content(&body.content)?;
-    let username = author_name(&*s.store, &user_id).await?;
+    let username = caller.username(&*s.store, &user_id).await?;
     let comment = Comment {
         id: Id::new().to_string(),
         kind: "comment".into(),
@@ -201,11 +191,12 @@ pub async fn comment(
 /// a conflict; it answers 200 with the existing like and leaves the count alone.
 pub async fn like(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(post_id): PathId,
     JsonBody(body): JsonBody<LikeBody>,
 ) -> ApiResult<Response> {
-    let user_id = Id::parse("userId", &body.user_id)?;
-    let username = author_name(&*s.store, &user_id).await?;
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
+    let username = caller.username(&*s.store, &user_id).await?;
     let like = Like {
         id: domain::like_id(user_id.as_str()),
         kind: "like".into(),

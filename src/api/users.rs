@@ -7,7 +7,8 @@ use axum::Json;
 use serde::Deserialize;
 
 use super::{list, AppState, JsonBody, Paging, PathId};
-use crate::domain::{public, to_value, Id, User, Username};
+use crate::auth::Caller;
+use crate::domain::{public, to_value, User, Username};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
 
@@ -16,18 +17,25 @@ pub struct UserBody {
     username: String,
 }
 
-/// C1 `POST /api/users`: one create.
+/// C1 `POST /api/users`: one create. A signed-in caller creates their own user (its id derived
+/// from the identity), so a second one is a conflict.
 pub async fn create(
     State(s): State<AppState>,
+    caller: Caller,
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<Response> {
     let username = Username::parse(&body.username)?;
-    let id = Id::new();
+    let id = caller.new_user_id();
     let user = User::new(&id, &username);
-    let stored = s
+    let stored = match s
         .store
         .create(Container::Users, id.as_str(), to_value(&user))
-        .await?;
+        .await
+    {
+        Ok(stored) => stored,
+        Err(StoreError::Conflict) => return Err(caller.user_exists(&id)),
+        Err(e) => return Err(e.into()),
+    };
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/users/{id}"))],
@@ -39,9 +47,11 @@ pub async fn create(
 /// C1 `PUT /api/users/{userId}`: one server-side patch; the change feed fans the name out.
 pub async fn rename(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(id): PathId,
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<Json<serde_json::Value>> {
+    caller.may_rename(&id)?;
     let username = Username::parse(&body.username)?;
     let ops = [PatchOp::set("/username", username.as_str())];
     match s

@@ -418,7 +418,7 @@ async fn an_unreachable_account_answers_unavailable_and_fails_fast_after() {
     // Nothing listens on port 1 of this machine: the connection is refused at once.
     let settings = CosmosSettings {
         connection: Some(CosmosConnection {
-            endpoint: "https://127.0.0.1:1/".into(),
+            endpoint: "https://127.0.0.1:1/".parse().unwrap(),
             auth: CosmosAuth::Key(KEY.into()),
         }),
         ..CosmosSettings::default()
@@ -443,7 +443,7 @@ async fn an_unreachable_account_answers_unavailable_and_fails_fast_after() {
 async fn an_unreachable_account_is_a_503_with_retry_after() {
     let settings = CosmosSettings {
         connection: Some(CosmosConnection {
-            endpoint: "https://127.0.0.1:1/".into(),
+            endpoint: "https://127.0.0.1:1/".parse().unwrap(),
             auth: CosmosAuth::Key(KEY.into()),
         }),
         ..CosmosSettings::default()

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use blog::auth::Auth;
 use blog::startup::Application;
 use blog::store::embedded::EmbeddedStore;
 use blog::store::Store;
@@ -87,10 +88,15 @@ pub async fn spawn_app() -> TestApp {
 }
 
 impl TestApp {
+    /// The app with `BLOG_AUTH=none`.
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
+        Self::spawn_with_auth(fixture, pump, Auth::none()).await
+    }
+
+    pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let app = Application::new(listener, fixture.store.clone(), pump);
+        let app = Application::new(listener, fixture.store.clone(), pump).with_auth(auth);
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {

@@ -5,6 +5,8 @@
 //! - `functions`: the Azure Functions custom handler (app definition vs router, trigger envelopes,
 //!   hosted mode, logging);
 //! - `process`: the real binary, killed with SIGKILL and restarted;
+//! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
+//!   Easy Auth principals, on both stores, and what the binary logs about them;
 //! - `bench_smoke`: the `bench` tool at tiny scale;
 //! - `web`: the browser client's files as the handler serves them.
 
@@ -17,5 +19,6 @@ mod store_suite;
 mod cosmos;
 mod embedded;
 mod functions;
+mod identity;
 mod process;
 mod web;

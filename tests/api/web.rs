@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use blog::auth::Auth;
+use blog::settings::{AuthMode, AuthSettings};
 use blog::web::{ASSETS, INDEX};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -228,4 +230,42 @@ async fn under_the_host_the_client_is_at_api_web_and_the_root_answers_the_probe(
         .assert_problem(404);
     let r = app.post("/api/web/app.js", json!({})).await;
     r.assert_problem(405);
+}
+
+#[tokio::test]
+async fn with_an_issuer_the_page_may_call_it_and_nothing_else() {
+    let settings = AuthSettings {
+        mode: AuthMode::Jwt,
+        issuer: Some("https://login.example.com/tenant-1/v2.0".into()),
+        audience: Some("api://blog".into()),
+        client_id: Some("web-client".into()),
+        ..AuthSettings::default()
+    };
+    let app = TestApp::spawn_with_auth(embedded_fixture().await, false, Auth::new(&settings)).await;
+    for path in ["/api/web/", "/api/web/auth.js"] {
+        let r = app.client.get(app.url(path)).send().await.unwrap();
+        let csp = r.headers()["content-security-policy"].to_str().unwrap();
+        assert!(
+            csp.contains("connect-src 'self' https://login.example.com;"),
+            "{path}: {csp}"
+        );
+    }
+    // The client learns where to sign in from the same handler.
+    let config = app.get("/api/config").await;
+    assert_eq!(config.body["auth"], "jwt");
+    assert_eq!(
+        config.body["issuer"],
+        "https://login.example.com/tenant-1/v2.0"
+    );
+
+    // Without an issuer, only the page's own origin.
+    let plain = spawn_app().await;
+    let r = plain
+        .client
+        .get(plain.url("/api/web/"))
+        .send()
+        .await
+        .unwrap();
+    let csp = r.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("connect-src 'self';"), "{csp}");
 }

@@ -13,8 +13,7 @@ use azure_data_cosmos::options::{
     ServerCertificateValidation,
 };
 use azure_data_cosmos::{
-    AccountEndpoint, AccountReference, ContainerClient, CosmosClient, CosmosClientBuilder,
-    CosmosRuntimeBuilder,
+    AccountReference, ContainerClient, CosmosClient, CosmosClientBuilder, CosmosRuntimeBuilder,
 };
 use azure_identity::{
     DeveloperToolsCredential, ManagedIdentityCredential, ManagedIdentityCredentialOptions,
@@ -178,12 +177,11 @@ async fn build_client(s: &CosmosSettings) -> StoreResult<CosmosClient> {
         .connection
         .as_ref()
         .ok_or_else(|| StoreError::Other("no Cosmos DB connection is configured".into()))?;
-    let endpoint: AccountEndpoint = conn
-        .endpoint
-        .parse()
-        .map_err(|e| StoreError::Other(format!("bad Cosmos DB endpoint: {e}")))?;
+    let endpoint = conn.endpoint.clone();
     let account = match &conn.auth {
-        CosmosAuth::Key(key) => AccountReference::with_authentication_key(endpoint, key.clone()),
+        CosmosAuth::Key(key) => {
+            AccountReference::with_authentication_key(endpoint, key.expose().to_string())
+        }
         CosmosAuth::ManagedIdentity { client_id } => {
             let options = ManagedIdentityCredentialOptions {
                 user_assigned_id: client_id.clone().map(UserAssignedId::ClientId),

@@ -1,0 +1,159 @@
+//! `BLOG_AUTH=easyauth`: the caller App Service authentication (Easy Auth) vouches for.
+//!
+//! When authentication is on, the platform validates the caller's session or bearer token,
+//! strips any `X-MS-CLIENT-PRINCIPAL*` header a client sent, and sets:
+//! - `X-MS-CLIENT-PRINCIPAL-IDP`: the identity provider (`aad` for Microsoft Entra ID);
+//! - `X-MS-CLIENT-PRINCIPAL-ID`: the principal's id at that provider;
+//! - `X-MS-CLIENT-PRINCIPAL`: base64 JSON `{"auth_typ": …, "claims": [{"typ": …, "val": …}], …}`.
+//!
+//! The identity is (provider, principal id). Only that stripping makes the headers trustworthy,
+//! so the settings allow this mode only under the Functions host.
+
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use serde::Deserialize;
+
+use super::Identity;
+
+pub const PRINCIPAL: &str = "x-ms-client-principal";
+pub const PRINCIPAL_IDP: &str = "x-ms-client-principal-idp";
+pub const PRINCIPAL_ID: &str = "x-ms-client-principal-id";
+
+/// Claim types that carry a principal's stable id, in order of preference.
+const ID_CLAIMS: &[&str] = &[
+    "http://schemas.microsoft.com/identity/claims/objectidentifier",
+    "oid",
+    "sub",
+    "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/nameidentifier",
+];
+
+#[derive(Deserialize)]
+struct Principal {
+    auth_typ: Option<String>,
+    #[serde(default)]
+    claims: Vec<Claim>,
+}
+
+#[derive(Deserialize)]
+struct Claim {
+    typ: String,
+    val: String,
+}
+
+/// The identity in the Easy Auth headers; `None` when there are none (anonymous). Headers that
+/// are present but malformed or contradict each other are an error (its text names no value).
+pub fn identify(headers: &HeaderMap) -> Result<Option<Identity>, String> {
+    let text = |name: &str| -> Result<Option<String>, String> {
+        headers
+            .get(name)
+            .map(|v| {
+                v.to_str()
+                    .map(|s| s.trim().to_string())
+                    .map_err(|_| format!("`{name}` is not text"))
+            })
+            .transpose()
+            .map(|v| v.filter(|s| !s.is_empty()))
+    };
+    let idp = text(PRINCIPAL_IDP)?;
+    let id = text(PRINCIPAL_ID)?;
+    let principal = text(PRINCIPAL)?
+        .map(|encoded| decode(&encoded))
+        .transpose()?;
+    if idp.is_none() && id.is_none() && principal.is_none() {
+        return Ok(None);
+    }
+    let auth_typ = principal.as_ref().and_then(|p| p.auth_typ.clone());
+    let idp = match (idp, auth_typ) {
+        (Some(h), Some(p)) if !h.eq_ignore_ascii_case(&p) => {
+            return Err(format!(
+                "`{PRINCIPAL_IDP}` and the principal's `auth_typ` disagree"
+            ))
+        }
+        (Some(h), _) => h,
+        (None, Some(p)) => p,
+        (None, None) => return Err(format!("`{PRINCIPAL_IDP}` is missing")),
+    };
+    let id = id
+        .or_else(|| {
+            let claims = &principal.as_ref()?.claims;
+            ID_CLAIMS.iter().find_map(|typ| {
+                claims
+                    .iter()
+                    .find(|c| c.typ == *typ && !c.val.is_empty())
+                    .map(|c| c.val.clone())
+            })
+        })
+        .ok_or_else(|| format!("`{PRINCIPAL_ID}` is missing"))?;
+    Ok(Some(Identity::new(idp.to_ascii_lowercase(), id)))
+}
+
+fn decode(encoded: &str) -> Result<Principal, String> {
+    let e = base64::engine::general_purpose::STANDARD;
+    let bytes = e
+        .decode(encoded)
+        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(encoded))
+        .map_err(|_| format!("`{PRINCIPAL}` is not base64"))?;
+    serde_json::from_slice(&bytes).map_err(|_| format!("`{PRINCIPAL}` is not a principal"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    fn principal(v: serde_json::Value) -> String {
+        base64::engine::general_purpose::STANDARD.encode(v.to_string())
+    }
+
+    #[test]
+    fn no_headers_is_anonymous() {
+        assert_eq!(identify(&HeaderMap::new()).unwrap(), None);
+    }
+
+    #[test]
+    fn the_identity_is_provider_and_principal_id() {
+        let p = principal(json!({"auth_typ": "aad", "claims": [{"typ": "oid", "val": "o1"}]}));
+        let a = identify(&headers(&[
+            (PRINCIPAL_IDP, "aad"),
+            (PRINCIPAL_ID, "o1"),
+            (PRINCIPAL, &p),
+        ]))
+        .unwrap();
+        assert_eq!(a, Some(Identity::new("aad", "o1")));
+        // The id headers alone, or the principal alone, name the same identity.
+        let b = identify(&headers(&[(PRINCIPAL_IDP, "aad"), (PRINCIPAL_ID, "o1")])).unwrap();
+        let c = identify(&headers(&[(PRINCIPAL, &p)])).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        // Another provider with the same id is someone else.
+        let d = identify(&headers(&[(PRINCIPAL_IDP, "github"), (PRINCIPAL_ID, "o1")])).unwrap();
+        assert_ne!(a, d);
+    }
+
+    #[test]
+    fn malformed_or_contradicting_headers_are_refused() {
+        let aad = principal(json!({"auth_typ": "aad", "claims": []}));
+        for h in [
+            headers(&[(PRINCIPAL_ID, "o1")]),
+            headers(&[(PRINCIPAL_IDP, "aad")]),
+            headers(&[(PRINCIPAL, "not base64!")]),
+            headers(&[(PRINCIPAL, &principal(json!(["x"])))]),
+            headers(&[(PRINCIPAL, &aad)]),
+            headers(&[
+                (PRINCIPAL_IDP, "github"),
+                (PRINCIPAL_ID, "o1"),
+                (PRINCIPAL, &aad),
+            ]),
+        ] {
+            assert!(identify(&h).is_err(), "{h:?}");
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! `BLOG_AUTH=jwt`: bearer tokens from an OpenID Connect issuer (Microsoft Entra ID or any
+//! standard one), validated with `jsonwebtoken`.
+//!
+//! - Only RS256 and ES256; `alg: none`, HS* and every other algorithm are refused before any key
+//!   is looked at, and a key is used only for the algorithm family it is (no key confusion).
+//! - `iss` and `aud` must equal the settings exactly; `exp` is required; `exp`/`nbf` hold with
+//!   60 s leeway.
+//! - The issuer's keys (JWKS) are fetched on the first token that needs them (from
+//!   `BLOG_AUTH_JWKS_URL`, else from the issuer's discovery document), cached, and fetched again
+//!   when a token names a key id the cache lacks — at most once per [`REFRESH_INTERVAL`], so
+//!   a stream of made-up key ids cannot hammer the issuer.
+//! - When the keys cannot be fetched the write answers 503 with `Retry-After`; a key already
+//!   cached keeps working. Reads never get here.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use axum::http::{header, HeaderMap};
+use jsonwebtoken::jwk::{
+    AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm, PublicKeyUse,
+};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use tokio::sync::{Mutex, RwLock};
+
+use super::Identity;
+
+/// The least time between two key fetches.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// Bounds on one fetch, so a write waiting on a slow issuer fails in seconds.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The leeway on `exp` and `nbf` for clock skew.
+const LEEWAY_SECS: u64 = 60;
+
+/// Why a token was not accepted.
+#[derive(Debug)]
+pub enum JwtError {
+    /// The token is not valid (the reason is safe to show: it never contains the token).
+    Invalid(String),
+    /// The issuer's keys cannot be fetched right now.
+    Unavailable { retry_after: Duration },
+}
+
+/// The token in `Authorization: Bearer <token>`, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+struct Key {
+    alg: Algorithm,
+    key: DecodingKey,
+}
+
+#[derive(Default)]
+struct KeyCache {
+    by_kid: HashMap<String, Key>,
+    /// Keys without a `kid` (usable only when a token names none).
+    unnamed: Vec<Key>,
+}
+
+#[derive(Default)]
+struct FetchState {
+    last_attempt: Option<Instant>,
+    /// Whether that attempt got the keys.
+    last_ok: bool,
+    /// From the discovery document, once read.
+    discovered_jwks_url: Option<String>,
+}
+
+/// Validates tokens for one issuer and audience.
+pub struct JwtVerifier {
+    issuer: String,
+    audience: String,
+    jwks_url: Option<String>,
+    http: reqwest::Client,
+    keys: RwLock<KeyCache>,
+    /// Held while fetching, so concurrent writes wait for one fetch instead of starting many.
+    fetch: Mutex<FetchState>,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    iss: String,
+    #[serde(default)]
+    oid: Option<String>,
+    #[serde(default)]
+    sub: Option<String>,
+}
+
+impl JwtVerifier {
+    pub fn new(issuer: &str, audience: &str, jwks_url: Option<&str>) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .expect("an HTTP client");
+        JwtVerifier {
+            issuer: issuer.to_string(),
+            audience: audience.to_string(),
+            jwks_url: jwks_url.map(String::from),
+            http,
+            keys: RwLock::new(KeyCache::default()),
+            fetch: Mutex::new(FetchState::default()),
+        }
+    }
+
+    /// The identity a valid token names: (`iss`, `oid` when present, else `sub`).
+    pub async fn verify(&self, token: &str) -> Result<Identity, JwtError> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| JwtError::Invalid("malformed token".into()))?;
+        let alg = header.alg;
+        if !matches!(alg, Algorithm::RS256 | Algorithm::ES256) {
+            return Err(JwtError::Invalid(format!(
+                "algorithm {alg:?} is not accepted (RS256 and ES256 only)"
+            )));
+        }
+        let key = self.key_for(header.kid.as_deref(), alg).await?;
+
+        let mut validation = Validation::new(alg);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = LEEWAY_SECS;
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
+            .map_err(|e| JwtError::Invalid(reason(&e)))?;
+        let claims = data.claims;
+        let subject = claims
+            .oid
+            .or(claims.sub)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| JwtError::Invalid("the token names no `oid` or `sub`".into()))?;
+        Ok(Identity::new(claims.iss, subject))
+    }
+
+    /// The cached key for `kid` usable with `alg`, fetching the key set when it is not cached.
+    async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, JwtError> {
+        if let Some(key) = self.cached(kid, alg).await? {
+            return Ok(key);
+        }
+        let mut fetch = self.fetch.lock().await;
+        // Another request may have fetched while this one waited.
+        if let Some(key) = self.cached(kid, alg).await? {
+            return Ok(key);
+        }
+        if let Some(last) = fetch.last_attempt {
+            let since = last.elapsed();
+            if since < REFRESH_INTERVAL {
+                // Too soon to ask again: the last answer stands.
+                return Err(if fetch.last_ok {
+                    JwtError::Invalid("the token's signing key is unknown".into())
+                } else {
+                    JwtError::Unavailable {
+                        retry_after: REFRESH_INTERVAL - since,
+                    }
+                });
+            }
+        }
+        fetch.last_attempt = Some(Instant::now());
+        let fetched = self.fetch_keys(&mut fetch).await;
+        fetch.last_ok = fetched.is_ok();
+        match fetched {
+            Ok(cache) => {
+                tracing::info!(
+                    keys = cache.by_kid.len() + cache.unnamed.len(),
+                    "fetched the issuer's signing keys"
+                );
+                *self.keys.write().await = cache;
+            }
+            Err(why) => {
+                tracing::warn!(error = %why, "cannot fetch the issuer's signing keys");
+                return Err(JwtError::Unavailable {
+                    retry_after: REFRESH_INTERVAL,
+                });
+            }
+        }
+        drop(fetch);
+        self.cached(kid, alg)
+            .await?
+            .ok_or_else(|| JwtError::Invalid("the token's signing key is unknown".into()))
+    }
+
+    async fn cached(
+        &self,
+        kid: Option<&str>,
+        alg: Algorithm,
+    ) -> Result<Option<DecodingKey>, JwtError> {
+        let cache = self.keys.read().await;
+        let key = match kid {
+            Some(kid) => cache.by_kid.get(kid),
+            // Without a `kid`, only an unambiguous key will do.
+            None => {
+                let mut fits = cache
+                    .unnamed
+                    .iter()
+                    .chain(cache.by_kid.values())
+                    .filter(|k| k.alg == alg);
+                match (fits.next(), fits.next()) {
+                    (Some(k), None) => Some(k),
+                    _ => None,
+                }
+            }
+        };
+        match key {
+            None => Ok(None),
+            Some(k) if k.alg == alg => Ok(Some(k.key.clone())),
+            Some(k) => Err(JwtError::Invalid(format!(
+                "the token says {alg:?} but its key is for {:?}",
+                k.alg
+            ))),
+        }
+    }
+
+    async fn fetch_keys(&self, fetch: &mut FetchState) -> Result<KeyCache, String> {
+        let url = match (&self.jwks_url, &fetch.discovered_jwks_url) {
+            (Some(url), _) | (None, Some(url)) => url.clone(),
+            (None, None) => {
+                let url = self.discover().await?;
+                fetch.discovered_jwks_url = Some(url.clone());
+                url
+            }
+        };
+        let set: JwkSet = self.get_json(&url).await?;
+        let mut cache = KeyCache::default();
+        for jwk in &set.keys {
+            let Some(key) = usable(jwk) else { continue };
+            match &jwk.common.key_id {
+                Some(kid) => {
+                    cache.by_kid.insert(kid.clone(), key);
+                }
+                None => cache.unnamed.push(key),
+            }
+        }
+        Ok(cache)
+    }
+
+    /// `jwks_uri` from `<issuer>/.well-known/openid-configuration`, whose `issuer` must be ours.
+    async fn discover(&self) -> Result<String, String> {
+        #[derive(Deserialize)]
+        struct Discovery {
+            issuer: String,
+            jwks_uri: String,
+        }
+        let url = format!(
+            "{}/.well-known/openid-configuration",
+            self.issuer.trim_end_matches('/')
+        );
+        let doc: Discovery = self.get_json(&url).await?;
+        if doc.issuer != self.issuer {
+            return Err(format!(
+                "the discovery document at {url} is for issuer `{}`, not `{}` \
+                 (check BLOG_AUTH_ISSUER)",
+                doc.issuer, self.issuer
+            ));
+        }
+        Ok(doc.jwks_uri)
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
+        let resp = self
+            .http
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(format!("GET {url}: {status}"));
+        }
+        resp.json::<T>()
+            .await
+            .map_err(|e| format!("GET {url}: not the expected JSON: {e}"))
+    }
+}
+
+/// A signing key this service accepts: RSA (RS256) or EC P-256 (ES256), not for encryption,
+/// and not announcing a different algorithm. Anything else (symmetric keys above all) is skipped.
+fn usable(jwk: &Jwk) -> Option<Key> {
+    if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+        return None;
+    }
+    let alg = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Algorithm::RS256,
+        AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P256 => Algorithm::ES256,
+        _ => return None,
+    };
+    match jwk.common.key_algorithm {
+        None => {}
+        Some(KeyAlgorithm::RS256) if alg == Algorithm::RS256 => {}
+        Some(KeyAlgorithm::ES256) if alg == Algorithm::ES256 => {}
+        Some(_) => return None,
+    }
+    let key = DecodingKey::from_jwk(jwk).ok()?;
+    Some(Key { alg, key })
+}
+
+/// A reason for the caller, without echoing anything from the token.
+fn reason(e: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind as K;
+    match e.kind() {
+        K::ExpiredSignature => "the token has expired".into(),
+        K::ImmatureSignature => "the token is not valid yet (`nbf`)".into(),
+        K::InvalidIssuer => "the token's issuer (`iss`) is not accepted".into(),
+        K::InvalidAudience => "the token's audience (`aud`) is not accepted".into(),
+        K::InvalidSignature => "the signature does not verify".into(),
+        K::MissingRequiredClaim(c) => format!("the token lacks `{c}`"),
+        K::InvalidAlgorithm => "the token's algorithm does not match its key".into(),
+        _ => "malformed token".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_token_is_taken_from_the_authorization_header_only() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer_token(&h), None);
+        h.insert(header::AUTHORIZATION, "Bearer abc.def.ghi".parse().unwrap());
+        assert_eq!(bearer_token(&h), Some("abc.def.ghi"));
+        h.insert(header::AUTHORIZATION, "bearer  xyz ".parse().unwrap());
+        assert_eq!(bearer_token(&h), Some("xyz"));
+        h.insert(header::AUTHORIZATION, "Basic dXNlcjpwdw==".parse().unwrap());
+        assert_eq!(bearer_token(&h), None);
+        h.insert(header::AUTHORIZATION, "Bearer ".parse().unwrap());
+        assert_eq!(bearer_token(&h), None);
+    }
+
+    #[test]
+    fn symmetric_and_encryption_keys_are_never_used() {
+        let oct: Jwk = serde_json::from_value(serde_json::json!({
+            "kty": "oct", "kid": "h", "k": "c2VjcmV0"
+        }))
+        .unwrap();
+        assert!(usable(&oct).is_none());
+        let enc: Jwk = serde_json::from_value(serde_json::json!({
+            "kty": "RSA", "kid": "e", "use": "enc", "n": "sXch", "e": "AQAB"
+        }))
+        .unwrap();
+        assert!(usable(&enc).is_none());
+        let mislabelled: Jwk = serde_json::from_value(serde_json::json!({
+            "kty": "RSA", "kid": "m", "alg": "RS512", "n": "sXch", "e": "AQAB"
+        }))
+        .unwrap();
+        assert!(usable(&mislabelled).is_none());
+        let rsa: Jwk = serde_json::from_value(serde_json::json!({
+            "kty": "RSA", "kid": "r", "alg": "RS256", "n": "sXch", "e": "AQAB"
+        }))
+        .unwrap();
+        assert_eq!(usable(&rsa).map(|k| k.alg), Some(Algorithm::RS256));
+    }
+}

@@ -1,0 +1,388 @@
+//! Who is calling. Reads are anonymous; every write acts as the caller that `BLOG_AUTH` decides:
+//!
+//! - `none`: nobody is verified and the body's `userId` names the caller (local development);
+//! - `jwt`: `Authorization: Bearer <JWT>` from an OpenID Connect issuer ([`jwt`]);
+//! - `easyauth`: the principal App Service authentication vouches for ([`easyauth`]).
+//!
+//! One user per identity: the user's id is derived from the identity ([`Identity::user_id`]),
+//! so finding the caller's user is one point read and a second `POST /api/users` by the same
+//! identity is a create conflict. The [`Caller`] extractor decides who acts for every write, and
+//! the methods on it are the only place that compares a body's `userId` or a path's user with
+//! the caller.
+
+pub mod easyauth;
+pub mod jwt;
+
+use std::sync::{Arc, OnceLock};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use base64::Engine as _;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::api::AppState;
+use crate::domain::Id;
+use crate::error::{ApiError, ApiResult};
+use crate::settings::{AuthMode, AuthSettings};
+use crate::store::{Container, Store};
+
+/// A verified identity: who vouches for it (the token's `iss`, or Easy Auth's identity provider)
+/// and the stable id it names (`oid`, else `sub`; or Easy Auth's principal id).
+///
+/// Never printed: `Debug` shows only the derived user id.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Identity {
+    issuer: String,
+    subject: String,
+}
+
+impl Identity {
+    pub fn new(issuer: impl Into<String>, subject: impl Into<String>) -> Self {
+        Identity {
+            issuer: issuer.into(),
+            subject: subject.into(),
+        }
+    }
+
+    /// The id of this identity's user: `u-` and the first 128 bits of SHA-256 over issuer and
+    /// subject, URL-safe base64 (24 characters). The same identity always gets the same id; a
+    /// random id (`BLOG_AUTH=none`) never looks like one.
+    pub fn user_id(&self) -> Id {
+        let mut h = Sha256::new();
+        h.update(self.issuer.as_bytes());
+        h.update([0u8]);
+        h.update(self.subject.as_bytes());
+        let digest = h.finalize();
+        let short = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..16]);
+        Id::parse("user id", &format!("u-{short}")).expect("a derived id is a valid id")
+    }
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Identity(user {})", self.user_id())
+    }
+}
+
+/// How this process identifies callers: built once from the settings, shared by every request.
+pub struct Auth {
+    settings: AuthSettings,
+    jwt: Option<jwt::JwtVerifier>,
+}
+
+impl Auth {
+    /// `BLOG_AUTH=none`: the default for tests and the bench.
+    pub fn none() -> Self {
+        Auth::new(&AuthSettings::default())
+    }
+
+    /// `BLOG_AUTH=easyauth` behind App Service authentication (the settings refuse it
+    /// standalone; tests use it directly).
+    pub fn easy_auth() -> Self {
+        Auth::new(&AuthSettings {
+            mode: AuthMode::EasyAuth,
+            ..AuthSettings::default()
+        })
+    }
+
+    /// From checked settings (`jwt` has its issuer and audience). No I/O: keys are fetched on
+    /// the first write that needs them.
+    pub fn new(settings: &AuthSettings) -> Self {
+        let jwt = match (settings.mode, &settings.issuer, &settings.audience) {
+            (AuthMode::Jwt, Some(issuer), Some(audience)) => Some(jwt::JwtVerifier::new(
+                issuer,
+                audience,
+                settings.jwks_url.as_deref(),
+            )),
+            (AuthMode::Jwt, _, _) => panic!("`BLOG_AUTH=jwt` without issuer and audience"),
+            _ => None,
+        };
+        Auth {
+            settings: settings.clone(),
+            jwt,
+        }
+    }
+
+    pub fn mode(&self) -> AuthMode {
+        self.settings.mode
+    }
+
+    /// What a client needs to know to sign in (`GET /api/config`): public values only.
+    pub fn client_config(&self) -> Value {
+        json!({
+            "auth": self.settings.mode.as_str(),
+            "issuer": self.settings.issuer,
+            "clientId": self.settings.client_id,
+            "scopes": self.settings.scopes,
+        })
+    }
+
+    /// The identity a request carries in this mode (`None`: anonymous). Headers of the other
+    /// mode are ignored.
+    async fn identify(&self, parts: &Parts) -> ApiResult<Option<Identity>> {
+        match self.settings.mode {
+            AuthMode::None => Ok(None),
+            AuthMode::EasyAuth if self.settings.platform_auth_off => Err(ApiError::Unauthorized {
+                detail: "App Service authentication is off, so no caller can be identified".into(),
+                challenge: None,
+            }),
+            AuthMode::EasyAuth => {
+                easyauth::identify(&parts.headers).map_err(|detail| ApiError::Unauthorized {
+                    detail,
+                    challenge: None,
+                })
+            }
+            AuthMode::Jwt => {
+                let verifier = self.jwt.as_ref().expect("jwt mode has a verifier");
+                let Some(token) = jwt::bearer_token(&parts.headers) else {
+                    return Ok(None);
+                };
+                match verifier.verify(token).await {
+                    Ok(identity) => Ok(Some(identity)),
+                    Err(jwt::JwtError::Invalid(why)) => Err(ApiError::Unauthorized {
+                        detail: format!("the bearer token is not valid: {why}"),
+                        challenge: Some(format!(
+                            "Bearer error=\"invalid_token\", error_description=\"{}\"",
+                            why.replace(['"', '\\'], "'")
+                        )),
+                    }),
+                    Err(jwt::JwtError::Unavailable { retry_after }) => {
+                        Err(ApiError::IdentityUnavailable { retry_after })
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Auth({})", self.settings.mode.as_str())
+    }
+}
+
+/// The user id a request acted as, for the request's log line (set by [`Caller`]).
+#[derive(Clone, Default)]
+pub struct ActingUser(Arc<OnceLock<String>>);
+
+impl ActingUser {
+    pub fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
+
+    fn set(&self, id: &Id) {
+        let _ = self.0.set(id.to_string());
+    }
+}
+
+/// Who is calling, for a write (or `GET /api/me`).
+///
+/// In `jwt` and `easyauth` a request without a valid identity is refused here with 401 (in
+/// `jwt` with `WWW-Authenticate: Bearer`), before its body is read; so a refused write writes
+/// nothing.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// `BLOG_AUTH=none`: nobody is verified; the body's `userId` names who acts.
+    Unverified,
+    /// A verified identity: acts as its own user and no other.
+    Verified(Identity),
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let auth = &state.auth;
+        if auth.mode() == AuthMode::None {
+            return Ok(Caller::Unverified);
+        }
+        match auth.identify(parts).await? {
+            Some(identity) => {
+                if let Some(slot) = parts.extensions.get::<ActingUser>() {
+                    slot.set(&identity.user_id());
+                }
+                Ok(Caller::Verified(identity))
+            }
+            None => Err(ApiError::Unauthorized {
+                detail: match auth.mode() {
+                    AuthMode::Jwt => "sign in: writes need `Authorization: Bearer <token>`".into(),
+                    _ => "sign in: writes need an authenticated caller".into(),
+                },
+                challenge: (auth.mode() == AuthMode::Jwt).then(|| "Bearer".to_string()),
+            }),
+        }
+    }
+}
+
+impl Caller {
+    /// The user who acts. Verified: the caller's own user; a body's `userId` may repeat it and
+    /// anything else is 403. Unverified: the body's `userId`, which must be there.
+    pub fn acts_as(&self, named: Option<&str>) -> ApiResult<Id> {
+        match self {
+            Caller::Unverified => {
+                let named = named.ok_or_else(|| {
+                    ApiError::BadRequest("`userId` is required (`BLOG_AUTH=none`)".into())
+                })?;
+                Ok(Id::parse("userId", named)?)
+            }
+            Caller::Verified(identity) => {
+                let own = identity.user_id();
+                match named {
+                    Some(n) if n != own.as_str() => Err(ApiError::Forbidden(format!(
+                        "`userId` `{n}` is not the signed-in caller's user"
+                    ))),
+                    _ => Ok(own),
+                }
+            }
+        }
+    }
+
+    /// The current username of `user_id` (who [`Caller::acts_as`]), read once. No such user:
+    /// 403 for a verified caller (they must create their user first), 422 for a named one.
+    pub async fn username(&self, store: &dyn Store, user_id: &Id) -> ApiResult<String> {
+        let user = store
+            .read(Container::Users, user_id.as_str(), user_id.as_str())
+            .await?;
+        let name = user
+            .as_ref()
+            .filter(|u| u["type"] == "user")
+            .and_then(|u| u["username"].as_str())
+            .map(String::from);
+        match (name, self) {
+            (Some(name), _) => Ok(name),
+            (None, Caller::Verified(_)) => Err(ApiError::Forbidden(
+                "the signed-in caller has no user yet: create it with `POST /api/users`".into(),
+            )),
+            (None, Caller::Unverified) => Err(ApiError::Unprocessable(format!(
+                "user `{user_id}` (`userId`) does not exist"
+            ))),
+        }
+    }
+
+    /// May the caller rename `user`? Verified: only their own user. Unverified: anyone.
+    pub fn may_rename(&self, user: &Id) -> ApiResult<()> {
+        match self {
+            Caller::Verified(identity) if identity.user_id() != *user => Err(ApiError::Forbidden(
+                format!("only its owner may rename user `{user}`"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The id of the user `POST /api/users` creates: the caller's own (one per identity), or a
+    /// fresh one when unverified.
+    pub fn new_user_id(&self) -> Id {
+        match self {
+            Caller::Verified(identity) => identity.user_id(),
+            Caller::Unverified => Id::new(),
+        }
+    }
+
+    /// What a create conflict on the caller's user means: a signed-in caller already has one.
+    pub fn user_exists(&self, id: &Id) -> ApiError {
+        match self {
+            Caller::Verified(_) => {
+                ApiError::Conflict(format!("the signed-in caller already has user `{id}`"))
+            }
+            Caller::Unverified => ApiError::Conflict(format!("user `{id}` already exists")),
+        }
+    }
+
+    /// The caller's own user id, for `GET /api/me`; 401 when nobody is verified.
+    pub fn own_user_id(&self) -> ApiResult<Id> {
+        match self {
+            Caller::Verified(identity) => Ok(identity.user_id()),
+            Caller::Unverified => Err(ApiError::Unauthorized {
+                detail: "`BLOG_AUTH=none`: no caller is signed in".into(),
+                challenge: None,
+            }),
+        }
+    }
+}
+
+/// Say at start-up how callers are identified; `none` is a warning, and a loud one when the
+/// address is reachable from other machines.
+pub fn announce(settings: &AuthSettings, addr: std::net::SocketAddr) {
+    match settings.mode {
+        AuthMode::EasyAuth if settings.platform_auth_off => tracing::error!(
+            "BLOG_AUTH=easyauth but App Service authentication is off (WEBSITE_AUTH_ENABLED is \
+             not true): client-sent identity headers are not stripped, so none is trusted and \
+             every write answers 401. Turn authentication on (see the README's Identity section)."
+        ),
+        AuthMode::None if !addr.ip().is_loopback() => tracing::error!(
+            %addr,
+            "BLOG_AUTH=none on an address other machines can reach: ANYONE can write as ANY \
+             user. Set BLOG_AUTH=jwt (or run under the Functions host with easyauth)."
+        ),
+        AuthMode::None => tracing::warn!(
+            "BLOG_AUTH=none: writes are not authenticated and act as the body's `userId` \
+             (local development only)"
+        ),
+        mode => tracing::info!(auth = mode.as_str(), "callers are identified"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_id_is_stable_short_and_distinct_per_identity() {
+        let a = Identity::new("https://issuer/", "oid-1").user_id();
+        assert_eq!(a, Identity::new("https://issuer/", "oid-1").user_id());
+        assert_eq!(a.as_str().len(), 24);
+        assert!(a.as_str().starts_with("u-"));
+        assert!(a
+            .as_str()
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert_ne!(a, Identity::new("https://other/", "oid-1").user_id());
+        assert_ne!(a, Identity::new("https://issuer/", "oid-2").user_id());
+        // The separator keeps (ab, c) and (a, bc) apart.
+        assert_ne!(
+            Identity::new("ab", "c").user_id(),
+            Identity::new("a", "bc").user_id()
+        );
+    }
+
+    #[test]
+    fn an_identity_never_prints_its_subject() {
+        let i = Identity::new("https://issuer/", "secret-subject");
+        assert!(!format!("{i:?}").contains("secret-subject"));
+        assert!(!format!("{i:?}").contains("issuer"));
+    }
+
+    #[test]
+    fn a_verified_caller_acts_only_as_its_own_user() {
+        let identity = Identity::new("iss", "sub");
+        let own = identity.user_id();
+        let c = Caller::Verified(identity);
+        assert_eq!(c.acts_as(None).unwrap(), own);
+        assert_eq!(c.acts_as(Some(own.as_str())).unwrap(), own);
+        assert!(matches!(
+            c.acts_as(Some("other")),
+            Err(ApiError::Forbidden(_))
+        ));
+        assert!(c.may_rename(&own).is_ok());
+        let other = Id::parse("id", "other").unwrap();
+        assert!(matches!(c.may_rename(&other), Err(ApiError::Forbidden(_))));
+        assert_eq!(c.new_user_id(), own);
+    }
+
+    #[test]
+    fn an_unverified_caller_is_whoever_the_body_names() {
+        let c = Caller::Unverified;
+        assert_eq!(c.acts_as(Some("ana")).unwrap().as_str(), "ana");
+        assert!(matches!(c.acts_as(None), Err(ApiError::BadRequest(_))));
+        assert!(matches!(
+            c.acts_as(Some("a/b")),
+            Err(ApiError::BadRequest(_))
+        ));
+        assert!(c.may_rename(&Id::parse("id", "x").unwrap()).is_ok());
+        assert!(matches!(
+            c.own_user_id(),
+            Err(ApiError::Unauthorized { .. })
+        ));
+    }
+}
