@@ -14,9 +14,9 @@
 //! can hand a string to an HTML sink such as `innerHTML`.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::{Json, Router};
 use serde_json::json;
 
@@ -172,10 +172,12 @@ fn wants_html(headers: &HeaderMap) -> bool {
         .any(|v| v.contains("text/html"))
 }
 
-/// `/`: the page for a browser, the readiness answer for everything else (the Functions host's
-/// probe, scripts). Both are immediate and touch no store.
-async fn root(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let mut resp = if wants_html(&headers) {
+/// `/`: the page for a browser (a GET accepting HTML), the readiness answer for everything else
+/// (the Functions host's probe, scripts), whatever the method. Both are immediate and touch no
+/// store.
+async fn root(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
+    let page = matches!(method, Method::GET | Method::HEAD) && wants_html(&headers);
+    let mut resp = if page {
         serve_named(&state, INDEX, &headers)
     } else {
         Json(json!({ "status": "ok" })).into_response()
@@ -188,7 +190,7 @@ async fn root(State(state): State<AppState>, headers: HeaderMap) -> Response {
 /// The client's routes: `/`, `/api/web`, `/api/web/`, `/api/web/<file>` and `/<file>`.
 pub fn routes() -> Router<AppState> {
     let mut router = Router::new()
-        .route("/", get(root))
+        .route("/", any(root))
         // Without the slash the page's relative links would resolve under `/api/`.
         .route(PREFIX, get(|| async { Redirect::permanent("/api/web/") }))
         .route(

@@ -178,6 +178,13 @@ async fn a_browser_gets_the_page_at_the_root_and_anything_else_the_readiness_ans
         blog::web::asset(INDEX).unwrap().body
     );
 
+    // The readiness answer whatever the method, as before the page existed.
+    let posted = app
+        .send(app.client.post(app.url("/")).header("accept", "text/html"))
+        .await;
+    assert_eq!(posted.status, 200);
+    assert_eq!(posted.body, json!({ "status": "ok" }));
+
     for accept in [None, Some("*/*"), Some("application/json")] {
         let mut req = app.client.get(app.url("/"));
         if let Some(a) = accept {
