@@ -6,6 +6,9 @@ use unicode_segmentation::UnicodeSegmentation;
 
 /// The feed holds this many posts.
 pub const FEED_SIZE: usize = 100;
+
+/// The partition key of every item in `feed` (partitioned by `/type`: all of them are posts).
+pub const FEED_PK: &str = "post";
 /// Short-form content is at most this many characters (including the ellipsis).
 pub const SHORT_CONTENT_CHARS: usize = 200;
 
@@ -183,11 +186,14 @@ pub struct User {
     pub kind: String,
     pub user_id: String,
     pub username: String,
-    /// The name every item of this user already carries (set by the rename fan-out once done).
-    /// When it equals `username` the users change feed has nothing to fan out. Internal: not
-    /// returned to clients.
+    /// Bumped by every rename, in the rename's own patch.
+    #[serde(default)]
+    pub rename_version: u64,
+    /// The `renameVersion` whose name the fan-out has carried to every item of this user. A
+    /// fan-out is owed while it is missing or lower than `renameVersion`. Internal: neither
+    /// version is returned to clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub propagated_username: Option<String>,
+    pub propagated_version: Option<u64>,
 }
 
 impl User {
@@ -198,7 +204,8 @@ impl User {
             kind: "user".into(),
             user_id: id.to_string(),
             username: username.as_str().to_string(),
-            propagated_username: Some(username.as_str().to_string()),
+            rename_version: 0,
+            propagated_version: Some(0),
         }
     }
 }
@@ -259,7 +266,13 @@ pub fn to_value<T: Serialize>(t: &T) -> Value {
 }
 
 /// Properties the service keeps for itself.
-const INTERNAL_FIELDS: [&str; 2] = ["type", "propagatedUsername"];
+const INTERNAL_FIELDS: [&str; 4] = [
+    "type",
+    "renameVersion",
+    "propagatedVersion",
+    // Written by versions before the rename version; still found on older user items.
+    "propagatedUsername",
+];
 
 /// Drop store system properties (`_rid`, `_etag`, `_ts`, `_lsn`, …) and the service's internal
 /// properties from an item before it is returned to a client.

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use tracing::Instrument as _;
 
 use crate::projection::{self, ProjectionError, Report};
+use crate::store::Container;
 use crate::AppState;
 
 /// The header carrying the host's id for one invocation (and each retry of it).
@@ -228,13 +229,15 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
         );
     }
 
-    let store = &*state.store;
-    let result: Result<Report, ProjectionError> = match trigger.feed {
-        Feed::Posts => projection::project_posts(store, &batch.documents).await,
-        Feed::Users => projection::project_users(store, &batch.documents).await,
+    let container = match trigger.feed {
+        Feed::Posts => Container::Posts,
+        Feed::Users => Container::Users,
     };
+    let result: Result<Report, ProjectionError> =
+        projection::project(&*state.store, container, &batch.documents).await;
     match result {
         Ok(report) => {
+            projection::recheck_later(state.store.clone(), report.deferred.clone());
             tracing::info!(
                 changes = report.changes,
                 writes = report.writes,

@@ -9,9 +9,8 @@ use serde_json::Value;
 
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
-use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text};
+use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text, FEED_PK, FEED_SIZE};
 use crate::error::{ApiError, ApiResult};
-use crate::projection::FEED_PK;
 use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
 
 #[derive(Deserialize)]
@@ -250,12 +249,30 @@ pub async fn likes(
     Ok(list(s.store.query(Container::Posts, &q).await?))
 }
 
-/// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first.
+/// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first, never
+/// paging past the [`FEED_SIZE`] newest (while two projections insert at once the container can
+/// briefly hold more; the next projection trims it). The continuation token carries how many
+/// entries earlier pages served: `<served>.<store token>`.
 pub async fn feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
+    let (served, inner) = match paging.continuation.as_deref() {
+        None => (0, None),
+        Some(token) => token
+            .split_once('.')
+            .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
+            .filter(|(n, t)| *n < FEED_SIZE && !t.is_empty())
+            .map(|(n, t)| (n, Some(t.to_string())))
+            .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?,
+    };
     let q = Query::partition(FEED_PK)
         .eq("type", "post")
         .order_by_creation(Order::Desc)
-        .limit(paging.limit)
-        .continuation(paging.continuation);
-    Ok(list(s.store.query(Container::Feed, &q).await?))
+        .limit(paging.limit.min((FEED_SIZE - served) as u32))
+        .continuation(inner);
+    let mut page = s.store.query(Container::Feed, &q).await?;
+    let served = served + page.items.len();
+    page.continuation = page
+        .continuation
+        .filter(|_| served < FEED_SIZE)
+        .map(|t| format!("{served}.{t}"));
+    Ok(list(page))
 }

@@ -44,7 +44,8 @@ pub async fn create(
         .into_response())
 }
 
-/// C1 `PUT /api/users/{userId}`: one server-side patch; the change feed fans the name out.
+/// C1 `PUT /api/users/{userId}`: one server-side patch that sets the name and bumps the rename
+/// version; the users change feed fans the name out.
 pub async fn rename(
     State(s): State<AppState>,
     caller: Caller,
@@ -53,7 +54,10 @@ pub async fn rename(
 ) -> ApiResult<Json<serde_json::Value>> {
     caller.may_rename(&id)?;
     let username = Username::parse(&body.username)?;
-    let ops = [PatchOp::set("/username", username.as_str())];
+    let ops = [
+        PatchOp::set("/username", username.as_str()),
+        PatchOp::incr("/renameVersion", 1),
+    ];
     match s
         .store
         .patch(Container::Users, id.as_str(), id.as_str(), &ops, None)

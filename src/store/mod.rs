@@ -11,6 +11,9 @@
 pub mod cosmos;
 pub mod embedded;
 pub mod metrics;
+mod retry;
+
+pub use retry::{retry, ATTEMPTS};
 
 use std::time::Duration;
 

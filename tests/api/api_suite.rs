@@ -393,11 +393,13 @@ fn url_encode(s: &str) -> String {
         .collect()
 }
 
-/// `n` posts by `user`, one after another; their ids newest first.
+/// `n` posts by `user`, one after another; their ids newest first. Each in a millisecond of its
+/// own: posts of the same millisecond are ordered by id, not by creation.
 async fn create_posts(app: &TestApp, user: &str, n: usize) -> Vec<String> {
     let mut created = Vec::new();
     for i in 0..n {
         created.push(id(&app.create_post(user, &format!("t{i}"), "c").await));
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
     created.reverse();
     created

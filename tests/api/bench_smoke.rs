@@ -24,6 +24,8 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
             "2",
             "--seconds",
             "0.2",
+            "--load-seconds",
+            "0.5",
             "--verify",
             "--json",
         ])
@@ -68,6 +70,9 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     assert_eq!(d["posts"], d["userPostCopies"]);
     assert!(report["verification"]["changesReplayed"].as_u64().unwrap() > 0);
     assert_eq!(report["changeFeedLag"]["samples"], 2);
+    let load = &report["changeFeedLagUnderLoad"];
+    assert!(load["samples"].as_u64().unwrap() >= 1, "{load}");
+    assert_eq!(load["hotClients"], 2);
     assert_eq!(report["throughput"].as_array().unwrap().len(), 4);
 
     let table = String::from_utf8_lossy(&out.stdout);

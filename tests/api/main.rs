@@ -20,5 +20,7 @@ mod cosmos;
 mod embedded;
 mod functions;
 mod identity;
+mod model;
 mod process;
+mod projection;
 mod web;

@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use blog::domain::FEED_PK;
 use blog::domain::{self, Comment, Like, Post, User};
-use blog::projection::{self, FeedEntry, PostsFacts, Write, FEED_PK};
+use blog::projection::plan::Counted;
+use blog::projection::{self, FeedEntry, PostsFacts, Write};
 use blog::store::{BatchOp, Container, Query, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::seq::index;
@@ -317,17 +319,21 @@ fn plan_copies(
             .iter()
             .map(|p| (p.post.id.clone(), p.post.clone()))
             .collect(),
-        comment_counts: posts
+        counts: posts
             .iter()
-            .map(|p| (p.post.id.clone(), p.comments.len() as u64))
-            .collect(),
-        like_counts: posts
-            .iter()
-            .map(|p| (p.post.id.clone(), p.likes.len() as u64))
+            .flat_map(|p| {
+                [
+                    (
+                        (p.post.id.clone(), Counted::Comments),
+                        p.comments.len() as u64,
+                    ),
+                    ((p.post.id.clone(), Counted::Likes), p.likes.len() as u64),
+                ]
+            })
             .collect(),
         usernames: HashMap::from([(author.id.clone(), author.username.clone())]),
         feed: feed.entries(),
-        etags: HashMap::new(),
+        ..PostsFacts::default()
     };
     let mut copies = Vec::new();
     for w in projection::plan_posts(&changes, &facts) {
@@ -386,7 +392,7 @@ impl Loader {
             let (store, pk, chunk) = (self.store.clone(), pk.to_string(), chunk.to_vec());
             self.tasks.spawn(async move {
                 let n = chunk.len();
-                projection::retry(|| store.batch(c, &pk, chunk.clone()))
+                blog::store::retry(|| store.batch(c, &pk, chunk.clone()))
                     .await
                     .with_context(|| format!("loading a batch into {}/{pk}", c.name()))?;
                 Ok(n)
@@ -453,7 +459,8 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
             kind: "user".into(),
             user_id: user.id.clone(),
             username: user.username.clone(),
-            propagated_username: Some(user.username.clone()),
+            rename_version: 0,
+            propagated_version: Some(0),
         };
         // The user's partition: the user and the short forms of their posts.
         let items = std::iter::once(domain::to_value(&user_item)).chain(copies);
@@ -541,7 +548,7 @@ pub async fn verify(store: &dyn Store) -> anyhow::Result<Verification> {
         }
         out.changes_replayed += page.items.len();
         let needs = projection::posts_needs(&page.items);
-        let facts = projection::posts_facts(store, &needs).await?;
+        let facts = projection::gather::posts_facts(store, &page.items, &needs).await?;
         for w in projection::plan_posts(&page.items, &facts) {
             out.writes_planned += 1;
             let Write::Upsert {

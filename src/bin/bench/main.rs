@@ -34,7 +34,8 @@
 //!   pump to settle so that its work is not charged to the next row. V1's C4 likes are by the
 //!   users V1's C1 created, V3's by V3's, so every like is a first like (201).
 //! - Change-feed lag: a post is created (C2) and Q6 is polled until the post is the newest
-//!   entry; the lag is from the 201 to the answer that shows it.
+//!   entry; the lag is from the 201 to the answer that shows it. "Lag under load" measures the
+//!   same while `--concurrency` clients comment on one hot post as fast as they can.
 //! - Throughput: `--concurrency` workers repeat Q2 (random posts) or Q6 for `--seconds`.
 //! - Request units are reported where the store reports them (Cosmos DB); the embedded store
 //!   reports none, shown as "—".
@@ -67,7 +68,7 @@ use tokio::task::JoinSet;
 
 use dataset::{bar, Dataset, UserRef};
 use measure::{measured, stats, Client, Req, Sample, Stats};
-use report::{Lag, Latency, Phase, Report, Row, Throughput};
+use report::{Lag, LagUnderLoad, Latency, Phase, Report, Row, Throughput};
 
 /// About 183,000 items: on 2 cores a release run loads them in 7–14 s and finishes in about
 /// 95–125 s (half of it waiting for the change feed to absorb the C1 rows' new users).
@@ -115,7 +116,10 @@ struct Args {
     /// Posts created to measure the change-feed lag.
     #[arg(long, default_value_t = 30, value_parser = positive)]
     lag_samples: usize,
-    /// Concurrent workers in the throughput runs.
+    /// Duration of the lag-under-load run, in seconds.
+    #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+    load_seconds: f64,
+    /// Concurrent workers in the throughput runs (and commenting clients under load).
     #[arg(long, default_value_t = 16, value_parser = workers)]
     concurrency: usize,
     /// Duration of each throughput run, in seconds.
@@ -269,15 +273,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("writes");
         let lag = bench.lag().await?;
         phases.done("lag");
+        let lag_under_load = bench.lag_under_load().await?;
+        phases.done("lag under load");
         let throughput = bench.throughput().await?;
         phases.done("throughput");
         let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6];
-        anyhow::Ok((baseline, rows, lag, throughput))
+        anyhow::Ok((baseline, rows, lag, lag_under_load, throughput))
     }
     .await;
     let _ = stop.send(());
     server.await.context("the server task failed")??;
-    let (http_baseline, rows, change_feed_lag, throughput) = measured?;
+    let (http_baseline, rows, change_feed_lag, change_feed_lag_under_load, throughput) = measured?;
 
     let report = Report {
         generated_at: domain::now(),
@@ -289,6 +295,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         http_baseline,
         rows,
         change_feed_lag,
+        change_feed_lag_under_load,
         throughput,
         phases: phases.list,
         total_seconds: started.elapsed().as_secs_f64(),
@@ -732,6 +739,98 @@ impl Bench {
         Ok(Lag {
             latency: latency_of(&lags),
             poll_interval_ms: measure::ms(LAG_POLL),
+        })
+    }
+
+    /// The change-feed lag while `--concurrency` clients comment on one hot post as fast as
+    /// they can for `--load-seconds`: a post is created every 100 ms and Q6 polled until
+    /// it is the newest entry. Then the hot post's count is awaited until it is exact.
+    async fn lag_under_load(&mut self) -> anyhow::Result<LagUnderLoad> {
+        self.settle().await?;
+        let hot = self.posts(1).remove(0);
+        let before = self
+            .client
+            .send(&Req::get(format!("/api/posts/{hot}")))
+            .await?
+            .body["commentCount"]
+            .as_u64()
+            .context("the hot post has no commentCount")?;
+        let seconds = self.args.load_seconds;
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+        let pb = ProgressBar::new_spinner().with_message("lag under load");
+        pb.enable_steady_tick(Duration::from_millis(200));
+        let mut workers = JoinSet::new();
+        for author in self.users(self.args.concurrency) {
+            let (client, hot) = (self.client.clone(), hot.clone());
+            workers.spawn(async move {
+                let mut comments = 0u64;
+                let body = json!({ "userId": author.id, "content": "hot" });
+                while Instant::now() < deadline {
+                    let path = format!("/api/posts/{hot}/comments");
+                    client.send(&Req::post(path, body.clone())).await?;
+                    comments += 1;
+                }
+                anyhow::Ok(comments)
+            });
+        }
+        let mut lags = Vec::new();
+        while lags.is_empty() || Instant::now() < deadline {
+            let author = self.users(1).remove(0);
+            let (title, content) = dataset::post_text(&mut self.rng);
+            let created = self
+                .client
+                .send(&Req::post(
+                    "/api/posts",
+                    json!({ "userId": author.id, "title": title, "content": content }),
+                ))
+                .await?;
+            let acked = Instant::now();
+            let id = created.body["id"].clone();
+            loop {
+                let feed = self.client.send(&Req::get("/api/feed?limit=1")).await?;
+                if feed.body["items"][0]["id"] == id {
+                    break;
+                }
+                if acked.elapsed() > SETTLE_LIMIT {
+                    bail!("post {id} never showed in the feed under load");
+                }
+                tokio::time::sleep(LAG_POLL).await;
+            }
+            lags.push(acked.elapsed());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut comments = 0;
+        while let Some(r) = workers.join_next().await {
+            comments += r.context("a commenting worker panicked")??;
+        }
+        let stopped = Instant::now();
+        let expected = before + comments;
+        loop {
+            let post = self
+                .client
+                .send(&Req::get(format!("/api/posts/{hot}")))
+                .await?;
+            if post.body["commentCount"] == expected {
+                break;
+            }
+            if stopped.elapsed() > SETTLE_LIMIT {
+                bail!(
+                    "the hot post's commentCount is {} after the load, not {expected}",
+                    post.body["commentCount"]
+                );
+            }
+            tokio::time::sleep(LAG_POLL).await;
+        }
+        pb.finish_and_clear();
+        Ok(LagUnderLoad {
+            lag: Lag {
+                latency: latency_of(&lags),
+                poll_interval_ms: measure::ms(LAG_POLL),
+            },
+            hot_clients: self.args.concurrency,
+            seconds,
+            comments_per_second: comments as f64 / seconds,
+            count_exact_after_ms: measure::ms(stopped.elapsed()),
         })
     }
 

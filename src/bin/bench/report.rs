@@ -22,6 +22,7 @@ pub struct Report {
     /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6.
     pub rows: Vec<Row>,
     pub change_feed_lag: Lag,
+    pub change_feed_lag_under_load: LagUnderLoad,
     pub throughput: Vec<Throughput>,
     /// Wall time of each phase of the run.
     pub phases: Vec<Phase>,
@@ -94,6 +95,20 @@ pub struct Lag {
     pub latency: Latency,
     /// How often Q6 was polled while waiting: the resolution of each sample.
     pub poll_interval_ms: f64,
+}
+
+/// The change-feed lag while clients comment on one hot post.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LagUnderLoad {
+    #[serde(flatten)]
+    pub lag: Lag,
+    /// Clients commenting on the hot post, each as fast as it can.
+    pub hot_clients: usize,
+    pub seconds: f64,
+    pub comments_per_second: f64,
+    /// From the end of the load until the hot post's `commentCount` was exact.
+    pub count_exact_after_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -219,6 +234,21 @@ pub fn markdown(r: &Report) -> String {
         num(lag.latency.max_ms),
         lag.latency.samples,
         num(lag.poll_interval_ms)
+    );
+    let load = &r.change_feed_lag_under_load;
+    let _ = writeln!(
+        out,
+        "\nLag under load, the same while {} clients comment on one hot post ({:.0} comments/s \
+         for {:.0} s): p50 {} ms, p99 {} ms, max {} ms ({} posts); the hot post's count was exact \
+         {} ms after the load stopped.",
+        load.hot_clients,
+        load.comments_per_second,
+        load.seconds,
+        num(load.lag.latency.p50_ms),
+        num(load.lag.latency.p99_ms),
+        num(load.lag.latency.max_ms),
+        load.lag.latency.samples,
+        num(load.count_exact_after_ms)
     );
     out.push_str(
         "\n| throughput | concurrency | seconds | requests | requests/s | p50 / p99 (ms) |\n\

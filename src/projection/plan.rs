@@ -1,24 +1,13 @@
-//! Change-feed projections (CONTRACT §4): the article's V2/V3 denormalizations.
-//!
-//! Each change is treated as a *notification*: the projection re-reads the source of truth (the
-//! post, the author, the counts, the feed) and writes what follows from it. A repeated or stale
-//! batch therefore re-writes the current state and never an older one, and a username that raced
-//! a new post, comment or like is corrected when that item is next seen.
-//!
-//! Planning is pure ([`plan_posts`], [`plan_rename`]): changed documents plus the facts read for
-//! them in, the writes they imply out. [`project_posts`] and [`project_users`] gather the facts,
-//! plan and apply; the embedded pump and the Functions triggers both call them.
+//! Pure planning: the changed documents plus the facts read for them in, the writes they imply
+//! out. Nothing here touches the store, so every rule is unit-tested with tables of cases.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::domain::{Post, FEED_SIZE};
-use crate::store::{Container, Order, PatchOp, Query, Store, StoreError, StoreResult};
-
-/// The partition key of every item in `feed`.
-pub const FEED_PK: &str = "post";
+use crate::domain::{Post, FEED_PK, FEED_SIZE};
+use crate::store::{Container, PatchOp};
 
 /// One write a projection implies.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,9 +55,16 @@ impl Write {
     }
 }
 
-fn str_field<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
+pub(crate) fn str_field<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
     v.get(f).and_then(Value::as_str)
 }
+
+/// How long after its item a request's counter increment may still land. A counter found
+/// *behind* its items is raised by a recount only once the newest item is older than this;
+/// until then the missing increment is assumed on its way (it arrives as a change of the post,
+/// which recounts again). So an item is counted twice only if its increment lands later than
+/// this after it, and then only until that increment's own change is recounted.
+pub const INCREMENT_GRACE: Duration = Duration::from_secs(3);
 
 /// A feed entry as far as ordering goes: newest first by `creationDate`, then `id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,14 +73,55 @@ pub struct FeedEntry {
     pub creation_date: String,
 }
 
+/// Comments or likes: the two kinds of item a post counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Counted {
+    Comments,
+    Likes,
+}
+
+impl Counted {
+    pub const BOTH: [Counted; 2] = [Counted::Comments, Counted::Likes];
+
+    /// The `type` of the items counted.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Counted::Comments => "comment",
+            Counted::Likes => "like",
+        }
+    }
+
+    /// The post's property holding the count.
+    pub fn path(self) -> &'static str {
+        match self {
+            Counted::Comments => "/commentCount",
+            Counted::Likes => "/likeCount",
+        }
+    }
+
+    /// The post's counter.
+    pub fn of(self, post: &Post) -> u64 {
+        match self {
+            Counted::Comments => post.comment_count,
+            Counted::Likes => post.like_count,
+        }
+    }
+
+    fn set(self, post: &mut Post, n: u64) {
+        match self {
+            Counted::Comments => post.comment_count = n,
+            Counted::Likes => post.like_count = n,
+        }
+    }
+}
+
 /// What a batch from the `posts` change feed needs to be read before it can be planned.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct PostsNeeds {
     /// Posts to read (every post touched by a changed post, comment or like).
     pub posts: BTreeSet<String>,
     /// Posts whose comments / likes must be recounted.
-    pub comment_counts: BTreeSet<String>,
-    pub like_counts: BTreeSet<String>,
+    pub counts: BTreeSet<(String, Counted)>,
     /// Authors whose current username is checked.
     pub users: BTreeSet<String>,
     /// Whether the feed's current entries are needed (a post changed).
@@ -94,11 +131,17 @@ pub struct PostsNeeds {
 /// Facts read for a `posts` batch. A post or user missing from the maps does not exist.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct PostsFacts {
+    /// Each post at the newest version seen: the one read, or the changed document when the read
+    /// was older than the change being handled.
     pub posts: HashMap<String, Post>,
-    /// The `_etag` of each post as read, so a recount never overwrites a newer increment.
+    /// The `_etag` of each post at that version, so a recount never overwrites a newer increment.
     pub etags: HashMap<String, String>,
-    pub comment_counts: HashMap<String, u64>,
-    pub like_counts: HashMap<String, u64>,
+    /// The number of comments / likes each post has.
+    pub counts: HashMap<(String, Counted), u64>,
+    /// For a count found behind its counter: the `creationDate` of the newest counted item.
+    pub newest: HashMap<(String, Counted), String>,
+    /// Items created before this instant (`creationDate` form) are past [`INCREMENT_GRACE`].
+    pub settled_before: String,
     pub usernames: HashMap<String, String>,
     /// The feed's entries, newest first.
     pub feed: Vec<FeedEntry>,
@@ -111,18 +154,19 @@ pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
             continue;
         };
         match kind {
-            // A post change recounts both: a recount that ran between a comment's create and
-            // its `incr` leaves the count one high, and the `incr` itself arrives as a post change.
+            // A post change recounts both: an increment arrives as a post change, and so does
+            // the recount a deferred counter needs later.
             "post" => {
                 needs.feed = true;
-                needs.comment_counts.insert(post_id.into());
-                needs.like_counts.insert(post_id.into());
+                for c in Counted::BOTH {
+                    needs.counts.insert((post_id.into(), c));
+                }
             }
             "comment" => {
-                needs.comment_counts.insert(post_id.into());
+                needs.counts.insert((post_id.into(), Counted::Comments));
             }
             "like" => {
-                needs.like_counts.insert(post_id.into());
+                needs.counts.insert((post_id.into(), Counted::Likes));
             }
             _ => continue,
         }
@@ -132,6 +176,51 @@ pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
         }
     }
     needs
+}
+
+/// What a recount does with a counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterFix {
+    /// The counter is right, or nothing is known.
+    Keep,
+    /// Set it to the number of items.
+    Set(u64),
+    /// Behind, but the newest item is young: its increment may be on its way. Look again later.
+    Defer,
+}
+
+/// The counter rule: a counter ahead of its items is lowered at once; one behind is raised only
+/// once the newest item is past [`INCREMENT_GRACE`].
+pub fn counter_fix(facts: &PostsFacts, post: &Post, c: Counted) -> CounterFix {
+    let Some(&n) = facts.counts.get(&(post.id.clone(), c)) else {
+        return CounterFix::Keep;
+    };
+    let counter = c.of(post);
+    if n == counter {
+        CounterFix::Keep
+    } else if n < counter {
+        CounterFix::Set(n)
+    } else {
+        match facts.newest.get(&(post.id.clone(), c)) {
+            Some(newest) if *newest < facts.settled_before => CounterFix::Set(n),
+            _ => CounterFix::Defer,
+        }
+    }
+}
+
+/// Posts whose counter was left behind for now: project them again after [`INCREMENT_GRACE`].
+pub fn deferred(changes: &[Value], facts: &PostsFacts) -> Vec<String> {
+    posts_needs(changes)
+        .posts
+        .into_iter()
+        .filter(|id| {
+            facts.posts.get(id).is_some_and(|post| {
+                Counted::BOTH
+                    .iter()
+                    .any(|&c| counter_fix(facts, post, c) == CounterFix::Defer)
+            })
+        })
+        .collect()
 }
 
 /// The writes a batch of changed `posts` items implies, given the facts read for it.
@@ -175,16 +264,10 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
         };
         let mut post = post.clone();
         let mut ops = Vec::new();
-        if let Some(&n) = facts.comment_counts.get(&post_id) {
-            if n != post.comment_count {
-                ops.push(PatchOp::set("/commentCount", n));
-                post.comment_count = n;
-            }
-        }
-        if let Some(&n) = facts.like_counts.get(&post_id) {
-            if n != post.like_count {
-                ops.push(PatchOp::set("/likeCount", n));
-                post.like_count = n;
+        for c in Counted::BOTH {
+            if let CounterFix::Set(n) = counter_fix(facts, &post, c) {
+                ops.push(PatchOp::set(c.path(), n));
+                c.set(&mut post, n);
             }
         }
         if let Some(name) = facts.usernames.get(&post.user_id) {
@@ -271,284 +354,47 @@ pub fn plan_rename(container: Container, username: &str, stale: &[Value]) -> Vec
         .collect()
 }
 
-/// The name to fan out for this user item, unless every item of theirs already carries it.
-/// A user item without the marker (written before it existed) is always fanned out.
-pub fn name_to_propagate(user: &Value) -> Option<&str> {
-    let name = str_field(user, "username")?;
-    (str_field(user, "propagatedUsername") != Some(name)).then_some(name)
+/// A rename fan-out a user item calls for: its name, and the rename version it stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FanOut<'a> {
+    pub username: &'a str,
+    pub version: u64,
 }
 
-/// Users whose change in the `users` feed calls for a rename fan-out.
+/// The fan-out owed for this user item: while the version the last completed fan-out recorded
+/// is missing or below the item's rename version. Which intermediate names the users feed saw
+/// does not matter: every rename bumps the version, so a rename back to an earlier name is owed
+/// a fan-out too.
+pub fn fan_out_owed(user: &Value) -> Option<FanOut<'_>> {
+    let username = str_field(user, "username")?;
+    let version = user
+        .get("renameVersion")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let done = user.get("propagatedVersion").and_then(Value::as_u64);
+    done.is_none_or(|done| done < version)
+        .then_some(FanOut { username, version })
+}
+
+/// The patch recording that the fan-out of `version` is complete, made only if the user item is
+/// still at the `_etag` read: after a newer rename, that rename's own change fans out in turn.
+pub fn mark_fanned_out(user_id: &str, version: u64, etag: Option<&str>) -> Write {
+    Write::Patch {
+        container: Container::Users,
+        pk: user_id.into(),
+        id: user_id.into(),
+        ops: vec![PatchOp::set("/propagatedVersion", version)],
+        if_match: etag.map(String::from),
+    }
+}
+
+/// Users whose change in the `users` feed may call for a rename fan-out.
 pub fn users_needs(changes: &[Value]) -> BTreeSet<String> {
     changes
         .iter()
         .filter(|d| str_field(d, "type") == Some("user"))
         .filter_map(|d| str_field(d, "userId").map(String::from))
         .collect()
-}
-
-/// A batch that could not be applied in full.
-#[derive(Debug, thiserror::Error)]
-#[error("{reason}; not applied: {}", not_applied.join(", "))]
-pub struct ProjectionError {
-    pub reason: String,
-    /// The changed items (`container/pk/id`) whose consequences are not all written.
-    pub not_applied: Vec<String>,
-}
-
-/// What a projection did, for logs.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Report {
-    pub changes: usize,
-    pub writes: usize,
-}
-
-const ATTEMPTS: u32 = 5;
-
-/// Run `op`, retrying transient store errors a bounded number of times with backoff.
-pub async fn retry<T, F, Fut>(mut op: F) -> StoreResult<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = StoreResult<T>>,
-{
-    let mut attempt = 0;
-    loop {
-        match op().await {
-            Err(e) if e.is_transient() && attempt + 1 < ATTEMPTS => {
-                let wait = match e.root() {
-                    StoreError::Throttled { retry_after } => *retry_after,
-                    _ => Duration::from_millis(50 << attempt),
-                };
-                tracing::warn!(error = %e, attempt, "transient store error; retrying");
-                tokio::time::sleep(wait.min(Duration::from_secs(5))).await;
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
-}
-
-fn source_ids(container: Container, changes: &[Value]) -> Vec<String> {
-    let pk_field = container.partition_key_field();
-    changes
-        .iter()
-        .map(|d| {
-            format!(
-                "{}/{}/{}",
-                container.name(),
-                str_field(d, pk_field).unwrap_or("?"),
-                str_field(d, "id").unwrap_or("?")
-            )
-        })
-        .collect()
-}
-
-fn failed(container: Container, changes: &[Value], e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError {
-        reason: e.to_string(),
-        not_applied: source_ids(container, changes),
-    }
-}
-
-/// Apply planned writes in order. A patch or delete of an item that no longer exists is moot.
-pub async fn apply(store: &dyn Store, writes: &[Write]) -> Result<(), (usize, StoreError)> {
-    for (i, w) in writes.iter().enumerate() {
-        let result = retry(|| async {
-            match w {
-                Write::Upsert {
-                    container,
-                    pk,
-                    item,
-                } => store.upsert(*container, pk, item.clone()).await.map(drop),
-                Write::Patch {
-                    container,
-                    pk,
-                    id,
-                    ops,
-                    if_match,
-                } => match store
-                    .patch(*container, pk, id, ops, if_match.as_deref())
-                    .await
-                {
-                    Err(StoreError::PreconditionFailed) if if_match.is_some() => Ok(()),
-                    other => other.map(drop),
-                },
-                Write::Delete { container, pk, id } => store.delete(*container, pk, id).await,
-            }
-        })
-        .await;
-        match result {
-            Ok(()) | Err(StoreError::NotFound) => {}
-            Err(e) => return Err((i, e)),
-        }
-    }
-    Ok(())
-}
-
-/// Read what [`plan_posts`] needs.
-pub async fn posts_facts(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<PostsFacts> {
-    let mut facts = PostsFacts::default();
-    for id in &needs.posts {
-        if let Some(v) = retry(|| store.read(Container::Posts, id, id)).await? {
-            if let Some(etag) = str_field(&v, "_etag") {
-                facts.etags.insert(id.clone(), etag.to_string());
-            }
-            if let Ok(post) = serde_json::from_value::<Post>(v) {
-                facts.posts.insert(id.clone(), post);
-            }
-        }
-    }
-    for (set, kind, out) in [
-        (&needs.comment_counts, "comment", &mut facts.comment_counts),
-        (&needs.like_counts, "like", &mut facts.like_counts),
-    ] {
-        for id in set {
-            let q = Query::partition(id.clone()).eq("type", kind);
-            out.insert(
-                id.clone(),
-                retry(|| store.count(Container::Posts, &q)).await?,
-            );
-        }
-    }
-    for user in &needs.users {
-        if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
-            if let Some(name) = str_field(&v, "username") {
-                facts.usernames.insert(user.clone(), name.to_string());
-            }
-        }
-    }
-    if needs.feed {
-        // Enough to see every entry even when concurrent batches overshot the size for a while.
-        let q = Query::partition(FEED_PK)
-            .eq("type", "post")
-            .order_by_creation(Order::Desc)
-            .limit(10 * FEED_SIZE as u32);
-        let page = retry(|| store.query(Container::Feed, &q)).await?;
-        facts.feed = page
-            .items
-            .iter()
-            .filter_map(|v| {
-                Some(FeedEntry {
-                    id: str_field(v, "id")?.into(),
-                    creation_date: str_field(v, "creationDate")?.into(),
-                })
-            })
-            .collect();
-    }
-    Ok(facts)
-}
-
-/// How long a recount waits for an in-flight request's increment before correcting a counter
-/// that is behind its items.
-pub const SETTLE: Duration = Duration::from_millis(250);
-
-/// Whether some counter is below the number of its items. Usually that is a request between its
-/// create and its increment; only if it persists was the increment lost.
-pub fn counts_behind(facts: &PostsFacts) -> bool {
-    facts.posts.iter().any(|(id, post)| {
-        let behind = |counts: &HashMap<String, u64>, counter: u64| {
-            counts.get(id).is_some_and(|n| *n > counter)
-        };
-        behind(&facts.comment_counts, post.comment_count)
-            || behind(&facts.like_counts, post.like_count)
-    })
-}
-
-/// Project a batch from the `posts` change feed: gather facts, plan, apply.
-pub async fn project_posts(
-    store: &dyn Store,
-    changes: &[Value],
-) -> Result<Report, ProjectionError> {
-    let needs = posts_needs(changes);
-    let gather = || async {
-        posts_facts(store, &needs)
-            .await
-            .map_err(|e| failed(Container::Posts, changes, e))
-    };
-    let mut facts = gather().await?;
-    if counts_behind(&facts) {
-        // Correcting now would race the pending increment and count the item twice.
-        tokio::time::sleep(SETTLE).await;
-        facts = gather().await?;
-    }
-    let writes = plan_posts(changes, &facts);
-    apply(store, &writes).await.map_err(|(i, e)| {
-        failed(
-            Container::Posts,
-            changes,
-            format!("{} failed: {e}", writes[i].target()),
-        )
-    })?;
-    Ok(Report {
-        changes: changes.len(),
-        writes: writes.len(),
-    })
-}
-
-/// Project a batch from the `users` change feed: fan each user's current name out to every item
-/// of theirs that carries another one.
-pub async fn project_users(
-    store: &dyn Store,
-    changes: &[Value],
-) -> Result<Report, ProjectionError> {
-    let mut total = 0;
-    for user_id in users_needs(changes) {
-        let result: StoreResult<usize> = async {
-            let Some(user) = retry(|| store.read(Container::Users, &user_id, &user_id)).await?
-            else {
-                return Ok(0);
-            };
-            let Some(name) = name_to_propagate(&user) else {
-                return Ok(0);
-            };
-            let mut writes = Vec::new();
-            let targets = [
-                (
-                    Container::Posts,
-                    Query::cross_partition().eq("userId", user_id.as_str()),
-                ),
-                (
-                    Container::Users,
-                    Query::partition(user_id.clone()).eq("type", "post"),
-                ),
-            ];
-            for (container, q) in targets {
-                let mut q = q.ne("userUsername", name).limit(500);
-                loop {
-                    let page = retry(|| store.query(container, &q)).await?;
-                    writes.extend(plan_rename(container, name, &page.items));
-                    match page.continuation {
-                        Some(t) => q.continuation = Some(t),
-                        None => break,
-                    }
-                }
-            }
-            apply(store, &writes).await.map_err(|(_, e)| e)?;
-            // Remember the name is everywhere now, so the change this patch makes (and any
-            // redelivery) costs no second fan-out. Only at the version read: after a newer
-            // rename, that rename's own change fans out in turn.
-            let mark = Write::Patch {
-                container: Container::Users,
-                pk: user_id.clone(),
-                id: user_id.clone(),
-                ops: vec![PatchOp::set("/propagatedUsername", name)],
-                if_match: str_field(&user, "_etag").map(String::from),
-            };
-            apply(store, std::slice::from_ref(&mark))
-                .await
-                .map_err(|(_, e)| e)?;
-            Ok(writes.len())
-        }
-        .await;
-        total += result.map_err(|e| ProjectionError {
-            reason: e.to_string(),
-            not_applied: vec![format!("users/{user_id}/{user_id}")],
-        })?;
-    }
-    Ok(Report {
-        changes: changes.len(),
-        writes: total,
-    })
 }
 
 #[cfg(test)]
@@ -599,6 +445,13 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    fn counts(post: &str, comments: u64, likes: u64) -> HashMap<(String, Counted), u64> {
+        HashMap::from([
+            ((post.into(), Counted::Comments), comments),
+            ((post.into(), Counted::Likes), likes),
+        ])
     }
 
     #[test]
@@ -661,15 +514,18 @@ mod tests {
             json!({"id":"like-u1","type":"like","postId":"p1","userId":"u1","userUsername":"ana"});
         let mut facts = PostsFacts {
             posts: HashMap::from([("p1".into(), p)]),
-            comment_counts: HashMap::from([("p1".into(), 2)]),
-            like_counts: HashMap::from([("p1".into(), 1)]),
+            counts: counts("p1", 2, 1),
             usernames: HashMap::from([("u1".into(), "ana".into())]),
             ..Default::default()
         };
         assert!(plan_posts(&[comment.clone(), like.clone()], &facts).is_empty());
 
-        facts.comment_counts.insert("p1".into(), 3);
-        facts.like_counts.insert("p1".into(), 0);
+        // Behind with a settled newest item, and ahead: both corrected.
+        facts.counts = counts("p1", 3, 0);
+        facts
+            .newest
+            .insert(("p1".into(), Counted::Comments), date(1));
+        facts.settled_before = date(2);
         facts.etags.insert("p1".into(), "\"e1\"".into());
         let writes = plan_posts(&[comment, like], &facts);
         assert_eq!(
@@ -689,16 +545,39 @@ mod tests {
     }
 
     #[test]
-    fn counts_behind_only_when_items_outnumber_the_counter() {
+    fn a_counter_behind_a_young_item_is_deferred_not_raised() {
+        let p = post("p1", "u1", "ana", &date(5), 2, 0);
+        let comment =
+            json!({"id":"c3","type":"comment","postId":"p1","userId":"u1","userUsername":"ana"});
         let mut facts = PostsFacts {
-            posts: HashMap::from([("p1".into(), post("p1", "u1", "ana", &date(1), 2, 1))]),
-            comment_counts: HashMap::from([("p1".into(), 2)]),
-            like_counts: HashMap::from([("p1".into(), 0)]),
+            posts: HashMap::from([("p1".into(), p.clone())]),
+            counts: counts("p1", 3, 0),
+            newest: HashMap::from([(("p1".into(), Counted::Comments), date(9))]),
+            settled_before: date(8),
+            usernames: HashMap::from([("u1".into(), "ana".into())]),
             ..Default::default()
         };
-        assert!(!counts_behind(&facts), "equal or ahead is not behind");
-        facts.like_counts.insert("p1".into(), 2);
-        assert!(counts_behind(&facts));
+        assert_eq!(
+            counter_fix(&facts, &p, Counted::Comments),
+            CounterFix::Defer
+        );
+        assert!(plan_posts(std::slice::from_ref(&comment), &facts).is_empty());
+        assert_eq!(deferred(std::slice::from_ref(&comment), &facts), vec!["p1"]);
+
+        // Once the newest item is past the grace period, its increment is taken as lost.
+        facts.settled_before = date(10);
+        assert_eq!(
+            counter_fix(&facts, &p, Counted::Comments),
+            CounterFix::Set(3)
+        );
+        assert!(deferred(&[comment], &facts).is_empty());
+        // Ahead is lowered at once, young or not.
+        facts.settled_before = date(0);
+        facts.counts = counts("p1", 1, 0);
+        assert_eq!(
+            counter_fix(&facts, &p, Counted::Comments),
+            CounterFix::Set(1)
+        );
     }
 
     #[test]
@@ -708,7 +587,7 @@ mod tests {
             json!({"id":"c1","type":"comment","postId":"p1","userId":"u2","userUsername":"old2"});
         let facts = PostsFacts {
             posts: HashMap::from([("p1".into(), p.clone())]),
-            comment_counts: HashMap::from([("p1".into(), 0)]),
+            counts: counts("p1", 0, 0),
             usernames: HashMap::from([("u1".into(), "new".into()), ("u2".into(), "new2".into())]),
             ..Default::default()
         };
@@ -796,20 +675,35 @@ mod tests {
     }
 
     #[test]
-    fn a_name_is_fanned_out_only_until_it_is_everywhere() {
+    fn a_fan_out_is_owed_by_rename_version_not_by_name() {
         let new_user = crate::domain::to_value(&crate::domain::User::new(
             &crate::domain::Id::parse("id", "u1").unwrap(),
             &crate::domain::Username::parse("ana").unwrap(),
         ));
+        assert_eq!(fan_out_owed(&new_user), None, "a new user has no items yet");
+        // Renamed away and back: the name equals the original, the version does not.
+        let back = json!({"id":"u1","type":"user","userId":"u1","username":"ana",
+            "renameVersion":2,"propagatedVersion":0});
         assert_eq!(
-            name_to_propagate(&new_user),
-            None,
-            "a new user has no items yet"
+            fan_out_owed(&back),
+            Some(FanOut {
+                username: "ana",
+                version: 2
+            })
         );
-        let renamed = json!({"id":"u1","type":"user","userId":"u1","username":"bea","propagatedUsername":"ana"});
-        assert_eq!(name_to_propagate(&renamed), Some("bea"));
-        let unmarked = json!({"id":"u1","type":"user","userId":"u1","username":"bea"});
-        assert_eq!(name_to_propagate(&unmarked), Some("bea"));
+        let done = json!({"id":"u1","type":"user","userId":"u1","username":"ana",
+            "renameVersion":2,"propagatedVersion":2});
+        assert_eq!(fan_out_owed(&done), None);
+        // Written before the version existed: fanned out once, then marked.
+        let legacy = json!({"id":"u1","type":"user","userId":"u1","username":"bea",
+            "propagatedUsername":"bea"});
+        assert_eq!(
+            fan_out_owed(&legacy),
+            Some(FanOut {
+                username: "bea",
+                version: 0
+            })
+        );
     }
 
     #[test]
@@ -834,8 +728,13 @@ mod tests {
         ];
         let n = posts_needs(&changes);
         assert_eq!(n.posts.into_iter().collect::<Vec<_>>(), vec!["p1", "p2"]);
-        assert_eq!(n.comment_counts.into_iter().collect::<Vec<_>>(), vec!["p1"]);
-        assert_eq!(n.like_counts.into_iter().collect::<Vec<_>>(), vec!["p2"]);
+        assert_eq!(
+            n.counts.into_iter().collect::<Vec<_>>(),
+            vec![
+                ("p1".to_string(), Counted::Comments),
+                ("p2".to_string(), Counted::Likes)
+            ]
+        );
         assert_eq!(n.users.into_iter().collect::<Vec<_>>(), vec!["u1", "u2"]);
         assert!(!n.feed);
     }

@@ -1,0 +1,176 @@
+//! Reading the facts a plan needs: the source of truth, never older than the change handled.
+
+use std::cmp::Ordering;
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use super::plan::{str_field, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE};
+use crate::domain::{Post, FEED_PK, FEED_SIZE};
+use crate::store::{retry, Container, Order, Query, Store, StoreResult};
+
+/// Which of two versions of one item was written later, by the store's stamps: `_ts` (whole
+/// seconds) when they differ, else `_lsn` when both carry it. `None` when the stamps cannot tell.
+pub fn compare_versions(a: &Value, b: &Value) -> Option<Ordering> {
+    let stamp = |v: &Value, f: &str| v.get(f).and_then(Value::as_i64);
+    match (stamp(a, "_ts"), stamp(b, "_ts")) {
+        (Some(x), Some(y)) if x != y => Some(x.cmp(&y)),
+        _ => match (stamp(a, "_lsn"), stamp(b, "_lsn")) {
+            (Some(x), Some(y)) => Some(x.cmp(&y)),
+            _ => None,
+        },
+    }
+}
+
+/// Point-read an item, and never return a version older than `changed` (a version of the same
+/// item delivered by the change feed). Under scale-out a read may go through another session
+/// than the write and see an older version, or none yet: it is read once more, and if it is
+/// still older the changed document itself is the newer truth. `Ok(None)` when the item does
+/// not exist and no change of it was delivered.
+pub async fn read_not_older(
+    store: &dyn Store,
+    c: Container,
+    pk: &str,
+    id: &str,
+    changed: Option<&Value>,
+) -> StoreResult<Option<Value>> {
+    let older =
+        |read: &Value| changed.is_some_and(|ch| compare_versions(read, ch) == Some(Ordering::Less));
+    let read = retry(|| store.read(c, pk, id)).await?;
+    // Missing although the feed delivered it: not yet visible to this session (nothing in this
+    // service deletes a user or a post). Read once more, then take the change as the truth.
+    let missing = read.is_none() && changed.is_some();
+    match read {
+        Some(v) if !older(&v) => Ok(Some(v)),
+        None if !missing => Ok(None),
+        _ => {
+            let again = retry(|| store.read(c, pk, id)).await?;
+            Ok(match again {
+                Some(v) if !older(&v) => Some(v),
+                _ => changed.cloned(),
+            })
+        }
+    }
+}
+
+/// The newest version of `id` among the changed documents (of the given `type`).
+fn newest_change<'a>(changes: &'a [Value], kind: &str, id: &str) -> Option<&'a Value> {
+    changes
+        .iter()
+        .filter(|d| str_field(d, "type") == Some(kind) && str_field(d, "id") == Some(id))
+        .reduce(|a, b| match compare_versions(a, b) {
+            Some(Ordering::Less) => b,
+            _ => a,
+        })
+}
+
+/// Read what [`super::plan::plan_posts`] needs for `changes`.
+pub async fn posts_facts(
+    store: &dyn Store,
+    changes: &[Value],
+    needs: &PostsNeeds,
+) -> StoreResult<PostsFacts> {
+    let mut facts = PostsFacts {
+        settled_before: crate::domain::format_time(
+            time::OffsetDateTime::from(SystemTime::now()) - INCREMENT_GRACE,
+        ),
+        ..Default::default()
+    };
+    for id in &needs.posts {
+        let changed = newest_change(changes, "post", id);
+        if let Some(v) = read_not_older(store, Container::Posts, id, id, changed).await? {
+            if let Some(etag) = str_field(&v, "_etag") {
+                facts.etags.insert(id.clone(), etag.to_string());
+            }
+            if let Ok(post) = serde_json::from_value::<Post>(v) {
+                facts.posts.insert(id.clone(), post);
+            }
+        }
+    }
+    for (id, c) in &needs.counts {
+        let q = Query::partition(id.clone()).eq("type", c.kind());
+        let n = retry(|| store.count(Container::Posts, &q)).await?;
+        facts.counts.insert((id.clone(), *c), n);
+        // Behind: when was the newest item created (is its increment plausibly on its way)?
+        if facts.posts.get(id).is_some_and(|p| c.of(p) < n) {
+            let q = q.order_by_creation(Order::Desc).limit(1);
+            let page = retry(|| store.query(Container::Posts, &q)).await?;
+            if let Some(date) = page
+                .items
+                .first()
+                .and_then(|v| str_field(v, "creationDate"))
+            {
+                facts.newest.insert((id.clone(), *c), date.to_string());
+            }
+        }
+    }
+    for user in &needs.users {
+        if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
+            if let Some(name) = str_field(&v, "username") {
+                facts.usernames.insert(user.clone(), name.to_string());
+            }
+        }
+    }
+    if needs.feed {
+        // Enough to see every entry even when concurrent batches overshot the size for a while.
+        let q = Query::partition(FEED_PK)
+            .eq("type", "post")
+            .order_by_creation(Order::Desc)
+            .limit(10 * FEED_SIZE as u32);
+        let page = retry(|| store.query(Container::Feed, &q)).await?;
+        facts.feed = page
+            .items
+            .iter()
+            .filter_map(|v| {
+                Some(FeedEntry {
+                    id: str_field(v, "id")?.into(),
+                    creation_date: str_field(v, "creationDate")?.into(),
+                })
+            })
+            .collect();
+    }
+    Ok(facts)
+}
+
+/// The user item as the users projection sees it: never older than its change in the batch.
+pub async fn user(
+    store: &dyn Store,
+    changes: &[Value],
+    user_id: &str,
+) -> StoreResult<Option<Value>> {
+    let changed = newest_change(changes, "user", user_id);
+    read_not_older(store, Container::Users, user_id, user_id, changed).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn versions_compare_by_whole_seconds_then_by_lsn() {
+        let a = json!({"_lsn": 5, "_ts": 100});
+        let b = json!({"_lsn": 7, "_ts": 100});
+        assert_eq!(compare_versions(&a, &b), Some(Ordering::Less));
+        assert_eq!(compare_versions(&b, &a), Some(Ordering::Greater));
+        let c = json!({"_lsn": 1, "_ts": 101});
+        assert_eq!(compare_versions(&a, &c), Some(Ordering::Less));
+        // The same second without a sequence number: cannot tell.
+        assert_eq!(compare_versions(&json!({"_ts": 100}), &a), None);
+        assert_eq!(compare_versions(&json!({}), &a), None);
+    }
+
+    #[test]
+    fn the_newest_change_of_an_item_wins() {
+        let changes = [
+            json!({"id":"p1","type":"post","_lsn":9,"title":"new"}),
+            json!({"id":"p1","type":"post","_lsn":3,"title":"old"}),
+            json!({"id":"p2","type":"post","_lsn":10}),
+        ];
+        assert_eq!(
+            newest_change(&changes, "post", "p1").unwrap()["title"],
+            "new"
+        );
+        assert!(newest_change(&changes, "user", "p1").is_none());
+    }
+}

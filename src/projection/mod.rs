@@ -1,0 +1,245 @@
+//! Change-feed projections: the article's V2/V3 denormalizations (see "How projections work" in
+//! the README).
+//!
+//! Each change is treated as a *notification*: the projection re-reads the source of truth (the
+//! post, the author, the counts, the feed) and writes what follows from it. A repeated or stale
+//! batch therefore re-writes the current state and never an older one, and a username that raced
+//! a new post, comment or like is corrected when that item is next seen.
+//!
+//! - [`plan`]: pure; changed documents plus the facts read for them in, the writes out.
+//! - [`gather`]: reads those facts, never older than the change being handled.
+//! - [`apply`]: executes writes through the store, retrying transient errors.
+//!
+//! [`project`] is the one entry: the standalone pump and the Functions triggers both call it.
+
+pub mod apply;
+pub mod gather;
+pub mod plan;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{json, Value};
+
+pub use apply::apply;
+pub use plan::{plan_posts, posts_needs, FeedEntry, PostsFacts, Write, INCREMENT_GRACE};
+
+use crate::store::{Container, Query, Store, StoreError};
+
+/// A batch that could not be applied in full.
+#[derive(Debug, thiserror::Error)]
+#[error("{reason}; not applied: {}", not_applied.join(", "))]
+pub struct ProjectionError {
+    pub reason: String,
+    /// The changed items (`container/pk/id`) whose consequences are not all written.
+    pub not_applied: Vec<String>,
+}
+
+/// What a projection did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Report {
+    pub changes: usize,
+    pub writes: usize,
+    /// Posts whose counter was left behind its items because the newest item is younger than
+    /// [`INCREMENT_GRACE`]: the driver projects [`recheck`] of each once that has passed. Should
+    /// the increment have been lost, that is when the counter is corrected.
+    pub deferred: Vec<String>,
+}
+
+/// The change a driver projects to look at a post's counters again.
+pub fn recheck(post_id: &str) -> Value {
+    json!({ "id": post_id, "postId": post_id, "type": "post" })
+}
+
+/// For a driver that keeps nothing between batches (the Functions triggers): project
+/// [`recheck`] of each deferred post once [`INCREMENT_GRACE`] has passed, and again for as long as
+/// it stays deferred, in a task of its own. Held in memory only: should the process stop first,
+/// the counter is corrected by the post's next change.
+pub fn recheck_later(store: Arc<dyn Store>, posts: Vec<String>) {
+    // One pending recheck per post in this process, however many batches defer it.
+    static PENDING: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let pending = PENDING.get_or_init(Default::default);
+    let claim = |posts: Vec<String>| -> Vec<String> {
+        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+        posts
+            .into_iter()
+            .filter(|id| p.insert(id.clone()))
+            .collect()
+    };
+    let release = |posts: &[String]| {
+        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+        for id in posts {
+            p.remove(id);
+        }
+    };
+    let mut posts = claim(posts);
+    if posts.is_empty() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut failures = 0;
+        while !posts.is_empty() {
+            tokio::time::sleep(INCREMENT_GRACE).await;
+            // Released before the look, so a batch deferring a post meanwhile is not lost.
+            release(&posts);
+            let docs: Vec<Value> = posts.iter().map(|p| recheck(p)).collect();
+            match project(&*store, Container::Posts, &docs).await {
+                Ok(report) => posts = claim(report.deferred),
+                Err(e) if failures < 5 => {
+                    failures += 1;
+                    tracing::warn!(error = %e, "counter recheck failed; retrying");
+                    posts = claim(posts);
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "counter recheck failed; given up");
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// Project a batch of changed documents from the change feed of `container` (`posts` or
+/// `users`; any other container has no projection).
+pub async fn project(
+    store: &dyn Store,
+    container: Container,
+    changes: &[Value],
+) -> Result<Report, ProjectionError> {
+    match container {
+        Container::Posts => project_posts(store, changes).await,
+        Container::Users => project_users(store, changes).await,
+        Container::Feed | Container::Leases => Ok(Report {
+            changes: changes.len(),
+            ..Report::default()
+        }),
+    }
+}
+
+fn source_ids(container: Container, changes: &[Value]) -> Vec<String> {
+    let pk_field = container.partition_key_field();
+    changes
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{}/{}",
+                container.name(),
+                plan::str_field(d, pk_field).unwrap_or("?"),
+                plan::str_field(d, "id").unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+fn failed(container: Container, changes: &[Value], e: impl std::fmt::Display) -> ProjectionError {
+    ProjectionError {
+        reason: e.to_string(),
+        not_applied: source_ids(container, changes),
+    }
+}
+
+/// The `posts` feed: gather facts, plan, apply. Never waits: a counter behind a young item is
+/// left for a later recheck (see [`Report::deferred`]).
+async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, ProjectionError> {
+    let needs = posts_needs(changes);
+    let facts = gather::posts_facts(store, changes, &needs)
+        .await
+        .map_err(|e| failed(Container::Posts, changes, e))?;
+    let writes = plan_posts(changes, &facts);
+    apply(store, &writes).await.map_err(|(i, e)| {
+        failed(
+            Container::Posts,
+            changes,
+            format!("{} failed: {e}", writes[i].target()),
+        )
+    })?;
+    Ok(Report {
+        changes: changes.len(),
+        writes: writes.len(),
+        deferred: plan::deferred(changes, &facts),
+    })
+}
+
+/// Items read and patched per step of a rename fan-out: memory stays bounded by this whatever
+/// the number of items.
+pub const FAN_OUT_PAGE: u32 = 200;
+/// Patches of a fan-out in flight at once.
+pub const FAN_OUT_CONCURRENCY: usize = 4;
+/// Passes over a user's items before a fan-out gives up (and its batch is retried).
+const MAX_FAN_OUT_PASSES: u32 = 8;
+
+/// The `users` feed: fan each user's current name out to every item of theirs that carries
+/// another one, then record the rename version that fan-out stands for.
+async fn project_users(store: &dyn Store, changes: &[Value]) -> Result<Report, ProjectionError> {
+    let mut total = 0;
+    for user_id in plan::users_needs(changes) {
+        total += fan_out(store, changes, &user_id)
+            .await
+            .map_err(|e| ProjectionError {
+                reason: e.to_string(),
+                not_applied: vec![format!("users/{user_id}/{user_id}")],
+            })?;
+    }
+    Ok(Report {
+        changes: changes.len(),
+        writes: total,
+        deferred: Vec::new(),
+    })
+}
+
+async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<usize, StoreError> {
+    let Some(user) = gather::user(store, changes, user_id).await? else {
+        return Ok(0);
+    };
+    let Some(owed) = plan::fan_out_owed(&user) else {
+        return Ok(0);
+    };
+    let targets = [
+        (
+            Container::Posts,
+            Query::cross_partition().eq("userId", user_id),
+        ),
+        (
+            Container::Users,
+            Query::partition(user_id).eq("type", "post"),
+        ),
+    ];
+    let mut written = 0;
+    for (container, q) in targets {
+        let q = q.ne("userUsername", owed.username).limit(FAN_OUT_PAGE);
+        // Page by page, patching each page before reading the next. Patched items stop matching,
+        // which may shift what a continuation token points at, so passes repeat until one finds
+        // nothing left to patch.
+        let mut pass = 0;
+        loop {
+            let mut patched = 0;
+            let mut page_q = q.clone();
+            loop {
+                let page = crate::store::retry(|| store.query(container, &page_q)).await?;
+                let writes = plan::plan_rename(container, owed.username, &page.items);
+                apply::apply_unordered(store, &writes, FAN_OUT_CONCURRENCY)
+                    .await
+                    .map_err(|(_, e)| e)?;
+                patched += writes.len();
+                match page.continuation {
+                    Some(t) => page_q.continuation = Some(t),
+                    None => break,
+                }
+            }
+            written += patched;
+            pass += 1;
+            if patched == 0 {
+                break;
+            }
+            if pass >= MAX_FAN_OUT_PASSES {
+                return Err(StoreError::Other(format!(
+                    "items in `{}` still carry another name after {pass} passes",
+                    container.name()
+                )));
+            }
+        }
+    }
+    let etag = plan::str_field(&user, "_etag");
+    apply::apply_one(store, &plan::mark_fanned_out(user_id, owed.version, etag)).await?;
+    Ok(written)
+}

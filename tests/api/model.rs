@@ -1,0 +1,388 @@
+//! The randomized model test of the projections: random interleavings of user creates, renames
+//! (back and forth among a few names), posts, comments, likes, increments lost with a crashed
+//! process, and change-feed deliveries by two followers per feed (concurrent leases), including
+//! redelivered and stale batches and restarts from an older checkpoint. After draining, every
+//! copy must equal what a projection from scratch computes: usernames on posts, comments and
+//! likes, both counters, the post copies in `users`, and the feed.
+//!
+//! Seeded and short by default; `BLOG_MODEL_CASES=<n>` runs more cases, `BLOG_MODEL_SEED=<s>` starts
+//! at another seed (a failure names its seed and the operations that led to it).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use blog::domain::{Post, FEED_PK, FEED_SIZE};
+use blog::projection;
+use blog::store::{Container, Query, Store};
+use futures::StreamExt;
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
+use serde_json::{json, Value};
+
+use crate::helpers::{id, Fixture, TestApp};
+
+const NAMES: [&str; 3] = ["ana", "bea", "cy"];
+
+fn cases(default: u64) -> (u64, u64) {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
+    (
+        env("BLOG_MODEL_SEED").unwrap_or(1),
+        env("BLOG_MODEL_CASES").unwrap_or(default),
+    )
+}
+
+/// A change-feed follower that delivers pages of random size and checkpoints only sometimes.
+#[derive(Default, Clone)]
+struct Lease {
+    continuation: Option<String>,
+    checkpoint: Option<String>,
+}
+
+struct World<'a> {
+    app: &'a TestApp,
+    rng: Pcg64,
+    users: Vec<String>,
+    posts: Vec<String>,
+    leases: BTreeMap<(&'static str, usize), Lease>,
+    delivered: Vec<(Container, Vec<Value>)>,
+    /// Posts a projection deferred, as a driver keeps them for a later look.
+    deferred: BTreeSet<String>,
+    trace: Vec<String>,
+}
+
+const FEEDS: [Container; 2] = [Container::Posts, Container::Users];
+
+impl World<'_> {
+    fn store(&self) -> &dyn Store {
+        &*self.app.store
+    }
+
+    fn pick<T: Clone>(&mut self, items: &[T]) -> Option<T> {
+        (!items.is_empty()).then(|| items[self.rng.random_range(0..items.len())].clone())
+    }
+
+    /// The next page for lease `k` of feed `c`, advancing it (and maybe its checkpoint).
+    async fn next_page(&mut self, c: Container, k: usize) -> Vec<Value> {
+        let max = self.rng.random_range(1..=8);
+        let save = self.rng.random_bool(0.7);
+        let lease = self.leases.entry((c.name(), k)).or_default();
+        let page = self
+            .app
+            .store
+            .changes(c, lease.continuation.as_deref(), max)
+            .await
+            .expect("change feed");
+        lease.continuation = Some(page.continuation);
+        if save {
+            lease.checkpoint = lease.continuation.clone();
+        }
+        page.items
+    }
+
+    async fn project(&mut self, c: Container, docs: Vec<Value>) {
+        if docs.is_empty() {
+            return;
+        }
+        let report = projection::project(self.store(), c, &docs)
+            .await
+            .unwrap_or_else(|e| panic!("projection failed: {e}; trace {:?}", self.trace));
+        self.deferred.extend(report.deferred);
+        self.delivered.push((c, docs));
+    }
+
+    async fn step(&mut self) {
+        let roll = self.rng.random_range(0..100);
+        let app = self.app;
+        match roll {
+            0..=7 => {
+                let name = self.pick(&NAMES).unwrap();
+                let u = id(&app.create_user(name).await);
+                self.trace.push(format!("user {u} {name}"));
+                self.users.push(u);
+            }
+            8..=22 => {
+                let (Some(u), Some(name)) = (self.pick(&self.users.clone()), self.pick(&NAMES))
+                else {
+                    return;
+                };
+                let r = app
+                    .put(&format!("/api/users/{u}"), json!({ "username": name }))
+                    .await;
+                assert_eq!(r.status, 200);
+                self.trace.push(format!("rename {u} {name}"));
+            }
+            23..=32 => {
+                let Some(u) = self.pick(&self.users.clone()) else {
+                    return;
+                };
+                let p = id(&app.create_post(&u, "t", &"c".repeat(250)).await);
+                self.trace.push(format!("post {p} by {u}"));
+                self.posts.push(p);
+            }
+            33..=44 => {
+                let (Some(u), Some(p)) = (
+                    self.pick(&self.users.clone()),
+                    self.pick(&self.posts.clone()),
+                ) else {
+                    return;
+                };
+                assert_eq!(app.comment(&p, &u, "hi").await.status, 201);
+                self.trace.push(format!("comment {p} by {u}"));
+            }
+            45..=52 => {
+                let (Some(u), Some(p)) = (
+                    self.pick(&self.users.clone()),
+                    self.pick(&self.posts.clone()),
+                ) else {
+                    return;
+                };
+                let status = app.like(&p, &u).await.status;
+                assert!(status == 201 || status == 200, "{status}");
+                self.trace.push(format!("like {p} by {u}"));
+            }
+            53..=55 => {
+                // A comment stored by a process that died before its increment, long ago.
+                let (Some(u), Some(p)) = (
+                    self.pick(&self.users.clone()),
+                    self.pick(&self.posts.clone()),
+                ) else {
+                    return;
+                };
+                let name = app.get(&format!("/api/users/{u}")).await.body["username"].clone();
+                let c = format!("lost-{}", self.rng.random_range(0..u32::MAX));
+                let item = json!({ "id": c, "type": "comment", "postId": p, "userId": u,
+                    "userUsername": name, "content": "lost", "creationDate": "2020-01-01T00:00:00.000Z" });
+                self.store()
+                    .create(Container::Posts, &p, item)
+                    .await
+                    .unwrap();
+                self.trace.push(format!("lost increment {p} {c}"));
+            }
+            56..=79 => {
+                let c = FEEDS[self.rng.random_range(0..2)];
+                let k = self.rng.random_range(0..2);
+                let docs = self.next_page(c, k).await;
+                self.trace
+                    .push(format!("deliver {} lease {k}: {}", c.name(), docs.len()));
+                self.project(c, docs).await;
+            }
+            80..=87 => {
+                // Both leases of one feed project at once.
+                let c = FEEDS[self.rng.random_range(0..2)];
+                let a = self.next_page(c, 0).await;
+                let b = self.next_page(c, 1).await;
+                self.trace
+                    .push(format!("concurrent {} {} + {}", c.name(), a.len(), b.len()));
+                let store = self.store();
+                let (ra, rb) = tokio::join!(
+                    projection::project(store, c, &a),
+                    projection::project(store, c, &b)
+                );
+                let (ra, rb) = (ra.expect("projection a"), rb.expect("projection b"));
+                self.deferred
+                    .extend(ra.deferred.into_iter().chain(rb.deferred));
+                self.delivered.push((c, a));
+                self.delivered.push((c, b));
+            }
+            88..=94 => {
+                // A batch delivered before, delivered again (redelivery, or a stale batch).
+                let Some((c, docs)) = self.pick(&self.delivered.clone()) else {
+                    return;
+                };
+                self.trace
+                    .push(format!("redeliver {} {}", c.name(), docs.len()));
+                self.project(c, docs).await;
+            }
+            _ => {
+                // A restart: the lease resumes from its last saved checkpoint.
+                let c = FEEDS[self.rng.random_range(0..2)];
+                let k = self.rng.random_range(0..2);
+                let lease = self.leases.entry((c.name(), k)).or_default();
+                lease.continuation = lease.checkpoint.clone();
+                self.trace.push(format!("restart {} lease {k}", c.name()));
+            }
+        }
+    }
+
+    /// Let lease 0 of each feed catch up, projecting deferred posts again once the grace period
+    /// has passed (as a pump does), until a round finds nothing new.
+    async fn drain(&mut self) {
+        let mut deferred = std::mem::take(&mut self.deferred);
+        for _ in 0..50 {
+            let mut quiet = true;
+            if !deferred.is_empty() {
+                quiet = false;
+                tokio::time::sleep(projection::INCREMENT_GRACE).await;
+                let rechecks: Vec<Value> = std::mem::take(&mut deferred)
+                    .iter()
+                    .map(|p| projection::recheck(p))
+                    .collect();
+                let report = projection::project(self.store(), Container::Posts, &rechecks)
+                    .await
+                    .expect("recheck");
+                deferred.extend(report.deferred);
+            }
+            for c in FEEDS {
+                loop {
+                    let lease = self.leases.entry((c.name(), 0)).or_default().clone();
+                    let page = self
+                        .store()
+                        .changes(c, lease.continuation.as_deref(), 100)
+                        .await
+                        .unwrap();
+                    if page.items.is_empty() {
+                        break;
+                    }
+                    quiet = false;
+                    let report = projection::project(self.store(), c, &page.items)
+                        .await
+                        .expect("drain");
+                    deferred.extend(report.deferred);
+                    self.leases.get_mut(&(c.name(), 0)).unwrap().continuation =
+                        Some(page.continuation);
+                }
+            }
+            if quiet {
+                return;
+            }
+        }
+        panic!("the projections never went quiet; trace {:?}", self.trace);
+    }
+}
+
+fn without_system_properties(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|k, _| !k.starts_with('_'));
+    }
+    v
+}
+
+async fn all(store: &dyn Store, c: Container, q: Query) -> Vec<Value> {
+    let mut q = q.limit(100);
+    let mut out = Vec::new();
+    loop {
+        let page = store.query(c, &q).await.unwrap();
+        out.extend(page.items.into_iter().map(without_system_properties));
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return out,
+        }
+    }
+}
+
+/// Every copy equals what a projection from scratch computes from the users and the items.
+async fn assert_converged(w: &World<'_>, seed: u64) {
+    let store = w.store();
+    let ctx = || format!("seed {seed}; trace {:#?}", w.trace);
+    let mut names = BTreeMap::new();
+    for u in &w.users {
+        let user = store.read(Container::Users, u, u).await.unwrap().unwrap();
+        names.insert(u.clone(), user["username"].as_str().unwrap().to_string());
+    }
+    let mut summaries: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    let mut feed: Vec<Value> = Vec::new();
+    for p in &w.posts {
+        let items = all(store, Container::Posts, Query::partition(p.as_str())).await;
+        let mut post = None;
+        let (mut comments, mut likes) = (0u64, 0u64);
+        for item in items {
+            let author = &names[item["userId"].as_str().unwrap()];
+            assert_eq!(item["userUsername"], author.as_str(), "{item}: {}", ctx());
+            match item["type"].as_str().unwrap() {
+                "post" => post = Some(item),
+                "comment" => comments += 1,
+                "like" => likes += 1,
+                other => panic!("unexpected item type {other}"),
+            }
+        }
+        let post = post.expect("the post");
+        assert_eq!(post["commentCount"], comments, "{post}: {}", ctx());
+        assert_eq!(post["likeCount"], likes, "{post}: {}", ctx());
+        let summary = serde_json::from_value::<Post>(post).unwrap().summary();
+        let summary = blog::domain::to_value(&summary);
+        summaries
+            .entry(summary["userId"].as_str().unwrap().to_string())
+            .or_default()
+            .insert(p.clone(), summary.clone());
+        feed.push(summary);
+    }
+    for u in &w.users {
+        let copies = all(
+            store,
+            Container::Users,
+            Query::partition(u.as_str()).eq("type", "post"),
+        )
+        .await;
+        let copies: BTreeMap<String, Value> = copies.into_iter().map(|c| (id(&c), c)).collect();
+        assert_eq!(
+            copies,
+            summaries.remove(u).unwrap_or_default(),
+            "copies of {u}: {}",
+            ctx()
+        );
+    }
+    feed.sort_by(|a, b| {
+        (b["creationDate"].as_str(), b["id"].as_str())
+            .cmp(&(a["creationDate"].as_str(), a["id"].as_str()))
+    });
+    feed.truncate(FEED_SIZE);
+    let stored = all(
+        store,
+        Container::Feed,
+        Query::partition(FEED_PK).order_by_creation(blog::store::Order::Desc),
+    )
+    .await;
+    assert_eq!(stored, feed, "the feed: {}", ctx());
+    let unique: BTreeSet<String> = stored.iter().map(id).collect();
+    assert_eq!(unique.len(), stored.len());
+}
+
+/// Run random cases on fresh stores from `fixture`, a few at a time.
+pub async fn run<F, Fut>(fixture: F, default_cases: u64, steps: usize)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Fixture>,
+{
+    let (first, cases) = cases(default_cases);
+    futures::stream::iter(first..first + cases)
+        .for_each_concurrent(8, |seed| one_case(&fixture, seed, steps))
+        .await;
+}
+
+async fn one_case<F, Fut>(fixture: &F, seed: u64, steps: usize)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Fixture>,
+{
+    {
+        let app = TestApp::spawn(fixture().await, false).await;
+        let mut w = World {
+            app: &app,
+            rng: Pcg64::seed_from_u64(seed),
+            users: Vec::new(),
+            posts: Vec::new(),
+            leases: BTreeMap::new(),
+            delivered: Vec::new(),
+            deferred: BTreeSet::new(),
+            trace: Vec::new(),
+        };
+        for _ in 0..steps {
+            w.step().await;
+        }
+        w.drain().await;
+        assert_converged(&w, seed).await;
+    }
+}
+
+mod embedded {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn random_interleavings_converge_to_a_projection_from_scratch() {
+        super::run(crate::helpers::embedded_fixture, 8, 80).await;
+    }
+}
+
+mod cosmos {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn random_interleavings_converge_to_a_projection_from_scratch() {
+        super::run(crate::cosmos::cosmos_fixture, 4, 60).await;
+    }
+}
