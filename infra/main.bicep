@@ -52,6 +52,14 @@ param cosmosThroughputMode string = 'serverless'
 @minValue(1000)
 param autoscaleMaxThroughput int = 1000
 
+@description('Cosmos DB backup: Periodic (default; a copy every 4 hours, the last 2 kept, restored by a support request), Continuous7Days or Continuous30Days (point-in-time restore within the last 7 or 30 days, self-service). Moving from Periodic to continuous is one-way.')
+@allowed([
+  'Periodic'
+  'Continuous7Days'
+  'Continuous30Days'
+])
+param cosmosBackupMode string = 'Periodic'
+
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string = 'blog'
 
@@ -125,6 +133,7 @@ module cosmos 'modules/cosmos.bicep' = {
     databaseName: cosmosDatabaseName
     throughputMode: cosmosThroughputMode
     autoscaleMaxThroughput: autoscaleMaxThroughput
+    backupMode: cosmosBackupMode
     dataContributorPrincipalIds: cosmosPrincipalIds
   }
 }

@@ -1,8 +1,11 @@
-//! Domain types: validated inputs (`parse` or a clear error) and the item shapes of CONTRACT §2–3.
+//! Domain types: validated inputs (`parse` or a clear error) and the item shapes documented in
+//! the README's "The API" section.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
+
+mod chars;
 
 /// The feed holds this many posts.
 pub const FEED_SIZE: usize = 100;
@@ -34,8 +37,9 @@ fn check_length(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// An item id: opaque, 1..=128 characters, none of `/ \ ? #` (Cosmos forbids them in ids) and no
-/// control characters.
+/// An item id: opaque, 1..=128 characters, none of `/ \ ? #` (Cosmos forbids them in ids), no
+/// control characters, and not made only of dots (`.` and `..` are path segments to a URL: the
+/// Cosmos SDK would turn `…/docs/..` into the container's own path).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Id(String);
@@ -51,6 +55,9 @@ impl Id {
             return Err(Invalid(format!(
                 "`{field}` must not contain `/`, `\\`, `?`, `#` or control characters"
             )));
+        }
+        if s.chars().all(|c| c == '.') {
+            return Err(Invalid(format!("`{field}` must not be made only of dots")));
         }
         Ok(Id(s.to_string()))
     }
@@ -77,7 +84,8 @@ impl std::fmt::Display for Id {
     }
 }
 
-/// A username: trimmed, 1..=64 characters, no control characters.
+/// A username: trimmed, 1..=64 characters, no control characters, no bidirectional overrides or
+/// isolates, and at least one visible character (see [`chars`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Username(String);
 
@@ -92,6 +100,16 @@ impl Username {
                 "`username` must not contain control characters".into(),
             ));
         }
+        if s.chars().any(chars::is_bidi_control) {
+            return Err(Invalid(
+                "`username` must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)".into(),
+            ));
+        }
+        if !s.chars().any(chars::is_visible) {
+            return Err(Invalid(
+                "`username` must contain at least one visible character".into(),
+            ));
+        }
         Ok(Username(s.to_string()))
     }
 
@@ -100,14 +118,21 @@ impl Username {
     }
 }
 
-/// Text with a length limit (titles, contents). Kept as given, but never empty or blank.
+/// Text with a length limit (titles, contents). Kept as given, but never empty or blank, and
+/// without control characters other than `\n`, `\r`, `\t` (see [`chars`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Text(String);
 
 impl Text {
     pub fn parse(field: &str, s: &str, max: usize) -> Result<Self, Invalid> {
         check_length(field, s, max)?;
-        if s.trim().is_empty() {
+        if let Some(c) = s.chars().find(|&c| chars::is_forbidden_in_text(c)) {
+            return Err(Invalid(format!(
+                "`{field}` must not contain control characters other than line breaks and tabs (found U+{:04X})",
+                c as u32
+            )));
+        }
+        if !s.chars().any(chars::is_visible) {
             return Err(Invalid(format!("`{field}` must not be blank")));
         }
         Ok(Text(s.to_string()))

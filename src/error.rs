@@ -1,6 +1,12 @@
 //! The one error type of the HTTP API, rendered as `application/problem+json` (RFC 9457).
+//!
+//! Rendering never logs: a response for a server-side failure carries a [`Failure`] in its
+//! extensions, and the request middleware (`api::meter`) logs it inside the request's span, with
+//! its method and path.
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -53,9 +59,65 @@ pub enum ApiError {
     /// after the given time.
     #[error("the identity provider's signing keys are unavailable; retry later")]
     IdentityUnavailable { retry_after: Duration },
-    /// 500: anything else. The detail is logged, never returned.
+    /// 503: the request was not answered within the request timeout.
+    #[error("the request was not answered within {} s; retry later", .0.as_secs())]
+    TimedOut(Duration),
+    /// 500: the store refuses this service (a missing role assignment, a firewall rule): a
+    /// misconfiguration, which waiting does not cure. The store's message is logged (at most
+    /// once per [`MISCONFIGURED_LOG_INTERVAL`]), never returned.
+    #[error("the store refuses access: {0}")]
+    Misconfigured(String),
+    /// 500: anything else. The error and its sources are logged, never returned.
     #[error("internal error: {0}")]
-    Internal(String),
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// How often the store's refusal is logged while it lasts.
+pub const MISCONFIGURED_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A server-side failure behind a 500, left in the response's extensions for the request
+/// middleware to log: the error with its chain of sources.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub misconfigured: bool,
+    pub error: Arc<str>,
+}
+
+impl Failure {
+    /// Log it (in the caller's span). A misconfiguration is logged once per interval, with the
+    /// number of requests it failed meanwhile.
+    pub fn log(&self) {
+        if !self.misconfigured {
+            tracing::error!(error = %self.error, "request failed");
+            return;
+        }
+        static LAST: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+        static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+        let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|at| at.elapsed() < MISCONFIGURED_LOG_INTERVAL) {
+            SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        *last = Some(Instant::now());
+        tracing::error!(
+            error = %self.error,
+            failed_since_last_report = SUPPRESSED.swap(0, Ordering::Relaxed),
+            "the store refuses access: check the service's role assignment and the account's \
+             firewall; requests answer 500 until it is fixed"
+        );
+    }
+}
+
+/// `error: source: source …`
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -80,15 +142,20 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable { .. } | ApiError::IdentityUnavailable { .. } => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable { .. }
+            | ApiError::IdentityUnavailable { .. }
+            | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Misconfigured(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
     pub fn not_found(what: &str, id: &str) -> Self {
         ApiError::NotFound(format!("{what} `{id}` does not exist"))
+    }
+
+    /// A 500 for any error, keeping it (and its sources) for the log.
+    pub fn internal(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ApiError::Internal(e.into())
     }
 }
 
@@ -112,10 +179,11 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(_) => ApiError::Unavailable {
                 retry_after: Duration::from_secs(1),
             },
-            StoreError::BadRequest(m) if m.contains("continuation") => {
+            StoreError::BadContinuation(_) => {
                 ApiError::BadRequest("`continuationToken` is not valid".into())
             }
-            _ => ApiError::Internal(e.to_string()),
+            StoreError::Forbidden(m) => ApiError::Misconfigured(m.clone()),
+            _ => ApiError::internal(e),
         }
     }
 }
@@ -123,12 +191,20 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let detail = match &self {
-            ApiError::Internal(msg) => {
-                tracing::error!(error = %msg, "request failed");
-                "an unexpected error occurred".to_string()
-            }
-            other => other.to_string(),
+        let failure = match &self {
+            ApiError::Internal(e) => Some(Failure {
+                misconfigured: false,
+                error: chain(&**e).into(),
+            }),
+            ApiError::Misconfigured(m) => Some(Failure {
+                misconfigured: true,
+                error: m.as_str().into(),
+            }),
+            _ => None,
+        };
+        let detail = match &failure {
+            Some(_) => "an unexpected error occurred".to_string(),
+            None => self.to_string(),
         };
         let body = Problem {
             kind: "about:blank",
@@ -141,10 +217,17 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let ApiError::Throttled { retry_after }
-        | ApiError::Unavailable { retry_after }
-        | ApiError::IdentityUnavailable { retry_after } = &self
-        {
+        if let Some(failure) = failure {
+            resp.extensions_mut().insert(failure);
+        }
+        let retry_after = match &self {
+            ApiError::Throttled { retry_after }
+            | ApiError::Unavailable { retry_after }
+            | ApiError::IdentityUnavailable { retry_after } => Some(*retry_after),
+            ApiError::TimedOut(_) => Some(Duration::from_secs(1)),
+            _ => None,
+        };
+        if let Some(retry_after) = retry_after {
             let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -162,3 +245,72 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+
+    /// Counts the events logged while it is the subscriber.
+    struct Count(Arc<AtomicUsize>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Count {
+        fn on_event(&self, _: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn logged(f: impl FnOnce()) -> usize {
+        let n = Arc::new(AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry().with(Count(n.clone()));
+        tracing::subscriber::with_default(subscriber, f);
+        n.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_store_refusal_is_a_500_logged_once_per_interval() {
+        let e = ApiError::from(StoreError::Forbidden("403: no role".into()));
+        assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let resp = e.into_response();
+        assert!(resp.headers().get(header::RETRY_AFTER).is_none());
+        let failure = resp.extensions().get::<Failure>().unwrap().clone();
+        assert!(failure.misconfigured && failure.error.contains("no role"));
+        assert_eq!(logged(|| (0..100).for_each(|_| failure.log())), 1);
+    }
+
+    #[test]
+    fn errors_map_by_type_and_keep_their_sources() {
+        let bad = ApiError::from(StoreError::BadContinuation("x".into()));
+        assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+        // A bad request to the store that merely mentions a continuation is not the caller's.
+        let other = ApiError::from(StoreError::BadRequest("continuation of something".into()));
+        assert_eq!(other.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let batch = StoreError::BatchFailed {
+            index: 1,
+            source: Box::new(StoreError::Other("disk full".into())),
+        };
+        let resp = ApiError::from(batch).into_response();
+        let failure = resp.extensions().get::<Failure>().unwrap();
+        assert!(!failure.misconfigured);
+        assert!(
+            failure.error.contains("batch operation 1 failed")
+                && failure.error.contains("disk full"),
+            "{}",
+            failure.error
+        );
+        let internal = ApiError::from(StoreError::Other("x".into()));
+        assert!(
+            logged(|| {
+                internal
+                    .into_response()
+                    .extensions()
+                    .get::<Failure>()
+                    .unwrap()
+                    .log()
+            }) == 1
+        );
+    }
+}

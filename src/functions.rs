@@ -1,4 +1,4 @@
-//! Azure Functions custom-handler invocations (CONTRACT §5).
+//! Azure Functions custom-handler invocations.
 //!
 //! Under the Functions host, HTTP functions are forwarded to `/api/...` as they are and need
 //! nothing here. Every other function is *invoked*: the host POSTs
@@ -13,29 +13,42 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde_json::json;
+use tower::limit::GlobalConcurrencyLimitLayer;
 use tracing::Instrument as _;
 
 use crate::projection::{self, ProjectionError, Report};
 use crate::store::Container;
 use crate::AppState;
 
+mod decode;
+
+pub use decode::{decode, Batch, DecodeError, MAX_DOCUMENTS, MAX_STRING_WRAPS, MAX_VALUES};
+
 /// The header carrying the host's id for one invocation (and each retry of it).
 pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 
 /// Largest invocation body accepted. Far above the API's 1 MiB: a batch of 100 posts of up to
-/// 20,000 characters each, escaped twice when the host double-encodes it, can reach tens of MiB,
-/// and a batch refused for its size would be redelivered and refused forever.
-pub const INVOCATION_BODY_LIMIT: usize = 64 * 1024 * 1024;
+/// 20,000 characters each, every character escaped as `\uXXXX` and the array wrapped in two
+/// strings, is about 16 MiB, and a batch refused for its size would be redelivered and refused
+/// forever. Decoding keeps at most about four times the body in memory, so one invocation stays
+/// well under 300 MiB whatever it holds.
+pub const INVOCATION_BODY_LIMIT: usize = 32 * 1024 * 1024;
+
+/// How many invocations are read and applied at once; more wait their turn. The host runs at
+/// most one invocation per lease at a time; this bounds the memory whatever arrives (two bodies
+/// at the limit stay under 100 MiB in the tests).
+pub const INVOCATION_CONCURRENCY: usize = 2;
 
 /// Which change feed a trigger follows, hence which projection it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feed {
+pub enum ChangeFeed {
     Posts,
     Users,
 }
@@ -46,7 +59,7 @@ pub enum Feed {
 pub struct Trigger {
     pub function: &'static str,
     pub binding: &'static str,
-    pub feed: Feed,
+    pub feed: ChangeFeed,
 }
 
 /// Every trigger function; `functions/<function>/function.json` must declare each of them.
@@ -54,16 +67,17 @@ pub const TRIGGERS: &[Trigger] = &[
     Trigger {
         function: "PostsChangeFeed",
         binding: "documents",
-        feed: Feed::Posts,
+        feed: ChangeFeed::Posts,
     },
     Trigger {
         function: "UsersChangeFeed",
         binding: "documents",
-        feed: Feed::Users,
+        feed: ChangeFeed::Users,
     },
 ];
 
-/// `POST /<FunctionName>` for every trigger.
+/// `POST /<FunctionName>` for every trigger. Only the Functions host invokes these, so the
+/// router mounts them only under the host: standalone they do not exist (404).
 pub fn routes() -> Router<AppState> {
     TRIGGERS
         .iter()
@@ -73,99 +87,42 @@ pub fn routes() -> Router<AppState> {
                 post(
                     move |State(state): State<AppState>,
                           headers: HeaderMap,
+                          _: JsonInvocation,
                           body: Result<Bytes, BytesRejection>| {
                         invoke(*trigger, state, headers, body)
                     },
                 ),
             )
         })
-        // A route layer runs inside the application-wide 1 MiB limit, so it overrides it here.
+        // Route layers run inside the application-wide 1 MiB limit, so this one overrides it.
         .route_layer(DefaultBodyLimit::max(INVOCATION_BODY_LIMIT))
+        .route_layer(GlobalConcurrencyLimitLayer::new(INVOCATION_CONCURRENCY))
 }
 
-/// A decoded invocation of a change-feed trigger.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Batch {
-    /// The changed documents, in feed order.
-    pub documents: Vec<Value>,
-    /// `Metadata.RetryContext.RetryCount`: 0 on a first delivery.
-    pub retry_count: u64,
-}
+/// The host sends every invocation as `application/json`; anything else (a form or `text/plain`
+/// POST a web page can send) is refused with 415 before the body is read.
+pub struct JsonInvocation;
 
-/// Why an invocation body could not be understood.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum DecodeError {
-    #[error("the body is not JSON: {0}")]
-    NotJson(String),
-    #[error("the body has no `Data` object")]
-    NoData,
-    #[error("`Data` has no `{0}` binding")]
-    NoBinding(String),
-    #[error("`Data.{binding}` is not a JSON array of documents, nor a string holding one: {why}")]
-    NotDocuments { binding: String, why: String },
-}
+impl<S: Send + Sync> FromRequestParts<S> for JsonInvocation {
+    type Rejection = Response;
 
-/// How many times a string may wrap the documents: the host sends the array itself, the array
-/// serialized into a string, or that string serialized once more.
-const MAX_STRING_WRAPS: usize = 2;
-
-/// Decode `{"Data": {"<binding>": documents}, "Metadata": {…}}`, whichever of the three encodings
-/// `documents` arrives in.
-pub fn decode(body: &[u8], binding: &str) -> Result<Batch, DecodeError> {
-    let envelope: Value =
-        serde_json::from_slice(body).map_err(|e| DecodeError::NotJson(e.to_string()))?;
-    let data = envelope
-        .get("Data")
-        .and_then(Value::as_object)
-        .ok_or(DecodeError::NoData)?;
-    let raw = data
-        .get(binding)
-        .ok_or_else(|| DecodeError::NoBinding(binding.to_string()))?;
-    let not_documents = |why: String| DecodeError::NotDocuments {
-        binding: binding.to_string(),
-        why,
-    };
-
-    let mut value = raw.clone();
-    let mut wraps = 0;
-    let documents = loop {
-        match value {
-            Value::Array(items) => break items,
-            Value::String(s) if wraps < MAX_STRING_WRAPS => {
-                value = serde_json::from_str(&s)
-                    .map_err(|e| not_documents(format!("the string is not JSON: {e}")))?;
-                wraps += 1;
-            }
-            Value::String(_) => {
-                return Err(not_documents(format!(
-                    "wrapped in more than {MAX_STRING_WRAPS} strings"
-                )))
-            }
-            other => return Err(not_documents(format!("found {}", kind(&other)))),
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Response> {
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        if essence.eq_ignore_ascii_case("application/json") {
+            Ok(JsonInvocation)
+        } else {
+            Err(answer(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                vec![format!(
+                    "an invocation must be `Content-Type: application/json`, not `{content_type}`"
+                )],
+            ))
         }
-    };
-    if let Some(i) = documents.iter().position(|d| !d.is_object()) {
-        return Err(not_documents(format!("item {i} is not an object")));
-    }
-
-    let retry_count = envelope
-        .pointer("/Metadata/RetryContext/RetryCount")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    Ok(Batch {
-        documents,
-        retry_count,
-    })
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -216,8 +173,13 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
         Ok(batch) => batch,
         Err(e) => {
             tracing::error!(error = %e, "invocation not decoded; nothing applied");
+            let status = if e.is_too_large() {
+                StatusCode::PAYLOAD_TOO_LARGE
+            } else {
+                StatusCode::BAD_REQUEST
+            };
             return answer(
-                StatusCode::BAD_REQUEST,
+                status,
                 vec![format!("{}: invocation not decoded: {e}", trigger.function)],
             );
         }
@@ -230,8 +192,8 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
     }
 
     let container = match trigger.feed {
-        Feed::Posts => Container::Posts,
-        Feed::Users => Container::Users,
+        ChangeFeed::Posts => Container::Posts,
+        ChangeFeed::Users => Container::Users,
     };
     let result: Result<Report, ProjectionError> =
         projection::project(&*state.store, container, &batch.documents).await;
@@ -265,63 +227,6 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
                     format!("not applied: {}", e.not_applied.join(", ")),
                 ],
             )
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn body(documents: Value) -> Vec<u8> {
-        serde_json::to_vec(&json!({
-            "Data": { "documents": documents },
-            "Metadata": { "RetryContext": { "RetryCount": 2, "MaxRetryCount": -1 } }
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn documents_decode_from_an_array_a_string_or_a_string_in_a_string() {
-        let docs = json!([{ "id": "p1", "postId": "p1", "type": "post" }]);
-        let once = serde_json::to_string(&docs).unwrap();
-        let twice = serde_json::to_string(&once).unwrap();
-        for encoded in [docs.clone(), Value::String(once), Value::String(twice)] {
-            let batch = decode(&body(encoded), "documents").unwrap();
-            assert_eq!(Value::Array(batch.documents), docs);
-            assert_eq!(batch.retry_count, 2);
-        }
-    }
-
-    #[test]
-    fn a_first_delivery_has_no_retry_context() {
-        let b = br#"{"Data":{"documents":[]},"Metadata":{}}"#;
-        assert_eq!(
-            decode(b, "documents").unwrap(),
-            Batch {
-                documents: vec![],
-                retry_count: 0
-            }
-        );
-    }
-
-    #[test]
-    fn what_is_not_a_batch_is_named() {
-        let thrice =
-            Value::String(serde_json::to_string(&serde_json::to_string("[]").unwrap()).unwrap());
-        let cases: Vec<(Vec<u8>, &str)> = vec![
-            (b"not json".to_vec(), "not JSON"),
-            (br#"{"Metadata":{}}"#.to_vec(), "no `Data`"),
-            (br#"{"Data":{"other":[]}}"#.to_vec(), "no `documents`"),
-            (body(json!({"id": "p1"})), "found an object"),
-            (body(json!(7)), "found a number"),
-            (body(json!("{not json")), "string is not JSON"),
-            (body(thrice), "more than 2 strings"),
-            (body(json!([{"id": "p1"}, 3])), "item 1 is not an object"),
-        ];
-        for (b, expected) in cases {
-            let e = decode(&b, "documents").unwrap_err().to_string();
-            assert!(e.contains(expected), "{e:?} should mention {expected:?}");
         }
     }
 }

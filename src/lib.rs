@@ -13,16 +13,20 @@
 //!   pure functions and applied through the store; [`pump`]: the in-process change-feed follower that drives
 //!   them standalone; [`functions`]: the same projections invoked by the Functions host's
 //!   Cosmos DB triggers.
+//! - [`startup`]: bind, build the store, start the pump, serve; [`server`]: the HTTP server
+//!   with its timeouts, connection cap and graceful shutdown.
+//! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
 //! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
-//! - [`startup`]: bind, build the store, start the pump, serve.
 
 pub mod api;
 pub mod auth;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod ops;
 pub mod projection;
 pub mod pump;
+pub mod server;
 pub mod settings;
 pub mod startup;
 pub mod store;
@@ -31,7 +35,8 @@ pub mod web;
 
 pub use api::AppState;
 
-/// The whole HTTP application over the given state.
-pub fn app(state: AppState) -> axum::Router {
-    api::router(state)
+/// The whole HTTP application over the given state; `hosted`: as under the Functions host (with
+/// the trigger endpoints).
+pub fn app(state: AppState, hosted: bool) -> axum::Router {
+    api::router(state, hosted, server::DEFAULT_REQUEST_TIMEOUT)
 }

@@ -1,10 +1,14 @@
-//! `handler`: settings, telemetry, bind, serve.
+//! `handler`: settings, telemetry, bind, serve; or an operations command (`blog::ops`).
 
 use blog::settings::Settings;
 use blog::startup::Application;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // `handler verify …` / `handler backup …`; without a command, serve.
+    if let Some(code) = blog::ops::dispatch().await {
+        return code;
+    }
     let settings = match Settings::from_env() {
         Ok(s) => s,
         Err(e) => {

@@ -3,12 +3,18 @@
 //! checkpoint after a restart; an unapplied batch is retried, never skipped. Posts whose
 //! counter a projection deferred are projected again once due, and are kept in the checkpoint
 //! so that a restart does not forget them.
+//!
+//! Each follower runs under a supervisor: should it fail (a panic in a projection, say), the
+//! supervisor logs it and starts it again from its checkpoint after a backoff. [`Pump::stop`]
+//! lets each follower finish and checkpoint the batch in hand, then stops it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use serde_json::{json, Value};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use tokio::time::Instant;
@@ -21,12 +27,91 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const BATCH: u32 = 100;
 
-/// Start one follower per watched container; abort the handles to stop.
-pub fn spawn(store: Arc<dyn Store>) -> Vec<JoinHandle<()>> {
-    [Container::Posts, Container::Users]
+/// A follower that ran at least this long before failing is restarted at once (its backoff
+/// starts over); one failing sooner waits twice as long as the time before, up to `MAX_BACKOFF`.
+const HEALTHY_RUN: Duration = Duration::from_secs(60);
+
+/// The running pump: one supervised follower per watched container.
+pub struct Pump {
+    stop: watch::Sender<bool>,
+    supervisors: Vec<JoinHandle<()>>,
+}
+
+/// Start one supervised follower per watched container.
+pub fn spawn(store: Arc<dyn Store>) -> Pump {
+    let (stop, stopped) = watch::channel(false);
+    let supervisors = WATCHED
         .into_iter()
-        .map(|c| tokio::spawn(follow(store.clone(), c)))
-        .collect()
+        .map(|c| tokio::spawn(supervise(store.clone(), c, stopped.clone())))
+        .collect();
+    Pump { stop, supervisors }
+}
+
+impl Pump {
+    /// Let every follower finish and checkpoint the batch it is applying, then stop it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for s in self.supervisors {
+            let _ = s.await;
+        }
+        tracing::info!("change-feed pump stopped");
+    }
+}
+
+/// Run `follow` for `c` until told to stop, restarting it (with backoff) whenever it fails.
+async fn supervise(store: Arc<dyn Store>, c: Container, stopped: watch::Receiver<bool>) {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let started = std::time::Instant::now();
+        let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone()))
+            .catch_unwind()
+            .await;
+        if stopping(&stopped) {
+            return;
+        }
+        let why = match run {
+            Ok(()) => "returned".to_string(),
+            Err(panic) => panic_message(&*panic),
+        };
+        if started.elapsed() >= HEALTHY_RUN {
+            backoff = FIRST_BACKOFF;
+        }
+        tracing::error!(
+            container = c.name(),
+            error = %why,
+            restart_in_ms = backoff.as_millis() as u64,
+            "change-feed follower failed; restarting it from its checkpoint"
+        );
+        let mut stop = stopped.clone();
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
+/// Whether the pump is told to stop (or was dropped without being stopped).
+fn stopping(stopped: &watch::Receiver<bool>) -> bool {
+    *stopped.borrow() || stopped.has_changed().is_err()
+}
+
+/// Sleep for `d`, or less when told to stop; whether to stop.
+async fn pause(d: Duration, stopped: &mut watch::Receiver<bool>) -> bool {
+    let timed_out = tokio::time::timeout(d, stopped.wait_for(|s| *s))
+        .await
+        .is_err();
+    !timed_out || stopping(stopped)
 }
 
 fn lease_id(c: Container) -> String {
@@ -115,7 +200,9 @@ impl Rechecks {
     }
 }
 
-async fn follow(store: Arc<dyn Store>, c: Container) {
+/// Follow `c` from its checkpoint until told to stop; between batches only, so a batch being
+/// applied is finished and checkpointed first.
+async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receiver<bool>) {
     let mut backoff = FIRST_BACKOFF;
     let idle = store.idle_poll();
     let checkpoint = loop {
@@ -123,7 +210,9 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
             Ok(cp) => break cp,
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "cannot read the pump checkpoint; retrying");
-                tokio::time::sleep(MAX_BACKOFF).await;
+                if pause(MAX_BACKOFF, &mut stopped).await {
+                    return;
+                }
             }
         }
     };
@@ -131,7 +220,7 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
     let mut rechecks = Rechecks::default();
     rechecks.defer(checkpoint.deferred);
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
-    loop {
+    while !stopping(&stopped) {
         let due = rechecks.take_due();
         if !due.is_empty() {
             let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
@@ -152,14 +241,18 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "change feed read failed; retrying");
-                tokio::time::sleep(backoff).await;
+                if pause(backoff, &mut stopped).await {
+                    return;
+                }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
         if page.items.is_empty() {
             continuation = Some(page.continuation);
-            tokio::time::sleep(rechecks.idle(idle)).await;
+            if pause(rechecks.idle(idle), &mut stopped).await {
+                return;
+            }
             continue;
         }
         match projection::project(&*store, c, &page.items).await {
@@ -180,7 +273,9 @@ async fn follow(store: Arc<dyn Store>, c: Container) {
             }
             Err(e) => {
                 tracing::error!(container = c.name(), error = %e, "batch not applied; it will be retried");
-                tokio::time::sleep(backoff).await;
+                if pause(backoff, &mut stopped).await {
+                    return;
+                }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }

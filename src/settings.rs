@@ -219,6 +219,9 @@ pub struct Settings {
     pub pump: bool,
     pub cosmos: CosmosSettings,
     pub log_format: LogFormat,
+    /// Header and request timeouts and the connection cap (`BLOG_HEADER_TIMEOUT_SECS`,
+    /// `BLOG_REQUEST_TIMEOUT_SECS`, `BLOG_MAX_CONNECTIONS`).
+    pub server: crate::server::ServerLimits,
     pub auth: AuthSettings,
 }
 
@@ -308,6 +311,8 @@ impl Settings {
             log_format: parsed("BLOG_LOG_FORMAT", get("BLOG_LOG_FORMAT"))?
                 .unwrap_or(LogFormat::Text),
             auth: auth_settings(&get, hosted)?,
+            server: crate::server::ServerLimits::from_lookup(&get)
+                .map_err(|(n, why)| bad(n, why))?,
         })
     }
 }

@@ -8,16 +8,19 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use crate::auth::Auth;
+use crate::server::{self, ServerLimits};
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
-use crate::{app, pump, AppState};
+use crate::{api, pump, AppState};
 
 pub struct Application {
     listener: TcpListener,
     state: AppState,
     pump: bool,
+    hosted: bool,
+    limits: ServerLimits,
 }
 
 impl Application {
@@ -27,16 +30,22 @@ impl Application {
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
         let store = open_store(settings).await?;
         crate::auth::announce(&settings.auth, settings.addr);
-        Ok(Self::new(listener, store, settings.pump).with_auth(Auth::new(&settings.auth)))
+        Ok(Self::new(listener, store, settings.pump)
+            .with_auth(Auth::new(&settings.auth))
+            .hosted(settings.hosted)
+            .limits(settings.server))
     }
 
-    /// An application over an already bound listener and an already open store (tests, bench),
-    /// with `BLOG_AUTH=none` unless [`Application::with_auth`] says otherwise.
+    /// A standalone application with the default limits over an already bound listener and an
+    /// already open store (tests, bench), with `BLOG_AUTH=none` unless [`Application::with_auth`]
+    /// says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
             state: AppState::new(store),
             pump,
+            hosted: false,
+            limits: ServerLimits::default(),
         }
     }
 
@@ -48,6 +57,17 @@ impl Application {
         }
     }
 
+    /// As under the Functions host: with the trigger endpoints.
+    pub fn hosted(mut self, hosted: bool) -> Self {
+        self.hosted = hosted;
+        self
+    }
+
+    pub fn limits(mut self, limits: ServerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().expect("bound listener")
     }
@@ -56,23 +76,19 @@ impl Application {
         &self.state
     }
 
-    /// Serve until `shutdown` resolves; the pump stops with the server.
+    /// Serve until `shutdown` resolves, then finish the requests in flight, then let the pump
+    /// finish and checkpoint the batches it is applying.
     pub async fn run_until(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let pumps = if self.pump {
-            pump::spawn(self.state.store.clone())
-        } else {
-            Vec::new()
-        };
-        let result = axum::serve(self.listener, app(self.state))
-            .with_graceful_shutdown(shutdown)
-            .await;
-        for p in pumps {
-            p.abort();
+        let pump = self.pump.then(|| pump::spawn(self.state.store.clone()));
+        let router = api::router(self.state, self.hosted, self.limits.request_timeout);
+        server::serve(self.listener, router, self.limits, shutdown).await;
+        if let Some(pump) = pump {
+            pump.stop().await;
         }
-        result.context("server failed")
+        Ok(())
     }
 }
 

@@ -27,10 +27,32 @@ param throughputMode string
 @minValue(1000)
 param autoscaleMaxThroughput int
 
+@description('Periodic: the service default (a backup every 240 minutes, two kept, geo-redundant backup storage; restored through a support request). Continuous7Days / Continuous30Days: continuous backup with self-service point-in-time restore within that window. Periodic to continuous is a one-way migration.')
+@allowed([
+  'Periodic'
+  'Continuous7Days'
+  'Continuous30Days'
+])
+param backupMode string = 'Periodic'
+
 @description('Principal (object) ids granted the Cosmos DB Built-in Data Contributor role on the account.')
 param dataContributorPrincipalIds array
 
 var isServerless = throughputMode == 'serverless'
+
+var backupPolicy = backupMode == 'Periodic' ? {
+  type: 'Periodic'
+  periodicModeProperties: {
+    backupIntervalInMinutes: 240
+    backupRetentionIntervalInHours: 8
+    backupStorageRedundancy: 'Geo'
+  }
+} : {
+  type: 'Continuous'
+  continuousModeProperties: {
+    tier: backupMode
+  }
+}
 
 // Cosmos DB Built-in Data Contributor (data-plane role definition).
 var dataContributorRoleDefinitionId = '00000000-0000-0000-0000-000000000002'
@@ -175,6 +197,7 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
         name: 'EnableServerless'
       }
     ] : []
+    backupPolicy: backupPolicy
     disableLocalAuth: true
     disableKeyBasedMetadataWriteAccess: true
     minimalTlsVersion: 'Tls12'

@@ -4,37 +4,33 @@
 use std::collections::HashMap;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
-use serde::de::DeserializeOwned;
 
 use crate::domain::Id;
 use crate::error::ApiError;
 
-/// A JSON request body: 415 when not declared JSON, 413 over the body limit, 400 when malformed.
+/// A JSON request body: 415 when not declared JSON, 413 over the body limit, 400 when malformed
+/// (the rejections map to [`ApiError`] in `From<JsonRejection>`).
+#[derive(FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
 pub struct JsonBody<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(JsonBody(v)),
-            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::UnsupportedMediaType(
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
                 "the body must be JSON with `Content-Type: application/json`".into(),
-            )),
-            Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::BadRequest(format!(
-                "malformed JSON: {}",
-                e.body_text()
-            ))),
-            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::BadRequest(e.body_text())),
-            Err(JsonRejection::BytesRejection(e))
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
-            {
-                Err(ApiError::PayloadTooLarge)
+            ),
+            JsonRejection::JsonSyntaxError(e) => {
+                ApiError::BadRequest(format!("malformed JSON: {}", e.body_text()))
             }
-            Err(e) => Err(ApiError::BadRequest(e.body_text())),
+            JsonRejection::JsonDataError(e) => ApiError::BadRequest(e.body_text()),
+            JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::PayloadTooLarge
+            }
+            e => ApiError::BadRequest(e.body_text()),
         }
     }
 }

@@ -7,7 +7,7 @@ mod posts;
 mod users;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::HeaderValue;
@@ -16,12 +16,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
+use tracing::Instrument as _;
 
 pub use extract::{JsonBody, Paging, PathId};
 
 use crate::auth::{ActingUser, Auth};
 use crate::domain::public;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::store::{metrics, Page, Store};
 
 /// Request bodies over this size answer 413.
@@ -90,11 +91,26 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/config", get(identity::config))
 }
 
-/// The whole application: API routes, readiness at `/`, trigger invocations, problem+json for
-/// unknown routes and methods, the body limit and per-request store accounting.
-pub fn router(state: AppState) -> Router {
-    api_routes()
-        .merge(crate::functions::routes())
+/// The whole application: API routes (each answered within `request_timeout`), readiness at
+/// `/`, problem+json for unknown routes and methods, the body limit and per-request store
+/// accounting; under the Functions host (`hosted`) also the trigger invocations, which do not
+/// exist standalone.
+pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Router {
+    // Only API requests are timed: a trigger batch is applied or refused, never cut off.
+    let api = api_routes().route_layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| async move {
+            match tokio::time::timeout(request_timeout, next.run(req)).await {
+                Ok(resp) => resp,
+                Err(_) => ApiError::TimedOut(request_timeout).into_response(),
+            }
+        },
+    ));
+    let routes = if hosted {
+        api.merge(crate::functions::routes())
+    } else {
+        api
+    };
+    routes
         // `/` (the Functions host's readiness probe, or the page for a browser) and the client.
         .merge(crate::web::routes())
         .fallback(|| async { ApiError::NotFound("no such resource".into()) })
@@ -106,13 +122,20 @@ pub fn router(state: AppState) -> Router {
 
 /// Count the store operations (and request units) a request used into response headers, and log
 /// the request (with the user it acted as, never the token or principal that proved it).
+/// Everything a request logs (here and in the handlers) is in its span, with method and path;
+/// a server-side failure is logged here from the [`Failure`] the error response carries.
 async fn meter(mut req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let span = tracing::info_span!("request", %method, %path);
     let acting = ActingUser::default();
     req.extensions_mut().insert(acting.clone());
     let started = Instant::now();
-    let (mut resp, usage) = metrics::scope(next.run(req)).await;
+    let (mut resp, usage) = metrics::scope(next.run(req)).instrument(span.clone()).await;
+    let _in_span = span.enter();
+    if let Some(failure) = resp.extensions_mut().remove::<Failure>() {
+        failure.log();
+    }
     let headers = resp.headers_mut();
     headers.insert("x-store-operations", HeaderValue::from(usage.operations));
     if usage.request_charge > 0.0 {

@@ -116,6 +116,16 @@ pub async fn get(State(s): State<AppState>, PathId(id): PathId) -> ApiResult<Jso
     Ok(Json(public(read_post(&*s.store, &id).await?)))
 }
 
+/// What adding a comment or like to a post came to.
+enum Added {
+    /// Stored (and counted); the stored item.
+    Created(Value),
+    /// The post does not exist; nothing was written.
+    NoSuchPost,
+    /// An item with this id is already in the post (a repeat like); nothing was written.
+    AlreadyThere,
+}
+
 /// Create `item` in the post's partition only if the post exists, atomically (one batch of
 /// read + create), then bump the post's counter with a server-side increment. The increment
 /// makes the count fresh at once; the change feed's recount corrects it should the process die
@@ -125,8 +135,10 @@ async fn add_to_post(
     post_id: &Id,
     item: Value,
     counter: &str,
-) -> Result<Value, StoreError> {
-    let results = store
+) -> Result<Added, StoreError> {
+    const READ_POST: usize = 0;
+    const CREATE_ITEM: usize = 1;
+    let batch = store
         .batch(
             Container::Posts,
             post_id.as_str(),
@@ -137,8 +149,21 @@ async fn add_to_post(
                 BatchOp::Create { item },
             ],
         )
-        .await?;
-    let created = results.into_iter().nth(1).unwrap_or(Value::Null);
+        .await;
+    let created = match batch {
+        Ok(results) => results.into_iter().nth(CREATE_ITEM).unwrap_or(Value::Null),
+        Err(StoreError::BatchFailed { index, source }) => match (index, *source) {
+            (READ_POST, StoreError::NotFound) => return Ok(Added::NoSuchPost),
+            (CREATE_ITEM, StoreError::Conflict) => return Ok(Added::AlreadyThere),
+            (index, source) => {
+                return Err(StoreError::BatchFailed {
+                    index,
+                    source: Box::new(source),
+                })
+            }
+        },
+        Err(e) => return Err(e),
+    };
     let ops = [PatchOp::incr(counter, 1)];
     if let Err(e) = store
         .patch(
@@ -153,11 +178,7 @@ async fn add_to_post(
         // Acknowledging is right: the item is stored and the recount will count it.
         tracing::warn!(error = %e, post = %post_id, counter, "counter increment failed; the change feed recount will fix it");
     }
-    Ok(created)
-}
-
-fn post_missing(e: &StoreError) -> bool {
-    matches!(e, StoreError::BatchFailed { index: 0, source } if matches!(**source, StoreError::NotFound))
+    Ok(Added::Created(created))
 }
 
 /// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment (three operations).
@@ -179,10 +200,13 @@ pub async fn comment(
         content: content.as_str().into(),
         creation_date: domain::now(),
     };
-    match add_to_post(&*s.store, &post_id, to_value(&comment), "/commentCount").await {
-        Ok(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
-        Err(e) if post_missing(&e) => Err(ApiError::not_found("post", post_id.as_str())),
-        Err(e) => Err(e.into()),
+    match add_to_post(&*s.store, &post_id, to_value(&comment), "/commentCount").await? {
+        Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
+        Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
+        // A fresh random id: a collision is a store-level surprise, not the caller's doing.
+        Added::AlreadyThere => Err(ApiError::Conflict(
+            "a comment with this id already exists; retry".into(),
+        )),
     }
 }
 
@@ -204,12 +228,10 @@ pub async fn like(
         user_username: username,
         creation_date: domain::now(),
     };
-    match add_to_post(&*s.store, &post_id, to_value(&like), "/likeCount").await {
-        Ok(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
-        Err(e) if post_missing(&e) => Err(ApiError::not_found("post", post_id.as_str())),
-        Err(StoreError::BatchFailed { index: 1, source })
-            if matches!(*source, StoreError::Conflict) =>
-        {
+    match add_to_post(&*s.store, &post_id, to_value(&like), "/likeCount").await? {
+        Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
+        Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
+        Added::AlreadyThere => {
             let existing = s
                 .store
                 .read(Container::Posts, post_id.as_str(), &like.id)
@@ -217,7 +239,6 @@ pub async fn like(
                 .ok_or_else(|| ApiError::Conflict("the like changed concurrently; retry".into()))?;
             Ok((StatusCode::OK, Json(public(existing))).into_response())
         }
-        Err(e) => Err(e.into()),
     }
 }
 

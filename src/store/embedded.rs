@@ -25,27 +25,9 @@ use super::{
     PatchOp, Query, Scope, Store, StoreError, StoreResult,
 };
 
-const READERS: usize = 4;
+pub mod schema;
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS items (
-    container     TEXT    NOT NULL,
-    pk            TEXT    NOT NULL,
-    id            TEXT    NOT NULL,
-    type          TEXT    NOT NULL DEFAULT '',
-    creation_date TEXT    NOT NULL DEFAULT '',
-    user_id       TEXT    NOT NULL DEFAULT '',
-    lsn           INTEGER NOT NULL,
-    body          TEXT    NOT NULL,
-    PRIMARY KEY (container, pk, id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS items_by_lsn ON items (container, lsn);
-CREATE INDEX IF NOT EXISTS items_by_partition ON items (container, pk, type, creation_date, id);
--- The username fan-out's cross-partition query by author, in its paging order.
-CREATE INDEX IF NOT EXISTS items_by_user ON items (container, user_id, pk, id);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta (key, value) VALUES ('lsn', 0);
-";
+const READERS: usize = 4;
 
 /// The SQLite-backed store. Cheap to share behind an `Arc`.
 pub struct EmbeddedStore {
@@ -64,10 +46,10 @@ impl EmbeddedStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let writer = Connection::open(path)?;
+        let mut writer = Connection::open(path)?;
         writer.pragma_update(None, "journal_mode", "WAL")?;
         configure(&writer)?;
-        writer.execute_batch(SCHEMA)?;
+        schema::migrate(&mut writer)?;
         let readers = (0..READERS)
             .map(|_| {
                 let c = Connection::open(path)?;
@@ -351,7 +333,7 @@ fn decode_cursor(token: &str) -> StoreResult<Cursor> {
         .decode(token)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| StoreError::BadRequest("invalid continuation token".into()))
+        .ok_or_else(|| StoreError::BadContinuation("not a token of this store".into()))
 }
 
 fn sql_value(v: &Value) -> SqlValue {
@@ -583,7 +565,7 @@ impl Store for EmbeddedStore {
             None => 0,
             Some(t) => t
                 .parse()
-                .map_err(|_| StoreError::BadRequest("invalid change feed continuation".into()))?,
+                .map_err(|_| StoreError::BadContinuation("not a change feed position".into()))?,
         };
         self.with_reader(move |conn| {
             let mut stmt = conn

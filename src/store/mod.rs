@@ -20,7 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-/// The four containers of the data model (CONTRACT §2) and their partition-key paths.
+/// The four containers of the data model (README, "How it works") and their partition-key paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Container {
     Users,
@@ -79,9 +79,17 @@ pub enum StoreError {
         #[source]
         source: Box<StoreError>,
     },
-    /// The request was not something the store accepts (bad continuation token, bad item).
+    /// The request was not something the store accepts (a bad item, a bad query).
     #[error("bad store request: {0}")]
     BadRequest(String),
+    /// A continuation token the store cannot resume from (malformed, or from another query):
+    /// the caller's mistake when the caller handed it in.
+    #[error("invalid continuation token: {0}")]
+    BadContinuation(String),
+    /// The store refuses this service (Cosmos 401/403: a missing data-plane role assignment, a
+    /// firewall rule, a revoked key). A misconfiguration to fix, not an outage to wait out.
+    #[error("the store refuses access: {0}")]
+    Forbidden(String),
     #[error("store error: {0}")]
     Other(String),
 }

@@ -1,4 +1,5 @@
-//! The HTTP API as a client sees it (CONTRACT §3 and §4), written once and instantiated per
+//! The HTTP API as a client sees it (the README's "The API" section, and the change-feed copies
+//! its "How it works" section describes), written once and instantiated per
 //! store with `api_suite!(path::to::fixture_fn);` inside a module named after the store.
 
 use std::collections::HashSet;
@@ -218,6 +219,7 @@ pub async fn a_users_posts_newest_first_in_short_form(app: &TestApp) {
     let other = app.create_user("bob").await;
     let mut created = Vec::new();
     for i in 0..3 {
+        next_millisecond().await;
         created.push(id(&app
             .create_post(&id(&user), &format!("t{i}"), &"x".repeat(250))
             .await));
@@ -246,6 +248,7 @@ pub async fn comments_oldest_first(app: &TestApp) {
     let post = app.create_post(&id(&user), "t", "c").await;
     let mut created = Vec::new();
     for i in 0..3 {
+        next_millisecond().await;
         let r = app
             .comment(&id(&post), &id(&user), &format!("comment {i}"))
             .await;
@@ -346,6 +349,7 @@ pub async fn paging_with_limit_and_continuation(app: &TestApp) {
     let post = app.create_post(&id(&user), "t", "c").await;
     let mut created = Vec::new();
     for i in 0..5 {
+        next_millisecond().await;
         created.push(id(&app
             .comment(&id(&post), &id(&user), &format!("{i}"))
             .await
@@ -393,13 +397,19 @@ fn url_encode(s: &str) -> String {
         .collect()
 }
 
-/// `n` posts by `user`, one after another; their ids newest first. Each in a millisecond of its
-/// own: posts of the same millisecond are ordered by id, not by creation.
+/// Let the clock pass a millisecond, so that the next item's `creationDate` is later than the
+/// last one's: items created within the same millisecond tie, and a tie's order is the store's.
+async fn next_millisecond() {
+    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+}
+
+/// `n` posts by `user`, one after another, each in a millisecond of its own; their ids newest
+/// first.
 async fn create_posts(app: &TestApp, user: &str, n: usize) -> Vec<String> {
     let mut created = Vec::new();
     for i in 0..n {
+        next_millisecond().await;
         created.push(id(&app.create_post(user, &format!("t{i}"), "c").await));
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
     created.reverse();
     created

@@ -90,13 +90,22 @@ pub async fn spawn_app() -> TestApp {
 impl TestApp {
     /// The app with `BLOG_AUTH=none`.
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
-        Self::spawn_with_auth(fixture, pump, Auth::none()).await
+        Self::spawn_with(fixture, pump, |app| app).await
     }
 
     pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
+        Self::spawn_with(fixture, pump, |app| app.with_auth(auth)).await
+    }
+
+    /// As [`TestApp::spawn`], with `configure` adjusting the application (auth, hosted, limits).
+    pub async fn spawn_with(
+        fixture: Fixture,
+        pump: bool,
+        configure: impl FnOnce(Application) -> Application,
+    ) -> TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let app = Application::new(listener, fixture.store.clone(), pump).with_auth(auth);
+        let app = configure(Application::new(listener, fixture.store.clone(), pump));
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {

@@ -8,19 +8,26 @@
 //! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
 //!   Easy Auth principals, on both stores, and what the binary logs about them;
 //! - `bench_smoke`: the `bench` tool at tiny scale;
+//! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load.
 //! - `web`: the browser client's files as the handler serves them.
 
 mod helpers;
+mod hooks;
 
 mod api_suite;
 mod bench_smoke;
+mod ops_suite;
 mod store_suite;
 
 mod cosmos;
 mod embedded;
+mod errors;
 mod functions;
 mod identity;
 mod model;
 mod process;
 mod projection;
+mod schema;
+mod server;
+mod validation;
 mod web;

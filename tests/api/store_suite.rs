@@ -334,7 +334,7 @@ pub async fn bad_continuation_token_is_a_bad_request(s: S) {
         .continuation(Some("not a token".into()));
     assert!(matches!(
         s.query(Container::Posts, &q).await,
-        Err(StoreError::BadRequest(_))
+        Err(StoreError::BadContinuation(_))
     ));
 }
 

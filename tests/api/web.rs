@@ -198,8 +198,8 @@ async fn a_browser_gets_the_page_at_the_root_and_anything_else_the_readiness_ans
 
 #[tokio::test]
 async fn under_the_host_the_client_is_at_api_web_and_the_root_answers_the_probe() {
-    // As the host runs it: no pump.
-    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    // As the host runs it: hosted, no pump.
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |app| app.hosted(true)).await;
     // The host's readiness probe.
     let probe = app.get("/").await;
     assert_eq!(probe.status, 200);

@@ -354,7 +354,7 @@ impl Client {
         Client {
             http: reqwest::Client::new(),
             origin,
-            router: blog::app(AppState::new(store)),
+            router: blog::app(AppState::new(store), false),
         }
     }
 

@@ -69,7 +69,8 @@ pub(super) struct LazyConnection {
     source: Source,
     cell: OnceCell<Connection>,
     /// When the last attempt failed, and why: calls within [`RETRY_PAUSE`] fail at once.
-    last_failure: Mutex<Option<(Instant, String)>>,
+    /// When the last attempt failed, why, and whether the account refused access.
+    last_failure: Mutex<Option<(Instant, String, bool)>>,
 }
 
 impl LazyConnection {
@@ -104,18 +105,22 @@ impl LazyConnection {
                 };
                 result.map_err(|e| {
                     tracing::warn!(error = %e, "cannot connect to Cosmos DB; retrying on later calls");
-                    // Whatever the cause (bad key, no network, missing container), the store is
-                    // not usable yet and may be in a moment: the HTTP layer answers 503 with
-                    // Retry-After.
+                    // The account refusing access (401/403) stays what it is: a misconfiguration
+                    // the HTTP layer answers with 500. Any other cause (no network, a missing
+                    // container) may clear in a moment: 503 with Retry-After.
                     let e = match e {
-                        StoreError::Unavailable(_) | StoreError::Throttled { .. } => e,
+                        StoreError::Unavailable(_)
+                        | StoreError::Throttled { .. }
+                        | StoreError::Forbidden(_) => e,
                         other => StoreError::Unavailable(other.to_string()),
                     };
-                    let why = match &e {
-                        StoreError::Unavailable(why) => why.clone(),
-                        other => other.to_string(),
+                    let (why, forbidden) = match &e {
+                        StoreError::Unavailable(why) => (why.clone(), false),
+                        StoreError::Forbidden(why) => (why.clone(), true),
+                        other => (other.to_string(), false),
                     };
-                    *self.last_failure.lock().expect("lock") = Some((Instant::now(), why));
+                    *self.last_failure.lock().expect("lock") =
+                        Some((Instant::now(), why, forbidden));
                     e
                 })
             })
@@ -125,7 +130,10 @@ impl LazyConnection {
     /// The last attempt's failure, while it is recent enough to answer with it.
     fn recent_failure(&self) -> Option<StoreError> {
         match &*self.last_failure.lock().expect("lock") {
-            Some((at, why)) if at.elapsed() < RETRY_PAUSE => {
+            Some((at, why, true)) if at.elapsed() < RETRY_PAUSE => {
+                Some(StoreError::Forbidden(why.clone()))
+            }
+            Some((at, why, false)) if at.elapsed() < RETRY_PAUSE => {
                 Some(StoreError::Unavailable(why.clone()))
             }
             _ => None,

@@ -31,6 +31,15 @@ impl Failure {
         }
     }
 
+    /// As [`Failure::into_store_error`], for a call that carried a caller's continuation token.
+    pub fn into_continuation_error(self) -> StoreError {
+        // 500/20020 is how the SDK reports a `c1.` token whose payload is not its JSON.
+        if self.status == 400 || (self.status == 500 && self.sub_status == Some(20020)) {
+            return StoreError::BadContinuation(self.message);
+        }
+        self.into_store_error()
+    }
+
     pub fn into_store_error(self) -> StoreError {
         match self.status {
             404 => StoreError::NotFound,
@@ -43,10 +52,11 @@ impl Failure {
                     .unwrap_or(DEFAULT_RETRY_AFTER),
             },
             // 408 and 503 cover the SDK's own transport failures (DNS, connect, I/O, timeouts)
-            // too; 449 is a transient write race; 401/403 are a credential that cannot get a
-            // token or a role assignment that has not propagated yet. All of them may well
-            // succeed a moment later, and none is the caller's fault.
-            408 | 449 | 503 | 401 | 403 => StoreError::Unavailable(self.message),
+            // too; 449 is a transient write race. They may well succeed a moment later.
+            408 | 449 | 503 => StoreError::Unavailable(self.message),
+            // A missing data-plane role, a firewall rule, a wrong key: retrying does not help
+            // until someone fixes the configuration.
+            401 | 403 => StoreError::Forbidden(self.message),
             400 | 413 => StoreError::BadRequest(self.message),
             _ => StoreError::Other(self.message),
         }
@@ -59,15 +69,10 @@ pub(super) fn store_error(e: &CosmosError) -> StoreError {
 }
 
 /// Map the error of a call that carried a caller's continuation token: a token the SDK or the
-/// service rejects (malformed, from another query or container) is the caller's bad request, and
-/// says so with the word "continuation", which the HTTP layer turns into a 400.
+/// service rejects (malformed, from another query or container) is `BadContinuation`, which
+/// the HTTP layer answers with 400.
 pub(super) fn continuation_error(e: &CosmosError) -> StoreError {
-    let f = Failure::of(e);
-    // 500/20020 is how the SDK reports a `c1.` token whose payload is not its JSON.
-    if f.status == 400 || (f.status == 500 && f.sub_status == Some(20020)) {
-        return StoreError::BadRequest(format!("invalid continuation token: {}", f.message));
-    }
-    f.into_store_error()
+    Failure::of(e).into_continuation_error()
 }
 
 /// The request units a failed call still consumed (a 429 or 404 is charged too).
@@ -116,11 +121,43 @@ mod tests {
             map(429, None),
             StoreError::Throttled { retry_after } if retry_after == Duration::from_secs(1)
         ));
-        for s in [408, 449, 503, 401, 403] {
+        for s in [408, 449, 503] {
             assert!(matches!(map(s, None), StoreError::Unavailable(_)), "{s}");
+        }
+        for s in [401, 403] {
+            let e = map(s, None);
+            assert!(
+                matches!(&e, StoreError::Forbidden(m) if m == &s.to_string()),
+                "{s}"
+            );
+            assert!(!e.is_transient());
         }
         assert!(matches!(map(400, None), StoreError::BadRequest(_)));
         assert!(matches!(map(500, None), StoreError::Other(_)));
+    }
+
+    #[test]
+    fn cosmos_continuation_failures_are_bad_continuations() {
+        let with = |status, sub_status| Failure {
+            status,
+            sub_status,
+            retry_after_ms: None,
+            message: "m".into(),
+        };
+        for f in [with(400, None), with(500, Some(20020))] {
+            assert!(matches!(
+                f.into_continuation_error(),
+                StoreError::BadContinuation(_)
+            ));
+        }
+        assert!(matches!(
+            with(500, None).into_continuation_error(),
+            StoreError::Other(_)
+        ));
+        assert!(matches!(
+            with(403, None).into_continuation_error(),
+            StoreError::Forbidden(_)
+        ));
     }
 
     #[test]

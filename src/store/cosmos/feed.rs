@@ -154,7 +154,7 @@ async fn open(
 
 fn feed_continuation_error(e: &azure_data_cosmos::CosmosError) -> StoreError {
     match continuation_error(e) {
-        StoreError::BadRequest(m) => StoreError::BadRequest(format!("change feed: {m}")),
+        StoreError::BadContinuation(m) => StoreError::BadContinuation(format!("change feed: {m}")),
         other => other,
     }
 }

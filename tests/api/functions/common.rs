@@ -20,7 +20,7 @@ pub fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// The app over a fresh embedded store without the change-feed pump, as under the host.
+/// The app over a fresh embedded store as under the host: trigger endpoints, no pump.
 pub async fn spawn_hosted() -> TestApp {
     spawn_hosted_with(|s| s).await
 }
@@ -32,7 +32,7 @@ pub async fn spawn_hosted_with(wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Stor
         store: wrap(fixture.store),
         dir: fixture.dir,
     };
-    TestApp::spawn(fixture, false).await
+    TestApp::spawn_with(fixture, false, |app| app.hosted(true)).await
 }
 
 impl TestApp {

@@ -1,12 +1,13 @@
-//! The Functions app definition (`host.json`, `functions/*/function.json`) against CONTRACT §5
-//! and against the router: an HTTP function without a route, a route without a function, or a
-//! trigger the handler does not answer fails here.
+//! The Functions app definition (`host.json`, `functions/*/function.json`) against the protocol
+//! the README's "Run under the Functions host" section describes, and against the router: an HTTP
+//! function without a route, a route without a function, or a trigger the handler does not
+//! answer fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use blog::api::ROUTES;
-use blog::functions::{Feed, TRIGGERS};
+use blog::functions::{ChangeFeed, TRIGGERS};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -37,7 +38,7 @@ fn trigger_type(f: &Value) -> &str {
     f["bindings"][0]["type"].as_str().unwrap_or("")
 }
 
-/// `(route, METHOD)` for every request of CONTRACT §3, from the router's own list.
+/// `(route, METHOD)` for every HTTP request of the API, from the router's own list.
 fn router_requests() -> BTreeSet<(String, String)> {
     ROUTES
         .iter()
@@ -149,8 +150,8 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
         assert_eq!(bindings.len(), 1, "{}: the trigger only", t.function);
         let b = &bindings[0];
         let container = match t.feed {
-            Feed::Posts => "posts",
-            Feed::Users => "users",
+            ChangeFeed::Posts => "posts",
+            ChangeFeed::Users => "users",
         };
         assert_eq!(b["type"], "cosmosDBTrigger", "{}", t.function);
         assert_eq!(b["direction"], "in", "{}", t.function);
@@ -176,7 +177,7 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
         );
         let max = b["maxItemsPerInvocation"].as_u64().unwrap_or(0);
         assert!(
-            (1..=1000).contains(&max),
+            (1..=blog::functions::MAX_DOCUMENTS as u64).contains(&max),
             "{}: maxItemsPerInvocation {max}",
             t.function
         );

@@ -105,21 +105,20 @@ async fn hosted_mode_listens_on_the_hosts_port_answers_the_probe_and_serves_the_
 }
 
 #[tokio::test]
-async fn the_same_app_standalone_serves_the_same_paths() {
-    // Shapes differ only in address and pump; the trigger endpoints exist in both.
+async fn the_hosted_app_answers_the_probe_and_takes_invocations() {
     let app = spawn_hosted().await;
     assert_eq!(app.get("/").await.status, 200);
     app.deliver("UsersChangeFeed", &[]).await.assert_applied();
 }
 
 /// The real `handler` binary, started as the host starts it, with its stdout and stderr kept.
-struct Handler {
-    child: std::process::Child,
-    base: String,
+pub(super) struct Handler {
+    pub(super) child: std::process::Child,
+    pub(super) base: String,
 }
 
 impl Handler {
-    fn start(dir: &std::path::Path, log_format: Option<&str>) -> Handler {
+    pub(super) fn start(dir: &std::path::Path, log_format: Option<&str>) -> Handler {
         let port = free_port();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_handler"));
         // Only what the host would set: nothing from the developer's shell leaks in.
@@ -140,7 +139,7 @@ impl Handler {
     }
 
     /// Probe `/` as the host does until the handler answers.
-    async fn wait_ready(&self, client: &reqwest::Client) {
+    pub(super) async fn wait_ready(&self, client: &reqwest::Client) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(r) = client.get(format!("{}/", self.base)).send().await {
@@ -197,6 +196,7 @@ async fn invoke_twice(handler: &Handler, client: &reqwest::Client, invocation_id
     let bad = client
         .post(format!("{}/PostsChangeFeed", handler.base))
         .header("X-Azure-Functions-InvocationId", invocation_id)
+        .header("Content-Type", "application/json")
         .body("not json")
         .send()
         .await

@@ -1,4 +1,4 @@
-//! The Azure Functions custom handler (CONTRACT §5): the app definition against the router, trigger
+//! The Azure Functions custom handler: the app definition against the router, trigger
 //! invocations as the host sends them, hosted mode and the binary's logging.
 //!
 //! The packaging layout (`scripts/package.sh`, a static musl build) is checked by
@@ -8,3 +8,4 @@ mod common;
 mod contract;
 mod envelope;
 mod hosted;
+mod limits;

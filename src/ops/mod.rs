@@ -1,0 +1,219 @@
+//! Operations commands of the `handler` binary (the README's "Operations" section):
+//!
+//! - `handler verify [--repair]`: check every derived copy against the source of truth
+//!   ([`verify`], from [`expected`]); with `--repair`, mend it through the projections
+//!   ([`repair`]) and check again; [`newest`] is the feed as it should be. Exit 0 without drift, 1 with drift, 2 when it cannot run.
+//! - `handler backup PATH`: an online copy of the embedded store ([`backup`]).
+//!
+//! They read the same settings as the service. Without a subcommand the binary serves.
+
+pub mod backup;
+pub mod expected;
+pub mod newest;
+pub mod progress;
+pub mod repair;
+pub mod report;
+pub mod verify;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::settings::{Settings, StoreKind};
+use crate::store::Store;
+use progress::Progress;
+use repair::Repaired;
+use report::Report;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "handler",
+    version,
+    about = "Blog backend: serves the API without a command"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check every derived copy (post copies, feed, usernames, counters) against the posts and
+    /// users; exit 0 without drift, 1 with drift, 2 when it cannot run.
+    Verify {
+        /// Write the fixes through the projections, then verify again.
+        #[arg(long)]
+        repair: bool,
+        /// Seconds to wait before a second look at what drifted (changes still travelling
+        /// through the change feed are not drift); 0 reports the first look.
+        #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+        settle: u64,
+    },
+    /// Copy the embedded store to PATH (SQLite online backup; safe while the service runs).
+    Backup {
+        /// Where to write the copy (must not exist).
+        path: PathBuf,
+    },
+}
+
+const DRIFT: u8 = 1;
+const CANNOT_RUN: u8 = 2;
+
+/// Run the subcommand named on the command line, if any; `None` means: serve.
+pub async fn dispatch() -> Option<ExitCode> {
+    let command = Cli::parse().command?;
+    // The service's settings, less who may call it: these commands serve no requests, so an
+    // authentication mode that is valid only under the Functions host does not stop them.
+    let settings = match Settings::from_lookup(|k| {
+        (!k.starts_with("BLOG_AUTH")).then(|| std::env::var(k).ok())?
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("handler: {e}");
+            return Some(ExitCode::from(CANNOT_RUN));
+        }
+    };
+    crate::telemetry::init(settings.log_format);
+    Some(match command {
+        Command::Verify { repair, settle } => {
+            run_verify(&settings, repair, Duration::from_secs(settle)).await
+        }
+        Command::Backup { path } => run_backup(&settings, path).await,
+    })
+}
+
+/// Open the service's store for an operations command, without creating anything.
+async fn open(settings: &Settings) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    let mut settings = settings.clone();
+    match settings.store {
+        StoreKind::Embedded if !settings.db_path.is_file() => {
+            anyhow::bail!("no embedded store at {}", settings.db_path.display())
+        }
+        StoreKind::Embedded => {}
+        StoreKind::Cosmos => settings.cosmos.create_containers = false,
+    }
+    crate::startup::open_store(&settings).await
+}
+
+fn describe(settings: &Settings) -> String {
+    match settings.store {
+        StoreKind::Embedded => format!("embedded store at {}", settings.db_path.display()),
+        StoreKind::Cosmos => format!("Cosmos DB database {:?}", settings.cosmos.database),
+    }
+}
+
+async fn run_verify(settings: &Settings, repair: bool, settle: Duration) -> ExitCode {
+    let store = match open(settings).await {
+        Ok(s) => s,
+        Err(e) => return cannot_run("verify", e),
+    };
+    println!("verify: {}", describe(settings));
+    let outcome = match verify_and_repair(&*store, repair, settle, &Progress::for_terminal).await {
+        Ok(o) => o,
+        Err(e) => return cannot_run("verify", e),
+    };
+    print!("{}", outcome.render());
+    ExitCode::from(if outcome.last().is_clean() { 0 } else { DRIFT })
+}
+
+fn cannot_run(what: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("{what}: cannot run: {e:#}");
+    ExitCode::from(CANNOT_RUN)
+}
+
+/// A verification, and with `--repair` the repair and the verification after it.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub before: Report,
+    pub repair: Option<(Repaired, Report)>,
+}
+
+impl Outcome {
+    /// The state the database was left in.
+    pub fn last(&self) -> &Report {
+        self.repair.as_ref().map_or(&self.before, |(_, r)| r)
+    }
+
+    /// The report as printed; its last line is `verify: N items checked, M drifted`.
+    pub fn render(&self) -> String {
+        let mut out = report::render(&self.before);
+        let mut charge = self.before.usage.request_charge;
+        if let Some((done, after)) = &self.repair {
+            let _ = writeln!(
+                out,
+                "before repair: {} items checked, {} drifted",
+                self.before.total_checked(),
+                self.before.drifted_items
+            );
+            let _ = writeln!(
+                out,
+                "repair: {} posts replayed through the projections, {} post copies and {} feed entries deleted",
+                done.replayed, done.deleted_copies, done.deleted_feed
+            );
+            for f in &done.failed {
+                let _ = writeln!(out, "  not repaired: {f}");
+            }
+            out.push_str("after repair:\n");
+            out.push_str(&report::render(after));
+            charge += done.usage.request_charge + after.usage.request_charge;
+        }
+        if charge > 0.0 {
+            let _ = writeln!(out, "request units: {charge:.2}");
+        }
+        let last = self.last();
+        let _ = writeln!(
+            out,
+            "verify: {} items checked, {} drifted",
+            last.total_checked(),
+            last.drifted_items
+        );
+        out
+    }
+}
+
+/// Verify, and with `repair` mend and verify again. `settle`: see [`verify::verify`];
+/// `progress` makes the progress display of each pass.
+pub async fn verify_and_repair(
+    store: &dyn Store,
+    repair: bool,
+    settle: Duration,
+    progress: &dyn Fn() -> Progress,
+) -> anyhow::Result<Outcome> {
+    let before = verify::verify(store, &progress(), settle).await?;
+    let repair = if repair && !before.is_clean() {
+        let done = repair::repair(store, &before, &progress()).await;
+        let after = verify::verify(store, &progress(), settle).await?;
+        Some((done, after))
+    } else {
+        None
+    };
+    Ok(Outcome { before, repair })
+}
+
+async fn run_backup(settings: &Settings, path: PathBuf) -> ExitCode {
+    if settings.store == StoreKind::Cosmos {
+        eprintln!(
+            "backup: the Cosmos DB store is backed up by Cosmos DB itself (the account's backup \
+             policy); see the README, \"Operations\""
+        );
+        return ExitCode::from(CANNOT_RUN);
+    }
+    let source = settings.db_path.clone();
+    let target = path.clone();
+    match tokio::task::spawn_blocking(move || backup::backup(&source, &target)).await {
+        Ok(Ok(info)) => {
+            println!(
+                "backup: {} items, {} bytes, written to {}",
+                info.items,
+                info.bytes,
+                info.path.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => cannot_run("backup", e),
+        Err(e) => cannot_run("backup", e),
+    }
+}

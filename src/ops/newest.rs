@@ -1,0 +1,191 @@
+//! The feed as it should be: the short forms of the [`FEED_SIZE`] newest posts, gathered while
+//! the posts stream by, in bounded memory, and compared with the feed as stored.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::expected::{copy_drift, short_form, show, str_field, Drift, DriftKind};
+use crate::domain::FEED_SIZE;
+use crate::store::Container;
+
+/// Where a post ranks in the feed: newest first by `creationDate`, then `id`.
+pub type FeedKey = (String, String);
+
+pub fn feed_key(post: &Value) -> Option<FeedKey> {
+    Some((
+        str_field(post, "creationDate")?.to_string(),
+        str_field(post, "id")?.to_string(),
+    ))
+}
+
+/// The [`FEED_SIZE`] newest posts seen so far, with the short forms the feed should hold.
+/// Memory stays bounded however many posts pass through.
+#[derive(Debug, Default, Clone)]
+pub struct Newest {
+    posts: BTreeMap<FeedKey, Value>,
+}
+
+impl Newest {
+    /// Offer a post as it should be (see [`expected_post`]).
+    pub fn offer(&mut self, expected: &Value) {
+        let Some(key) = feed_key(expected) else {
+            return;
+        };
+        if let Some(seen) = self.posts.get_mut(&key) {
+            *seen = short_form(expected);
+            return;
+        }
+        if self.posts.len() == FEED_SIZE {
+            match self.posts.keys().next() {
+                Some(oldest) if *oldest < key => {
+                    let oldest = oldest.clone();
+                    self.posts.remove(&oldest);
+                }
+                _ => return,
+            }
+        }
+        self.posts.insert(key, short_form(expected));
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// The short form the feed should hold for post `id`, if it is among the newest.
+    pub fn get(&self, id: &str) -> Option<&Value> {
+        self.posts
+            .iter()
+            .find_map(|((_, i), v)| (i == id).then_some(v))
+    }
+
+    /// The oldest of the newest posts.
+    pub fn oldest(&self) -> Option<FeedKey> {
+        self.posts.keys().next().cloned()
+    }
+
+    /// Whether a post with this key belongs among the newest seen (the set is not full, or
+    /// it is newer than the oldest of them).
+    pub fn would_rank(&self, key: &FeedKey) -> bool {
+        self.posts.len() < FEED_SIZE || self.posts.keys().next().is_some_and(|o| o < key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.posts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.posts.is_empty()
+    }
+
+    /// The feed's drift, given its entries as stored: missing, stale, and extra entries. An
+    /// extra entry is returned with its `creationDate`, for the caller to tell a post created
+    /// after the newest were gathered from a real extra.
+    pub fn feed_drift(&self, feed: &[Value]) -> (Vec<Drift>, Vec<Drift>) {
+        let by_id: BTreeMap<&str, &Value> = feed
+            .iter()
+            .filter_map(|v| Some((str_field(v, "id")?, v)))
+            .collect();
+        let mut drift = Vec::new();
+        for expected in self.posts.values().rev() {
+            let id = str_field(expected, "id").unwrap_or_default();
+            drift.extend(copy_drift(
+                Container::Feed,
+                by_id.get(id).copied(),
+                expected,
+            ));
+        }
+        let extra = by_id
+            .into_iter()
+            .filter(|(id, _)| !self.contains(id))
+            .map(|(id, v)| {
+                Drift::new(
+                    DriftKind::FeedExtra,
+                    Container::Feed,
+                    crate::domain::FEED_PK,
+                    id,
+                    format!(
+                        "not among the {FEED_SIZE} newest posts (creationDate {})",
+                        show(v.get("creationDate"))
+                    ),
+                )
+            })
+            .collect();
+        (drift, extra)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn post(id: &str, date: &str) -> Value {
+        json!({"id": id, "type": "post", "postId": id, "userId": "u1", "userUsername": "ana",
+               "title": "t", "content": "x".repeat(300), "commentCount": 0,
+               "likeCount": 0, "creationDate": date})
+    }
+
+    fn date(i: usize) -> String {
+        format!("2026-01-01T00:{:02}:{:02}.000Z", i / 60, i % 60)
+    }
+
+    #[test]
+    fn the_feed_is_exactly_the_newest_hundred() {
+        let mut newest = Newest::default();
+        // Offered in any order; the oldest 20 of 120 fall out.
+        for i in (0..120).map(|i| (i * 37) % 120) {
+            newest.offer(&post(&format!("p{i:03}"), &date(i)));
+        }
+        assert_eq!(newest.len(), FEED_SIZE);
+        assert!(newest.contains("p119") && newest.contains("p020"));
+        assert!(!newest.contains("p019"));
+        // Offered again (a second look), a post is updated in place and pushes nothing out.
+        let mut again = post("p020", &date(20));
+        again["likeCount"] = json!(5);
+        newest.offer(&again);
+        assert_eq!(newest.len(), FEED_SIZE);
+        assert_eq!(newest.get("p020").unwrap()["likeCount"], 5);
+        assert!(newest.contains("p119"));
+        again["likeCount"] = json!(0);
+        newest.offer(&again);
+        assert!(!newest.would_rank(&(date(5), "p005".into())));
+        assert!(newest.would_rank(&(date(500), "new".into())));
+
+        let mut feed: Vec<Value> = (20..120)
+            .map(|i| short_form(&post(&format!("p{i:03}"), &date(i))))
+            .collect();
+        assert_eq!(newest.feed_drift(&feed), (vec![], vec![]));
+
+        feed.retain(|v| v["id"] != "p050");
+        feed.push(short_form(&post("p003", &date(3))));
+        feed.iter_mut().find(|v| v["id"] == "p100").unwrap()["likeCount"] = json!(9);
+        let (drift, extra) = newest.feed_drift(&feed);
+        let got: Vec<_> = drift.iter().map(|d| (d.kind, d.id.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (DriftKind::FeedStale, "p100"),
+                (DriftKind::FeedMissing, "p050")
+            ]
+        );
+        assert_eq!(extra.len(), 1);
+        assert_eq!(
+            (extra[0].kind, extra[0].id.as_str()),
+            (DriftKind::FeedExtra, "p003")
+        );
+    }
+
+    #[test]
+    fn feed_ties_on_creation_date_rank_by_id() {
+        let mut newest = Newest::default();
+        for i in 0..=FEED_SIZE {
+            newest.offer(&post(&format!("p{i:03}"), &date(0)));
+        }
+        assert!(
+            !newest.contains("p000"),
+            "the smallest id of a tie falls out"
+        );
+        assert!(newest.contains(&format!("p{FEED_SIZE:03}")));
+    }
+}

@@ -1,0 +1,136 @@
+//! What a verification found ([`Report`]), what a repair would need ([`Todo`]), and how the
+//! report is printed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use super::expected::{str_field, Drift, DriftKind};
+use super::newest::FeedKey;
+use crate::store::metrics::Usage;
+
+/// Examples kept per kind of drift.
+pub const EXAMPLES: usize = 5;
+/// The kinds of derived items counted in [`Report::checked`], in report order.
+pub const ITEM_KINDS: [&str; 5] = ["posts", "comments", "likes", "post copies", "feed entries"];
+
+/// What a verification found.
+#[derive(Debug, Default, Clone)]
+pub struct Report {
+    /// Derived items checked, per kind of item (`posts`, `comments`, `likes`, `post copies`,
+    /// `feed entries`).
+    pub checked: BTreeMap<&'static str, u64>,
+    /// Findings per kind of drift.
+    pub drift: BTreeMap<DriftKind, u64>,
+    /// The first few findings of each kind.
+    pub examples: BTreeMap<DriftKind, Vec<Drift>>,
+    /// Distinct items with at least one finding.
+    pub drifted_items: u64,
+    /// The store operations and request units the run used (request units on Cosmos DB only).
+    pub usage: Usage,
+    /// What `--repair` works from.
+    pub(super) todo: Todo,
+}
+
+/// The ids a repair needs, kept for drifted items only.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Todo {
+    /// Per post: the changed documents to hand to the posts projection again (the post itself
+    /// as a notification, and drifted comments and likes).
+    pub replay: BTreeMap<String, Vec<Value>>,
+    /// Copies in `users` (`userId`, `postId`) whose post is gone.
+    pub extra_copies: Vec<(String, String)>,
+    /// Feed entries that are not among the newest posts.
+    pub extra_feed: Vec<String>,
+    /// The oldest of the newest posts as gathered; an extra feed entry at or below it can
+    /// never rank again.
+    pub oldest_newest: Option<FeedKey>,
+}
+
+impl Todo {
+    fn docs(&mut self, post: &Value) -> &mut Vec<Value> {
+        let id = str_field(post, "postId").unwrap_or_default().to_string();
+        self.replay.entry(id).or_default()
+    }
+
+    /// Replay the post itself (its counters, name and copies are planned from it).
+    pub fn replay_post(&mut self, post: &Value) {
+        let docs = self.docs(post);
+        if !docs.iter().any(|d| str_field(d, "type") == Some("post")) {
+            docs.insert(0, notification(post));
+        }
+    }
+
+    /// Replay these documents of the post's partition.
+    pub(super) fn replay_items(&mut self, post: &Value, items: Vec<Value>) {
+        if !items.is_empty() {
+            self.docs(post).extend(items);
+        }
+    }
+}
+
+impl Report {
+    pub fn total_checked(&self) -> u64 {
+        self.checked.values().sum()
+    }
+
+    pub fn is_clean(&self) -> bool {
+        self.drifted_items == 0
+    }
+
+    pub(super) fn checked(&mut self, what: &'static str, n: u64) {
+        *self.checked.entry(what).or_default() += n;
+    }
+
+    /// Record the findings of one group of items (no item appears in two groups).
+    pub(super) fn record(&mut self, findings: Vec<Drift>) {
+        let items: BTreeSet<String> = findings.iter().map(Drift::target).collect();
+        self.drifted_items += items.len() as u64;
+        for d in findings {
+            *self.drift.entry(d.kind).or_default() += 1;
+            let ex = self.examples.entry(d.kind).or_default();
+            if ex.len() < EXAMPLES {
+                ex.push(d);
+            }
+        }
+    }
+
+    /// Every example, in report order.
+    pub fn findings(&self) -> impl Iterator<Item = &Drift> {
+        self.examples.values().flatten()
+    }
+}
+
+/// A post as a change notification: the projections read everything else themselves.
+pub(super) fn notification(post: &Value) -> Value {
+    json!({
+        "id": post.get("id"),
+        "type": "post",
+        "postId": post.get("postId"),
+        "userId": post.get("userId"),
+    })
+}
+
+/// The findings as printed: items checked, then each kind of drift with its examples.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let checked: Vec<String> = ITEM_KINDS
+        .iter()
+        .map(|k| format!("{} {k}", r.checked.get(k).copied().unwrap_or(0)))
+        .collect();
+    let _ = writeln!(out, "checked: {}", checked.join(", "));
+    if r.is_clean() {
+        out.push_str("drift: none\n");
+    }
+    for (kind, n) in &r.drift {
+        let _ = writeln!(out, "drift: {}: {n}", kind.name());
+        for d in r.examples.get(kind).into_iter().flatten() {
+            let _ = writeln!(out, "  {}: {}", d.target(), d.detail);
+        }
+        if *n as usize > EXAMPLES {
+            let _ = writeln!(out, "  …");
+        }
+    }
+    out
+}

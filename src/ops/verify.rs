@@ -1,0 +1,363 @@
+//! `handler verify`: read the sources, check every derived value against [`super::expected`].
+//!
+//! Work is grouped by partition and paged, so memory stays bounded whatever the data:
+//! 1. posts, page by page across partitions; for each post (a few at a time) its partition is
+//!    read (the post, its comments and likes: names and counters) and its copy in `users` is
+//!    point-read; the newest posts are kept for step 3;
+//! 2. users, page by page; each user's partition is read for copies whose post is gone;
+//! 3. the feed's one partition, against the newest posts.
+//!
+//! Only the drifted items' ids are kept (for `--repair`), with a few examples per kind for the
+//! report; what drifted is looked at a second time before it is reported (see [`verify`]).
+//! Read-only; every read retries transient errors like the projections do.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use serde_json::Value;
+
+use super::expected::{self, str_field, Drift};
+use super::newest::{self, Newest};
+use super::progress::Progress;
+use super::report::{notification, Report};
+use crate::domain::FEED_PK;
+use crate::store::metrics;
+use crate::store::{retry, Container, Query, Store, StoreResult};
+
+/// Partitions read at the same time.
+pub const CONCURRENCY: usize = 8;
+/// Items per page of the traversal's queries.
+const PAGE: u32 = 100;
+/// Usernames remembered between posts (cleared when full, so memory stays bounded).
+const NAME_CACHE: usize = 100_000;
+
+/// The user items' names, read on demand.
+struct Names<'s> {
+    store: &'s dyn Store,
+    cache: Mutex<HashMap<String, Option<String>>>,
+}
+
+impl<'s> Names<'s> {
+    fn new(store: &'s dyn Store) -> Self {
+        Names {
+            store,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn get(&self, user_id: &str) -> StoreResult<Option<String>> {
+        if let Some(hit) = self.cache.lock().expect("cache").get(user_id) {
+            return Ok(hit.clone());
+        }
+        let user = retry(|| self.store.read(Container::Users, user_id, user_id)).await?;
+        let name = user.and_then(|u| str_field(&u, "username").map(String::from));
+        let mut cache = self.cache.lock().expect("cache");
+        if cache.len() >= NAME_CACHE {
+            cache.clear();
+        }
+        cache.insert(user_id.to_string(), name.clone());
+        Ok(name)
+    }
+}
+
+/// Every page of a query, one after another.
+fn pages<'s>(
+    store: &'s dyn Store,
+    c: Container,
+    q: Query,
+) -> impl futures::Stream<Item = StoreResult<Vec<Value>>> + 's {
+    stream::try_unfold(Some(q), move |q| async move {
+        let Some(q) = q else { return Ok(None) };
+        let page = retry(|| store.query(c, &q)).await?;
+        let next = page.continuation.map(|t| q.clone().continuation(Some(t)));
+        Ok(Some((page.items, next)))
+    })
+}
+
+/// The result of checking one post's partition and its copy.
+struct PostCheck {
+    findings: Vec<Drift>,
+    comments: u64,
+    likes: u64,
+    /// The post as it should be (for the newest posts), when the item is a readable post.
+    expected: Option<Value>,
+    replay: Vec<Value>,
+}
+
+async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreResult<PostCheck> {
+    let (Some(post_id), Some(user_id)) = (str_field(&post, "postId"), str_field(&post, "userId"))
+    else {
+        return Ok(PostCheck {
+            findings: Vec::new(),
+            comments: 0,
+            likes: 0,
+            expected: None,
+            replay: Vec::new(),
+        });
+    };
+    let mut findings = Vec::new();
+    let mut replay_items = Vec::new();
+    let (mut comments, mut likes) = (0, 0);
+    let (post_id, user_id) = (post_id.to_string(), user_id.to_string());
+    let (post_id, user_id) = (post_id.as_str(), user_id.as_str());
+    let mut post = post;
+    let items = pages(
+        store,
+        Container::Posts,
+        Query::partition(post_id).limit(1000),
+    );
+    futures::pin_mut!(items);
+    while let Some(page) = items.try_next().await? {
+        for item in page {
+            match str_field(&item, "type") {
+                Some("comment") => comments += 1,
+                Some("like") => likes += 1,
+                // The partition's post as read now is the one to check.
+                Some("post") if str_field(&item, "id") == Some(post_id) => {
+                    post = item;
+                    continue;
+                }
+                _ => continue,
+            }
+            let author = match str_field(&item, "userId") {
+                Some(u) => names.get(u).await?,
+                None => None,
+            };
+            if let Some(d) = expected::author_drift(&item, author.as_deref()) {
+                findings.push(d);
+                replay_items.push(item);
+            }
+        }
+    }
+    let author = names.get(user_id).await?;
+    findings.extend(expected::author_drift(&post, author.as_deref()));
+    findings.extend(expected::count_drift(&post, comments, likes));
+    let should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
+    let copy = retry(|| store.read(Container::Users, user_id, post_id)).await?;
+    findings.extend(expected::copy_drift(
+        Container::Users,
+        copy.as_ref(),
+        &expected::short_form(&should_be),
+    ));
+    // Anything beyond the comments' and likes' own names is planned from the post.
+    let mut replay = Vec::new();
+    if findings.len() > replay_items.len() {
+        replay.push(notification(&post));
+    }
+    replay.extend(replay_items);
+    Ok(PostCheck {
+        findings,
+        comments,
+        likes,
+        expected: Some(should_be),
+        replay,
+    })
+}
+
+/// Verify the whole database. `progress` reports how far it got (a bar on a terminal).
+///
+/// Whatever drift the first look finds is looked at again after `settle`: on a live service a
+/// change still on its way through the change feed (a new comment's count, an edited post's
+/// copies) is not drift, and only what is still wrong then is reported. `settle` zero reports
+/// the first look as it is.
+pub async fn verify(
+    store: &dyn Store,
+    progress: &Progress,
+    settle: Duration,
+) -> StoreResult<Report> {
+    let (result, usage) = metrics::scope(run(store, progress, settle)).await;
+    let mut report = result?;
+    report.usage = usage;
+    Ok(report)
+}
+
+async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreResult<Report> {
+    let mut first = Report::default();
+    let mut newest = Newest::default();
+    let names = Names::new(store);
+
+    // 1. Posts, a few partitions at a time.
+    progress.stage("posts");
+    let posts = pages(
+        store,
+        Container::Posts,
+        Query::cross_partition().eq("type", "post").limit(PAGE),
+    );
+    futures::pin_mut!(posts);
+    while let Some(page) = posts.try_next().await? {
+        let checks = check_posts(store, &names, page).await?;
+        progress.inc(checks.len() as u64);
+        absorb(&mut first, &mut newest, checks, true);
+    }
+
+    // 2. Users: copies whose post is gone.
+    progress.stage("users");
+    let users = pages(
+        store,
+        Container::Users,
+        Query::cross_partition().eq("type", "user").limit(PAGE),
+    );
+    futures::pin_mut!(users);
+    while let Some(page) = users.try_next().await? {
+        let user_ids: Vec<String> = page
+            .iter()
+            .filter_map(|u| str_field(u, "userId").map(String::from))
+            .collect();
+        let extras: Vec<Vec<Drift>> = stream::iter(user_ids)
+            .map(|u| extra_copies(store, u))
+            .buffered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        progress.inc(extras.len() as u64);
+        for found in extras {
+            // Every other copy was counted with its post.
+            first.checked("post copies", found.len() as u64);
+            record_extra_copies(&mut first, found);
+        }
+    }
+
+    // 3. The feed against the newest posts.
+    progress.stage("feed");
+    check_feed(store, &mut first, &newest, true).await?;
+    if first.is_clean() || settle.is_zero() {
+        progress.finish();
+        return Ok(first);
+    }
+
+    // A second look at what drifted, with names read afresh.
+    progress.stage("second look");
+    tokio::time::sleep(settle).await;
+    let mut report = Report {
+        checked: first.checked.clone(),
+        ..Report::default()
+    };
+    let names = Names::new(store);
+    let suspects: Vec<String> = first.todo.replay.keys().cloned().collect();
+    for ids in suspects.chunks(PAGE as usize) {
+        let mut page = Vec::new();
+        for id in ids {
+            page.extend(retry(|| store.read(Container::Posts, id, id)).await?);
+        }
+        let checks = check_posts(store, &names, page).await?;
+        progress.inc(checks.len() as u64);
+        absorb(&mut report, &mut newest, checks, false);
+    }
+    let mut found = Vec::new();
+    for (user_id, id) in &first.todo.extra_copies {
+        let post = retry(|| store.read(Container::Posts, id, id)).await?;
+        found.extend(expected::extra_copy(user_id, id, post.as_ref()));
+    }
+    record_extra_copies(&mut report, found);
+    check_feed(store, &mut report, &newest, false).await?;
+    progress.finish();
+    Ok(report)
+}
+
+async fn check_posts(
+    store: &dyn Store,
+    names: &Names<'_>,
+    posts: Vec<Value>,
+) -> StoreResult<Vec<PostCheck>> {
+    stream::iter(posts)
+        .map(|p| check_post(store, names, p))
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Take the checks of some posts into the report (and, on the first look, count them).
+fn absorb(report: &mut Report, newest: &mut Newest, checks: Vec<PostCheck>, count: bool) {
+    for c in checks {
+        let Some(expected) = c.expected else { continue };
+        if count {
+            report.checked("posts", 1);
+            report.checked("comments", c.comments);
+            report.checked("likes", c.likes);
+            report.checked("post copies", 1);
+        }
+        newest.offer(&expected);
+        report.todo.replay_items(&expected, c.replay);
+        report.record(c.findings);
+    }
+}
+
+fn record_extra_copies(report: &mut Report, found: Vec<Drift>) {
+    for d in &found {
+        report.todo.extra_copies.push((d.pk.clone(), d.id.clone()));
+    }
+    report.record(found);
+}
+
+/// The feed as stored against the newest posts.
+async fn check_feed(
+    store: &dyn Store,
+    report: &mut Report,
+    newest: &Newest,
+    count: bool,
+) -> StoreResult<()> {
+    let mut feed = Vec::new();
+    let entries = pages(
+        store,
+        Container::Feed,
+        Query::partition(FEED_PK).eq("type", "post").limit(PAGE),
+    );
+    futures::pin_mut!(entries);
+    while let Some(page) = entries.try_next().await? {
+        feed.extend(page);
+    }
+    if count {
+        report.checked("feed entries", newest.len() as u64);
+    }
+    let (drift, extra) = newest.feed_drift(&feed);
+    for d in &drift {
+        if let Some(expected) = newest.get(&d.id) {
+            report.todo.replay_post(expected);
+        }
+    }
+    report.record(drift);
+    let mut real_extra = Vec::new();
+    for d in extra {
+        if count {
+            report.checked("feed entries", 1);
+        }
+        // A post created after the posts were read may rightly be in the feed.
+        let post = retry(|| store.read(Container::Posts, &d.id, &d.id)).await?;
+        if post
+            .as_ref()
+            .and_then(newest::feed_key)
+            .is_some_and(|k| newest.would_rank(&k))
+        {
+            continue;
+        }
+        report.todo.extra_feed.push(d.id.clone());
+        real_extra.push(d);
+    }
+    report.record(real_extra);
+    report.todo.oldest_newest = newest.oldest();
+    Ok(())
+}
+
+/// The copies in a user's partition whose post is gone.
+async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Drift>> {
+    let mut found = Vec::new();
+    let copies = pages(
+        store,
+        Container::Users,
+        Query::partition(user_id.clone())
+            .eq("type", "post")
+            .limit(PAGE),
+    );
+    futures::pin_mut!(copies);
+    while let Some(page) = copies.try_next().await? {
+        for copy in page {
+            let Some(id) = str_field(&copy, "id") else {
+                continue;
+            };
+            let post = retry(|| store.read(Container::Posts, id, id)).await?;
+            found.extend(expected::extra_copy(&user_id, id, post.as_ref()));
+        }
+    }
+    Ok(found)
+}

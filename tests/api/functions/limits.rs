@@ -1,0 +1,190 @@
+//! The trigger endpoints' edges: they exist only under the host, take only JSON, and refuse a
+//! batch over the document limit before applying any of it, with bounded memory.
+
+use blog::functions::{INVOCATION_BODY_LIMIT, MAX_DOCUMENTS};
+use blog::store::Container;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::common::{envelope, spawn_hosted};
+use super::hosted::Handler;
+use crate::helpers::{embedded_fixture, id, TestApp};
+
+#[tokio::test]
+async fn trigger_endpoints_do_not_exist_standalone() {
+    let app = TestApp::spawn(embedded_fixture().await, true).await;
+    let user = app.create_user("ana").await;
+    let forged =
+        json!([{ "id": id(&user), "type": "user", "userId": id(&user), "username": "forged" }]);
+    for function in ["PostsChangeFeed", "UsersChangeFeed"] {
+        for content_type in ["application/json", "text/plain"] {
+            let r = app
+                .send(
+                    app.client
+                        .post(app.url(&format!("/{function}")))
+                        .header("Content-Type", content_type)
+                        .body(envelope(forged.clone(), 0)),
+                )
+                .await;
+            r.assert_problem(404);
+        }
+    }
+}
+
+#[tokio::test]
+async fn trigger_endpoints_take_only_json() {
+    let app = spawn_hosted().await;
+    let body = envelope(json!([]), 0);
+    for content_type in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/jsonp"),
+    ] {
+        let mut req = app
+            .client
+            .post(app.url("/PostsChangeFeed"))
+            .body(body.clone());
+        if let Some(ct) = content_type {
+            req = req.header("Content-Type", ct);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(
+            r.status(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{content_type:?}"
+        );
+        let answer: Value = r.json().await.unwrap();
+        assert_eq!(answer["Outputs"], json!({}), "{answer}");
+    }
+    let r = app
+        .client
+        .post(app.url("/UsersChangeFeed"))
+        .header("Content-Type", "Application/JSON; charset=utf-8")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_batch_over_the_document_limit_is_refused_and_nothing_of_it_applied() {
+    let app = spawn_hosted().await;
+    let user = app.create_user("ana").await;
+    let post = app.create_post(&id(&user), "t", "c").await;
+    let stored = app.current(Container::Posts, &id(&post), &id(&post)).await;
+    // The post first, then filler up to one over the limit, in every encoding.
+    let mut docs = vec![stored];
+    docs.extend((1..=MAX_DOCUMENTS).map(|i| json!({ "id": format!("x{i}"), "type": "like" })));
+    let once = serde_json::to_string(&docs).unwrap();
+    let twice = serde_json::to_string(&once).unwrap();
+    for documents in [
+        Value::Array(docs.clone()),
+        Value::String(once),
+        json!(twice),
+    ] {
+        let inv = app.invoke("PostsChangeFeed", envelope(documents, 0)).await;
+        assert_eq!(inv.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", inv.body);
+        inv.assert_shape();
+        assert!(
+            inv.logs().contains("more than 1000 documents"),
+            "{}",
+            inv.logs()
+        );
+    }
+    assert!(app.items("/api/feed").await.is_empty());
+    // At the limit it is applied.
+    docs.pop();
+    app.deliver("PostsChangeFeed", &docs).await.assert_applied();
+    assert_eq!(app.items("/api/feed").await.len(), 1);
+}
+
+/// A JSON array of as many copies of `item` as fit in the body limit, leaving `overhead` bytes
+/// for the rest of the envelope.
+fn array_of(item: &str, overhead: usize) -> String {
+    let n = (INVOCATION_BODY_LIMIT - overhead) / (item.len() + 1);
+    let mut s = String::with_capacity(n * (item.len() + 1) + 2);
+    s.push('[');
+    for i in 0..n {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(item);
+    }
+    s.push(']');
+    s
+}
+
+fn raw_envelope(documents_json: &str) -> Vec<u8> {
+    let mut b = br#"{"Data":{"documents":"#.to_vec();
+    b.extend_from_slice(documents_json.as_bytes());
+    b.extend_from_slice(br#"},"Metadata":{}}"#);
+    assert!(b.len() <= INVOCATION_BODY_LIMIT, "{} bytes", b.len());
+    b
+}
+
+/// The handler's peak resident memory (`VmHWM`) in MiB.
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/<pid>/status");
+    kib / 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_stays_bounded_for_any_body_the_limit_admits() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        eprintln!("skipped: no /proc to read the peak memory from");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(dir.path(), None);
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(300))
+        .build()
+        .unwrap();
+    handler.wait_ready(&client).await;
+    let send = |body: Vec<u8>| {
+        client
+            .post(format!("{}/PostsChangeFeed", handler.base))
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+    };
+
+    // 1. The body limit full of empty documents: refused at the 1,001st.
+    let empties = raw_envelope(&array_of("{}", 64));
+    // 2. Few documents made of tiny values: refused at the value limit.
+    let zeros = array_of("0", 64 + 40);
+    let wide = raw_envelope(&format!(r#"[{{"id":"w","v":{zeros}}}]"#));
+    // 3. The most a batch the limits admit can hold: 1,000 documents whose content escapes to
+    // the longest text, in a string in a string.
+    let per_doc = INVOCATION_BODY_LIMIT / MAX_DOCUMENTS / 8 - 64;
+    let content = "\\\"".repeat(per_doc / 2);
+    let docs: Vec<Value> = (0..MAX_DOCUMENTS)
+        .map(|i| json!({ "id": format!("gone-{i}"), "postId": format!("gone-{i}"), "type": "post", "content": content }))
+        .collect();
+    let twice = serde_json::to_string(&serde_json::to_string(&docs).unwrap()).unwrap();
+    let fullest = raw_envelope(&twice);
+    drop(docs);
+
+    let r = send(empties).await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let r = send(wide).await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // Three at once.
+    let (a, b, c) = tokio::join!(send(fullest.clone()), send(fullest.clone()), send(fullest));
+    for r in [a, b, c] {
+        let r = r.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{:?}", r.text().await);
+    }
+
+    let peak = peak_rss_mib(handler.child.id());
+    eprintln!("handler peak RSS: {peak} MiB");
+    assert!(peak < 300, "peak resident memory {peak} MiB");
+}

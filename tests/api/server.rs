@@ -1,0 +1,382 @@
+//! The server's edges: clients that never finish their headers, more connections than the cap,
+//! requests the store does not answer in time, shutdown with work in flight, and a pump
+//! follower that fails.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blog::server::ServerLimits;
+use blog::store::Container;
+use futures::FutureExt as _;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::helpers::{embedded_fixture, eventually, free_port, id, Fixture, TestApp};
+use crate::hooks::Hooked;
+
+/// The real binary, standalone on the embedded store, with extra settings.
+pub(crate) struct Handler {
+    pub(crate) child: Child,
+    port: u16,
+    pub(crate) base: String,
+}
+
+impl Handler {
+    pub(crate) async fn start(dir: &std::path::Path, settings: &[(&str, &str)]) -> Handler {
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_handler"));
+        cmd.env_clear()
+            .env("PORT", port.to_string())
+            .env("BLOG_DB_PATH", dir.join("blog.db"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in settings {
+            cmd.env(k, v);
+        }
+        let handler = Handler {
+            child: cmd.spawn().expect("the handler starts"),
+            port,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while reqwest::get(format!("{}/", handler.base)).await.is_err() {
+            assert!(Instant::now() < deadline, "the handler never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        handler
+    }
+
+    /// Stop it (SIGKILL) and return what it wrote to stdout.
+    pub(crate) fn stdout(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        out
+    }
+
+    /// A connection that sent part of a request's headers and nothing more.
+    fn half_request(&self) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.write_all(b"GET /api/feed HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            .unwrap();
+        s
+    }
+}
+
+impl Drop for Handler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether the server closed `s` within `within` (EOF or reset), without anything more sent.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            // A 408 or similar before closing is fine; keep reading until the close.
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_finish_their_headers_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(dir.path(), &[("BLOG_HEADER_TIMEOUT_SECS", "1")]).await;
+    let started = Instant::now();
+    let mut slow: Vec<TcpStream> = (0..50).map(|_| handler.half_request()).collect();
+    let mut silent: Vec<TcpStream> = (0..10)
+        .map(|_| TcpStream::connect(("127.0.0.1", handler.port)).unwrap())
+        .collect();
+    for (i, s) in slow.iter_mut().chain(silent.iter_mut()).enumerate() {
+        let left = Duration::from_secs(15).saturating_sub(started.elapsed());
+        assert!(closed_within(s, left), "connection {i} still open");
+    }
+    // And the server still serves.
+    let r = reqwest::get(format!("{}/api/feed", handler.base))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_cap_wait_for_a_free_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(
+        dir.path(),
+        &[
+            ("BLOG_MAX_CONNECTIONS", "2"),
+            ("BLOG_HEADER_TIMEOUT_SECS", "30"),
+        ],
+    )
+    .await;
+    // The readiness probe's connection may still be open; let it go.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let first = handler.half_request();
+    let _second = handler.half_request();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let over = client
+        .get(format!("{}/api/feed", handler.base))
+        .send()
+        .await;
+    assert!(
+        over.is_err(),
+        "a third connection was served: {:?}",
+        over.map(|r| r.status())
+    );
+
+    drop(first);
+    let r = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+        .get(format!("{}/api/feed", handler.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_process_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut handler = Handler::start(dir.path(), &[]).await;
+    let status = Command::new("kill")
+        .args(["-TERM", &handler.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(exit) = handler.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "still running after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+    let mut out = String::new();
+    handler
+        .child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(out.contains("change-feed pump stopped"), "{out}");
+}
+
+fn limits(request_timeout: Duration) -> ServerLimits {
+    ServerLimits {
+        request_timeout,
+        ..ServerLimits::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_store_does_not_answer_in_time_gets_503() {
+    let fixture = embedded_fixture().await;
+    let store = Hooked::wrap(|call| {
+        async move {
+            if call.op == "read" && call.pk == "slow" {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            Ok(())
+        }
+        .boxed()
+    })(fixture.store);
+    let fixture = Fixture {
+        store,
+        dir: fixture.dir,
+    };
+    let app =
+        TestApp::spawn_with(fixture, false, |a| a.limits(limits(Duration::from_secs(1)))).await;
+    let started = Instant::now();
+    let r = app.get("/api/users/slow").await;
+    r.assert_problem(503);
+    assert!(r.header("retry-after").is_some());
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(app.get("/api/users/other").await.status, 404);
+}
+
+/// Holds the calls a test picks at a gate until the test opens it, and says when one arrived.
+struct Gate {
+    arrived: Semaphore,
+    open: Semaphore,
+}
+
+impl Gate {
+    fn new() -> Arc<Gate> {
+        Arc::new(Gate {
+            arrived: Semaphore::new(0),
+            open: Semaphore::new(0),
+        })
+    }
+    async fn pass(&self) {
+        self.arrived.add_permits(1);
+        let _ = self.open.acquire().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_requests_in_flight_and_the_batch_in_hand_then_checkpoints() {
+    let gate = Gate::new();
+    let g = gate.clone();
+    let fixture = embedded_fixture().await;
+    let store = Hooked::wrap(move |call| {
+        let g = g.clone();
+        async move {
+            let held = (call.op == "upsert" && call.container == Container::Feed)
+                || (call.op == "read" && call.pk == "in-flight");
+            if held {
+                g.pass().await;
+            }
+            Ok(())
+        }
+        .boxed()
+    })(fixture.store);
+    let fixture = Fixture {
+        store: store.clone(),
+        dir: fixture.dir,
+    };
+    let app = TestApp::spawn(fixture, true).await;
+    let user = app.create_user("ana").await;
+    let post = app.create_post(&id(&user), "t", "c").await;
+    // The pump is projecting the post into the feed, and a request is waiting for the store.
+    gate.arrived.acquire_many(1).await.unwrap().forget();
+    let request = tokio::spawn({
+        let client = app.client.clone();
+        let url = app.url("/api/users/in-flight");
+        async move { client.get(url).send().await.map(|r| r.status().as_u16()) }
+    });
+    gate.arrived.acquire_many(1).await.unwrap().forget();
+
+    let origin = app.origin.clone();
+    let stopping = tokio::spawn(app.stop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!stopping.is_finished(), "stopped with work in flight");
+    gate.open.add_permits(1_000);
+    let _dir = stopping.await.unwrap();
+
+    assert_eq!(
+        request.await.unwrap().unwrap(),
+        404,
+        "the request in flight was answered"
+    );
+    assert!(
+        reqwest::get(format!("{origin}/")).await.is_err(),
+        "no connection is accepted after shutdown"
+    );
+    // The batch in hand was applied and checkpointed.
+    let copy = store
+        .read(Container::Feed, "post", &id(&post))
+        .await
+        .unwrap();
+    assert!(copy.is_some(), "the post reached the feed");
+    let lease = store
+        .read(Container::Leases, "pump.posts", "pump.posts")
+        .await
+        .unwrap()
+        .expect("the posts checkpoint");
+    let after = store
+        .changes(Container::Posts, lease["continuation"].as_str(), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        after.items,
+        Vec::<Value>::new(),
+        "the posts feed is checkpointed at its end"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_that_panics_is_restarted() {
+    let panicked = Arc::new(AtomicBool::new(false));
+    let p = panicked.clone();
+    let fixture = embedded_fixture().await;
+    let store = Hooked::wrap(move |call| {
+        let p = p.clone();
+        async move {
+            if call.op == "changes"
+                && call.container == Container::Posts
+                && !p.swap(true, Ordering::SeqCst)
+            {
+                panic!("injected: the posts follower fails once");
+            }
+            Ok(())
+        }
+        .boxed()
+    })(fixture.store);
+    let app = TestApp::spawn(
+        Fixture {
+            store,
+            dir: fixture.dir,
+        },
+        true,
+    )
+    .await;
+    let user = app.create_user("ana").await;
+    let post = app.create_post(&id(&user), "t", "c").await;
+    eventually("the post reaches the feed after the restart", || async {
+        app.get("/api/feed").await.body["items"][0]["id"] == post["id"]
+    })
+    .await;
+    assert!(panicked.load(Ordering::SeqCst));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_batch_is_not_cut_off_by_the_request_timeout() {
+    let fixture = embedded_fixture().await;
+    let store = Hooked::wrap(|call| {
+        async move {
+            if call.op == "read" && call.pk == "slow-post" {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Ok(())
+        }
+        .boxed()
+    })(fixture.store);
+    let app = TestApp::spawn_with(
+        Fixture {
+            store,
+            dir: fixture.dir,
+        },
+        false,
+        |a| a.hosted(true).limits(limits(Duration::from_secs(1))),
+    )
+    .await;
+    let doc = serde_json::json!({ "id": "slow-post", "postId": "slow-post", "type": "post" });
+    let inv = app.deliver("PostsChangeFeed", &[doc]).await;
+    inv.assert_applied();
+    // While an API request on the same store is cut off.
+    app.get("/api/posts/slow-post").await.assert_problem(503);
+}
