@@ -59,8 +59,12 @@ pub const ASSETS: &[Asset] = &[
 /// The page every route of the client starts from.
 pub const INDEX: &str = "index.html";
 
-/// The client's path under `/api` (the route of its HTTP function is `web/{*path}`).
+/// The client's path under `/api`.
 pub const PREFIX: &str = "/api/web";
+
+/// The route (under `/api`) and method of the HTTP function `WebClient` that forwards the client
+/// under the Functions host. Not an operation of the API: the page is no part of its description.
+pub const FUNCTION_ROUTE: (&str, &str) = ("web/{*path}", "GET");
 
 pub fn asset(name: &str) -> Option<&'static Asset> {
     ASSETS.iter().find(|a| a.name == name)

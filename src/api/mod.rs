@@ -53,8 +53,9 @@ impl AppState {
     }
 }
 
-/// Every route under `/api` (relative to it): `(path, methods)`; each is one HTTP function under
-/// the Functions host. The Functions contract test checks every `function.json` against this list.
+/// Every route of the API (relative to `/api`): `(path, methods)`; each is one HTTP function under
+/// the Functions host. The Functions contract test checks every `function.json` against this list
+/// (and the web client's one function against [`crate::web::FUNCTION_ROUTE`]).
 pub const ROUTES: &[(&str, &[&str])] = &[
     ("users", &["POST"]),
     ("users/{userId}", &["GET", "PUT"]),
@@ -66,8 +67,6 @@ pub const ROUTES: &[(&str, &[&str])] = &[
     ("feed", &["GET"]),
     ("me", &["GET"]),
     ("config", &["GET"]),
-    // The browser client (`crate::web`): the page and its files.
-    ("web/{*path}", &["GET"]),
 ];
 
 /// The router for `/api/...`.

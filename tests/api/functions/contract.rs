@@ -38,8 +38,10 @@ fn trigger_type(f: &Value) -> &str {
     f["bindings"][0]["type"].as_str().unwrap_or("")
 }
 
-/// `(route, METHOD)` for every HTTP request of the API, from the router's own list.
+/// `(route, METHOD)` for every HTTP request of the API, from the router's own list, and the web
+/// client's.
 fn router_requests() -> BTreeSet<(String, String)> {
+    let (web_route, web_method) = blog::web::FUNCTION_ROUTE;
     ROUTES
         .iter()
         .flat_map(|(route, methods)| {
@@ -47,6 +49,8 @@ fn router_requests() -> BTreeSet<(String, String)> {
                 .iter()
                 .map(|m| (route.to_string(), m.to_uppercase()))
         })
+        // The browser client's one function, beside the API's.
+        .chain([(web_route.to_string(), web_method.to_string())])
         .collect()
 }
 
