@@ -10,7 +10,8 @@
 #      answers the readiness probe at / and a forwarded request under /api.
 #
 # Run from anywhere: bash .ci/package-check.sh   (needs root or sudo the first time, to install
-# musl-tools; see scripts/package.sh). Takes a release build for x86_64-unknown-linux-musl.
+# musl-tools; see scripts/package.sh). Builds for x86_64-unknown-linux-musl with the `dist`
+# profile (LTO, one codegen unit; see Cargo.toml).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

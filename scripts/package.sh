@@ -42,11 +42,12 @@ fi
 export CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}"
 export AR_x86_64_unknown_linux_musl="${AR_x86_64_unknown_linux_musl:-ar}"
 
-log "building handler for $TARGET (release)"
-cargo build --release --locked --target "$TARGET" --bin handler
+# The `dist` profile (Cargo.toml): LTO, one codegen unit, stripped.
+log "building handler for $TARGET (profile dist)"
+cargo build --profile dist --locked --target "$TARGET" --bin handler
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-BIN="$TARGET_DIR/$TARGET/release/handler"
+BIN="$TARGET_DIR/$TARGET/dist/handler"
 
 # Start from an empty folder so a function removed from functions/ is not deployed stale.
 rm -rf "$DIST"

@@ -3,8 +3,26 @@
 use blog::settings::Settings;
 use blog::startup::Application;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+/// See Cargo.toml: mimalloc in the static musl build.
+#[cfg(all(target_env = "musl", not(feature = "system-allocator")))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The embedded store runs its SQLite calls on the blocking pool, through one writer and four
+/// readers: threads beyond a few dozen would only wait, each costing memory (a stack, an
+/// allocator heap). tokio's default allows 512.
+const MAX_BLOCKING_THREADS: usize = 32;
+
+fn main() -> std::process::ExitCode {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .build()
+        .expect("the async runtime starts")
+        .block_on(run())
+}
+
+async fn run() -> std::process::ExitCode {
     // `handler verify …` / `handler backup …`; without a command, serve.
     if let Some(code) = blog::ops::dispatch().await {
         return code;

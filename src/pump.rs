@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::projection::{self, INCREMENT_GRACE};
-use crate::store::{Container, Store, StoreResult};
+use crate::store::{ChangeNotifier, Container, Store, StoreResult};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
@@ -220,6 +220,8 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
     let mut rechecks = Rechecks::default();
     rechecks.defer(checkpoint.deferred);
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
+    // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
+    let mut wake = store.change_notifier(c);
     while !stopping(&stopped) {
         let due = rechecks.take_due();
         if !due.is_empty() {
@@ -237,6 +239,10 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
                 }
             }
         }
+        if let Some(w) = &mut wake {
+            // Seen before reading: a commit from here on wakes the wait below.
+            w.borrow_and_update();
+        }
         let page = match store.changes(c, continuation.as_deref(), BATCH).await {
             Ok(page) => page,
             Err(e) => {
@@ -250,7 +256,7 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
         };
         if page.items.is_empty() {
             continuation = Some(page.continuation);
-            if pause(rechecks.idle(idle), &mut stopped).await {
+            if wait_for_changes(&mut wake, rechecks.idle(idle), &mut stopped).await {
                 return;
             }
             continue;
@@ -279,6 +285,28 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
+    }
+}
+
+/// Wait until the store signals a commit, `idle` has passed or the pump is told to stop,
+/// whichever comes first; `true` when it must stop.
+async fn wait_for_changes(
+    wake: &mut Option<ChangeNotifier>,
+    idle: Duration,
+    stopped: &mut watch::Receiver<bool>,
+) -> bool {
+    let Some(w) = wake else {
+        return pause(idle, stopped).await;
+    };
+    tokio::select! {
+        changed = w.changed() => {
+            if changed.is_err() {
+                // The store is gone: no more signals, poll from now on.
+                *wake = None;
+            }
+            stopping(stopped)
+        }
+        stop = pause(idle, stopped) => stop,
     }
 }
 

@@ -4,6 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Duration;
 
 pub use azure_data_cosmos::AccountEndpoint;
 
@@ -223,6 +224,10 @@ pub struct Settings {
     /// `BLOG_REQUEST_TIMEOUT_SECS`, `BLOG_MAX_CONNECTIONS`).
     pub server: crate::server::ServerLimits,
     pub auth: AuthSettings,
+    /// How long a snapshot of the feed's first page answers `GET /api/feed` on a store that does
+    /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`. `0` turns snapshots off on
+    /// every store.
+    pub feed_cache: Duration,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -299,6 +304,21 @@ impl Settings {
                 "the Cosmos store needs `COSMOS` or `COSMOS__accountEndpoint`",
             ));
         }
+        let feed_cache = match get("BLOG_FEED_CACHE_MS") {
+            None => crate::api::feed_cache::DEFAULT_MAX_AGE,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| *ms <= 60_000)
+                .map(Duration::from_millis)
+                .ok_or_else(|| {
+                    bad(
+                        "BLOG_FEED_CACHE_MS",
+                        format!("`{v}` is not a number of milliseconds from 0 to 60000"),
+                    )
+                })?,
+        };
         Ok(Settings {
             addr,
             hosted,
@@ -313,6 +333,7 @@ impl Settings {
             auth: auth_settings(&get, hosted)?,
             server: crate::server::ServerLimits::from_lookup(&get)
                 .map_err(|(n, why)| bad(n, why))?,
+            feed_cache,
         })
     }
 }
@@ -520,6 +541,9 @@ mod tests {
         assert_eq!(s.store, StoreKind::Embedded);
         assert_eq!(s.db_path, PathBuf::from(".data/blog.db"));
         assert_eq!(s.cosmos.database, "blog");
+        assert_eq!(s.feed_cache, Duration::from_millis(250));
+        let s = parse(&[("BLOG_FEED_CACHE_MS", "0")]).unwrap();
+        assert_eq!(s.feed_cache, Duration::ZERO);
     }
 
     #[test]
@@ -563,6 +587,9 @@ mod tests {
             ("BLOG_AUTH", "basic"),
             ("BLOG_AUTH_ISSUER", "http://login.example.com/"),
             ("BLOG_AUTH_JWKS_URL", "not a url"),
+            ("BLOG_FEED_CACHE_MS", "-1"),
+            ("BLOG_FEED_CACHE_MS", "fast"),
+            ("BLOG_FEED_CACHE_MS", "600000"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }

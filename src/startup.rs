@@ -32,6 +32,7 @@ impl Application {
         crate::auth::announce(&settings.auth, settings.addr);
         Ok(Self::new(listener, store, settings.pump)
             .with_auth(Auth::new(&settings.auth))
+            .with_feed_cache(settings.feed_cache)
             .hosted(settings.hosted)
             .limits(settings.server))
     }
@@ -53,6 +54,15 @@ impl Application {
     pub fn with_auth(self, auth: Auth) -> Self {
         Application {
             state: self.state.with_auth(auth),
+            ..self
+        }
+    }
+
+    /// The same application with feed snapshots that hold for `max_age` on a store that does not
+    /// signal its commits (`BLOG_FEED_CACHE_MS`); 0 turns them off.
+    pub fn with_feed_cache(self, max_age: std::time::Duration) -> Self {
+        Application {
+            state: self.state.with_feed_cache(max_age),
             ..self
         }
     }

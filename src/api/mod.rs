@@ -2,6 +2,7 @@
 //! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
 mod extract;
+pub mod feed_cache;
 mod identity;
 mod posts;
 mod users;
@@ -9,8 +10,9 @@ mod users;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::HeaderValue;
+use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -24,30 +26,44 @@ use crate::auth::{ActingUser, Auth};
 use crate::domain::public;
 use crate::error::{ApiError, Failure};
 use crate::store::{metrics, Page, Store};
+use feed_cache::FeedCache;
 
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
 /// What every handler shares: the store, behind the trait so either implementation fits, and
-/// how callers are identified.
+/// how callers are identified, and the snapshot of the feed's first pages.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Auth>,
+    pub feed: Arc<FeedCache>,
 }
 
 impl AppState {
-    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]).
+    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]) and the default feed
+    /// snapshot age.
     pub fn new(store: Arc<dyn Store>) -> Self {
+        let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
         AppState {
             store,
             auth: Arc::new(Auth::none()),
+            feed,
         }
     }
 
     pub fn with_auth(self, auth: Auth) -> Self {
         AppState {
             auth: Arc::new(auth),
+            ..self
+        }
+    }
+
+    /// `feed_max_age`: how long a feed snapshot holds on a store that does not signal its
+    /// commits (`BLOG_FEED_CACHE_MS`); 0 turns snapshots off.
+    pub fn with_feed_cache(self, feed_max_age: Duration) -> Self {
+        AppState {
+            feed: Arc::new(FeedCache::new(&*self.store, feed_max_age)),
             ..self
         }
     }
@@ -157,9 +173,20 @@ async fn meter(mut req: Request, next: Next) -> Response {
 
 /// A list response: `{"items": [...], "continuationToken": ... | null}`.
 fn list(page: Page) -> Response {
-    Json(json!({
+    json_response(list_body(page))
+}
+
+/// The encoded body of a list response.
+fn list_body(page: Page) -> Bytes {
+    let body = json!({
         "items": page.items.into_iter().map(public).collect::<Vec<Value>>(),
         "continuationToken": page.continuation,
-    }))
-    .into_response()
+    });
+    Bytes::from(serde_json::to_vec(&body).expect("JSON values serialize"))
+}
+
+/// An already encoded JSON body, answered as `Json` would answer it.
+fn json_response(body: Bytes) -> Response {
+    let json = HeaderValue::from_static("application/json");
+    ([(header::CONTENT_TYPE, json)], body).into_response()
 }

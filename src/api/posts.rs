@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{list, AppState, JsonBody, Paging, PathId};
+use super::{json_response, list, list_body, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text, FEED_PK, FEED_SIZE};
 use crate::error::{ApiError, ApiResult};
@@ -273,8 +273,16 @@ pub async fn likes(
 /// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first, never
 /// paging past the [`FEED_SIZE`] newest (while two projections insert at once the container can
 /// briefly hold more; the next projection trims it). The continuation token carries how many
-/// entries earlier pages served: `<served>.<store token>`.
+/// entries earlier pages served: `<served>.<store token>`. A first page may come from the
+/// process's snapshot of the feed (no store call, see `feed_cache`).
 pub async fn feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
+    let first = paging.continuation.is_none();
+    if first {
+        if let Some(body) = s.feed.get(paging.limit) {
+            return Ok(json_response(body));
+        }
+    }
+    let stamp = s.feed.stamp();
     let (served, inner) = match paging.continuation.as_deref() {
         None => (0, None),
         Some(token) => token
@@ -295,5 +303,9 @@ pub async fn feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Respon
         .continuation
         .filter(|_| served < FEED_SIZE)
         .map(|t| format!("{served}.{t}"));
-    Ok(list(page))
+    let body = list_body(page);
+    if first {
+        s.feed.put(paging.limit, stamp, body.clone());
+    }
+    Ok(json_response(body))
 }

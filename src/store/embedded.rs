@@ -9,20 +9,25 @@
 //! WAL with `synchronous = NORMAL`: a committed write is in the WAL before the call returns, so an
 //! acknowledged write survives a killed process. One writer connection (SQLite serializes writers
 //! anyway) and a few readers; all calls run on the blocking pool, never on the async runtime.
+//!
+//! Every write goes through this process, so the store knows when a container changed: after each
+//! commit it bumps that container's [`ChangeNotifier`], which wakes the change-feed pump at once
+//! (no polling delay) and tells snapshot readers (the feed answer) that their copy is stale.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use base64::Engine as _;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
+use tokio::sync::watch;
 
 use super::{
-    check_partition_key, item_id, metrics, BatchOp, ChangePage, Cmp, Container, Order, Page,
-    PatchOp, Query, Scope, Store, StoreError, StoreResult,
+    check_partition_key, item_id, metrics, BatchOp, ChangeNotifier, ChangePage, Cmp, Container,
+    Order, Page, PatchOp, Query, Scope, Store, StoreError, StoreResult,
 };
 
 pub mod schema;
@@ -35,9 +40,22 @@ pub struct EmbeddedStore {
 }
 
 struct Inner {
+    path: std::path::PathBuf,
     writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
+    /// Opened on first use: start-up opens only the writer.
+    readers: Vec<OnceLock<Mutex<Connection>>>,
     next_reader: AtomicUsize,
+    /// Commits per container, in [`Container::ALL`] order.
+    committed: [watch::Sender<u64>; 4],
+}
+
+fn slot(c: Container) -> usize {
+    match c {
+        Container::Users => 0,
+        Container::Posts => 1,
+        Container::Feed => 2,
+        Container::Leases => 3,
+    }
 }
 
 impl EmbeddedStore {
@@ -47,21 +65,17 @@ impl EmbeddedStore {
             std::fs::create_dir_all(dir)?;
         }
         let mut writer = Connection::open(path)?;
-        writer.pragma_update(None, "journal_mode", "WAL")?;
+        // `synchronous` first: switching a new file to WAL then syncs less.
         configure(&writer)?;
+        writer.pragma_update(None, "journal_mode", "WAL")?;
         schema::migrate(&mut writer)?;
-        let readers = (0..READERS)
-            .map(|_| {
-                let c = Connection::open(path)?;
-                configure(&c)?;
-                Ok(Mutex::new(c))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
+                path: path.to_path_buf(),
                 writer: Mutex::new(writer),
-                readers,
+                readers: (0..READERS).map(|_| OnceLock::new()).collect(),
                 next_reader: AtomicUsize::new(0),
+                committed: std::array::from_fn(|_| watch::Sender::new(0)),
             }),
         })
     }
@@ -74,16 +88,28 @@ impl EmbeddedStore {
         metrics::record(0.0);
         tokio::task::spawn_blocking(move || {
             let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-            let conn = inner.readers[i].lock().map_err(|_| poisoned())?;
+            let reader = match inner.readers[i].get() {
+                Some(r) => r,
+                None => {
+                    let c = Connection::open(&inner.path).map_err(sql)?;
+                    configure(&c).map_err(sql)?;
+                    // Another task may have opened it meanwhile: keep the first, drop this one.
+                    let _ = inner.readers[i].set(Mutex::new(c));
+                    inner.readers[i].get().expect("set above")
+                }
+            };
+            let conn = reader.lock().map_err(|_| poisoned())?;
             f(&conn)
         })
         .await
         .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
 
-    /// Run `f` in one write transaction, committed only when `f` succeeds.
+    /// Run `f` in one write transaction on `c`, committed only when `f` succeeds; a commit
+    /// bumps `c`'s change notifier.
     async fn with_writer<T: Send + 'static>(
         &self,
+        c: Container,
         f: impl FnOnce(&mut Writer<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
         let inner = self.inner.clone();
@@ -94,6 +120,7 @@ impl EmbeddedStore {
             let mut w = Writer { tx };
             let out = f(&mut w)?;
             w.tx.commit().map_err(sql)?;
+            inner.committed[slot(c)].send_modify(|n| *n += 1);
             Ok(out)
         })
         .await
@@ -467,8 +494,13 @@ impl Store for EmbeddedStore {
     }
 
     fn idle_poll(&self) -> std::time::Duration {
-        // An indexed local read: cheap enough to keep the views well under a second behind.
-        std::time::Duration::from_millis(50)
+        // Only a fallback: every commit wakes the followers through `change_notifier`. The poll
+        // still picks up a write made by another process on the same file.
+        std::time::Duration::from_millis(500)
+    }
+
+    fn change_notifier(&self, c: Container) -> Option<ChangeNotifier> {
+        Some(self.inner.committed[slot(c)].subscribe())
     }
 
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
@@ -479,12 +511,12 @@ impl Store for EmbeddedStore {
 
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
         let pk = pk.to_string();
-        self.with_writer(move |w| w.create(c, &pk, item)).await
+        self.with_writer(c, move |w| w.create(c, &pk, item)).await
     }
 
     async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
         let pk = pk.to_string();
-        self.with_writer(move |w| w.write(c, &pk, item)).await
+        self.with_writer(c, move |w| w.write(c, &pk, item)).await
     }
 
     async fn replace(
@@ -496,13 +528,13 @@ impl Store for EmbeddedStore {
         if_match: Option<&str>,
     ) -> StoreResult<Value> {
         let (pk, id, etag) = (pk.to_string(), id.to_string(), if_match.map(str::to_string));
-        self.with_writer(move |w| w.replace(c, &pk, &id, item, etag.as_deref()))
+        self.with_writer(c, move |w| w.replace(c, &pk, &id, item, etag.as_deref()))
             .await
     }
 
     async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
         let (pk, id) = (pk.to_string(), id.to_string());
-        self.with_writer(move |w| w.delete(c, &pk, &id)).await
+        self.with_writer(c, move |w| w.delete(c, &pk, &id)).await
     }
 
     async fn patch(
@@ -515,7 +547,7 @@ impl Store for EmbeddedStore {
     ) -> StoreResult<Value> {
         let (pk, id, ops) = (pk.to_string(), id.to_string(), ops.to_vec());
         let etag = if_match.map(str::to_string);
-        self.with_writer(move |w| w.patch(c, &pk, &id, &ops, etag.as_deref()))
+        self.with_writer(c, move |w| w.patch(c, &pk, &id, &ops, etag.as_deref()))
             .await
     }
 
@@ -541,7 +573,7 @@ impl Store for EmbeddedStore {
 
     async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {
         let pk = pk.to_string();
-        self.with_writer(move |w| {
+        self.with_writer(c, move |w| {
             ops.into_iter()
                 .enumerate()
                 .map(|(index, op)| {

@@ -276,6 +276,10 @@ pub struct ChangePage {
     pub continuation: String,
 }
 
+/// Committed changes to one container, as a count: its value goes up by at least one after each
+/// commit that wrote to the container, and [`tokio::sync::watch::Receiver::changed`] wakes on it.
+pub type ChangeNotifier = tokio::sync::watch::Receiver<u64>;
+
 /// The store, shaped like a Cosmos DB database with the four containers of the data model.
 ///
 /// Items are JSON objects with a string `id`; the partition key is passed explicitly and must
@@ -290,6 +294,13 @@ pub trait Store: Send + Sync + 'static {
     /// costs differs per store. No default, so that a wrapper cannot silently lose its inner
     /// store's answer.
     fn idle_poll(&self) -> Duration;
+
+    /// A signal that changes to `c` were committed, for a store that sees every write to itself
+    /// (the embedded one): a change-feed follower waits on it instead of polling, and a reader
+    /// keeping a snapshot of `c` compares its value to know whether the snapshot still holds.
+    /// `None` where changes can come from elsewhere (Cosmos DB: other instances, the portal,
+    /// other tools): followers then poll every [`Store::idle_poll`]. No default, like `idle_poll`.
+    fn change_notifier(&self, c: Container) -> Option<ChangeNotifier>;
 
     /// Point read; `Ok(None)` when the item does not exist.
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>>;

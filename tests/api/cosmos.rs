@@ -459,3 +459,40 @@ async fn an_unreachable_account_is_a_503_with_retry_after() {
     // The listener itself answers at once, whatever the store does.
     assert_eq!(app.get("/").await.status, 200);
 }
+
+/// Cosmos DB signals no commits to this process: a feed snapshot holds for its maximum age.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_feed_snapshot_holds_for_its_maximum_age() {
+    let app =
+        TestApp::spawn_with_feed_cache(cosmos_fixture().await, Duration::from_secs(3600)).await;
+    let user = app.create_user("ann").await;
+    let projected = |post: &Value| {
+        let id = post["id"].as_str().unwrap().to_string();
+        let store = app.store.clone();
+        async move {
+            let feed = store.read(Container::Feed, "post", &id).await.unwrap();
+            feed.is_some()
+        }
+    };
+    // Read the store, not the API: the first answer is kept for the hour.
+    let post = app.create_post(&id(&user), "t", "c").await;
+    eventually("the post projected", || projected(&post)).await;
+    let r = app.get("/api/feed").await;
+    assert_eq!(r.store_operations(), 1);
+    assert_eq!(r.items()[0]["id"], post["id"]);
+    let r = app.get("/api/feed").await;
+    assert_eq!(r.store_operations(), 0, "from the snapshot");
+    assert_eq!(r.items()[0]["id"], post["id"]);
+
+    // Within the hour, a later post does not show: the snapshot still holds.
+    let later = app.create_post(&id(&user), "later", "c").await;
+    eventually("the later post projected", || projected(&later)).await;
+    let r = app.get("/api/feed").await;
+    assert_eq!((r.store_operations(), r.items().len()), (0, 1));
+
+    // With a maximum age of 0 there is no snapshot: every read asks the store.
+    let app = TestApp::spawn_with_feed_cache(cosmos_fixture().await, Duration::ZERO).await;
+    for _ in 0..2 {
+        assert_eq!(app.get("/api/feed").await.store_operations(), 1);
+    }
+}

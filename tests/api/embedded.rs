@@ -67,3 +67,196 @@ mod restart {
         );
     }
 }
+
+/// The embedded store signals its commits, and the change-feed pump follows that signal rather
+/// than its idle poll.
+mod push {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use blog::store::{
+        BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query, Store, StoreResult,
+    };
+    use serde_json::{json, Value};
+
+    use crate::helpers::{embedded_fixture, eventually, id, Fixture, TestApp};
+
+    #[tokio::test]
+    async fn a_commit_signals_its_own_container_only() {
+        let fixture = embedded_fixture().await;
+        let store = &fixture.store;
+        let mut users = store.change_notifier(Container::Users).expect("a notifier");
+        let mut posts = store.change_notifier(Container::Posts).expect("a notifier");
+        users.borrow_and_update();
+        posts.borrow_and_update();
+
+        let user = json!({ "id": "u1", "type": "user", "userId": "u1", "username": "ana" });
+        store
+            .create(Container::Users, "u1", user.clone())
+            .await
+            .unwrap();
+        assert!(
+            users.has_changed().unwrap(),
+            "a commit to users signals users"
+        );
+        assert!(!posts.has_changed().unwrap(), "and not posts");
+
+        users.borrow_and_update();
+        assert!(store.create(Container::Users, "u1", user).await.is_err());
+        assert!(
+            !users.has_changed().unwrap(),
+            "a write that fails commits nothing and signals nothing"
+        );
+    }
+
+    /// The embedded store, with an idle poll that never comes round in a test's lifetime.
+    struct NoPoll(Arc<dyn Store>);
+
+    #[async_trait]
+    impl Store for NoPoll {
+        fn kind(&self) -> &'static str {
+            "no-poll"
+        }
+        fn idle_poll(&self) -> Duration {
+            Duration::from_secs(3600)
+        }
+        fn change_notifier(&self, c: Container) -> Option<ChangeNotifier> {
+            self.0.change_notifier(c)
+        }
+        async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
+            self.0.read(c, pk, id).await
+        }
+        async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
+            self.0.create(c, pk, item).await
+        }
+        async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
+            self.0.upsert(c, pk, item).await
+        }
+        async fn replace(
+            &self,
+            c: Container,
+            pk: &str,
+            id: &str,
+            item: Value,
+            if_match: Option<&str>,
+        ) -> StoreResult<Value> {
+            self.0.replace(c, pk, id, item, if_match).await
+        }
+        async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
+            self.0.delete(c, pk, id).await
+        }
+        async fn patch(
+            &self,
+            c: Container,
+            pk: &str,
+            id: &str,
+            ops: &[PatchOp],
+            if_match: Option<&str>,
+        ) -> StoreResult<Value> {
+            self.0.patch(c, pk, id, ops, if_match).await
+        }
+        async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
+            self.0.query(c, q).await
+        }
+        async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
+            self.0.count(c, q).await
+        }
+        async fn batch(
+            &self,
+            c: Container,
+            pk: &str,
+            ops: Vec<BatchOp>,
+        ) -> StoreResult<Vec<Value>> {
+            self.0.batch(c, pk, ops).await
+        }
+        async fn changes(
+            &self,
+            c: Container,
+            continuation: Option<&str>,
+            max_items: u32,
+        ) -> StoreResult<ChangePage> {
+            self.0.changes(c, continuation, max_items).await
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_pump_projects_on_the_commit_signal_without_polling() {
+        let fixture = embedded_fixture().await;
+        let fixture = Fixture {
+            store: Arc::new(NoPoll(fixture.store)),
+            dir: fixture.dir,
+        };
+        let app = TestApp::spawn(fixture, true).await;
+        // Let both followers reach their first idle wait.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let user = app.create_user("ana").await;
+        let post = app.create_post(&id(&user), "pushed", "c").await;
+        eventually("the post reaches the feed without a poll", || async {
+            app.get("/api/feed").await.body["items"][0]["id"] == post["id"]
+        })
+        .await;
+    }
+}
+
+/// The feed's first pages are answered from a snapshot that holds until the projection writes
+/// to `feed` again.
+mod feed_snapshot {
+    use std::time::Duration;
+
+    use crate::helpers::{embedded_fixture, eventually, id, spawn_app, TestApp};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_repeated_feed_read_costs_no_store_call_until_the_feed_changes() {
+        let app = spawn_app().await;
+        let user = app.create_user("ana").await;
+        let first = app.create_post(&id(&user), "first", "c").await;
+        let second = app.create_post(&id(&user), "second", "c").await;
+        eventually("both posts in the feed", || async {
+            app.get("/api/feed").await.items().len() == 2
+        })
+        .await;
+
+        let a = app.get("/api/feed").await;
+        let b = app.get("/api/feed").await;
+        assert_eq!(b.status, 200);
+        assert_eq!(
+            b.store_operations(),
+            0,
+            "the same page again: from the snapshot"
+        );
+        assert_eq!(b.body, a.body);
+        assert_eq!(b.header("content-type"), Some("application/json"));
+
+        // Another page size is another snapshot; a continuation page always asks the store.
+        let r = app.get("/api/feed?limit=1").await;
+        assert_eq!(r.store_operations(), 1);
+        assert_eq!(r.items()[0]["id"], second["id"]);
+        assert_eq!(app.get("/api/feed?limit=1").await.store_operations(), 0);
+        let token = r.body["continuationToken"].as_str().expect("a second page");
+        let next = format!("/api/feed?limit=1&continuationToken={token}");
+        for _ in 0..2 {
+            let r = app.get(&next).await;
+            assert_eq!(r.store_operations(), 1);
+            assert_eq!(r.items()[0]["id"], first["id"]);
+        }
+
+        // A new post reaches the feed through the projection, which drops the snapshot.
+        let third = app.create_post(&id(&user), "third", "c").await;
+        eventually("the new post heads the feed", || async {
+            app.get("/api/feed").await.items()[0]["id"] == third["id"]
+        })
+        .await;
+        let r = app.get("/api/feed").await;
+        assert_eq!(r.items().len(), 3);
+        assert_eq!(r.store_operations(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_maximum_age_of_zero_turns_the_snapshot_off() {
+        let app = TestApp::spawn_with_feed_cache(embedded_fixture().await, Duration::ZERO).await;
+        for _ in 0..2 {
+            assert_eq!(app.get("/api/feed").await.store_operations(), 1);
+        }
+    }
+}

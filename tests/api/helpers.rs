@@ -93,6 +93,11 @@ impl TestApp {
         Self::spawn_with(fixture, pump, |app| app).await
     }
 
+    /// With a feed snapshot that holds for `feed_max_age` where the store signals no commits.
+    pub async fn spawn_with_feed_cache(fixture: Fixture, feed_max_age: Duration) -> TestApp {
+        Self::spawn_with(fixture, true, |app| app.with_feed_cache(feed_max_age)).await
+    }
+
     pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
         Self::spawn_with(fixture, pump, |app| app.with_auth(auth)).await
     }

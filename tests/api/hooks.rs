@@ -54,6 +54,9 @@ impl Store for Hooked {
     fn idle_poll(&self) -> std::time::Duration {
         self.inner.idle_poll()
     }
+    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
+        self.inner.change_notifier(c)
+    }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         self.before("read", c, pk).await?;
         self.inner.read(c, pk, id).await

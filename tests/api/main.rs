@@ -7,15 +7,15 @@
 //! - `process`: the real binary, killed with SIGKILL and restarted;
 //! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
 //!   Easy Auth principals, on both stores, and what the binary logs about them;
-//! - `bench_smoke`: the `bench` tool at tiny scale;
-//! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load.
+//! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load;
 //! - `web`: the browser client's files as the handler serves them.
+//!
+//! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
 
 mod helpers;
 mod hooks;
 
 mod api_suite;
-mod bench_smoke;
 mod ops_suite;
 mod store_suite;
 

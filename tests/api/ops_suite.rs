@@ -394,6 +394,9 @@ impl Store for ChangesDuringVerify {
     fn idle_poll(&self) -> Duration {
         self.inner.idle_poll()
     }
+    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
+        self.inner.change_notifier(c)
+    }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         self.inner.read(c, pk, id).await
     }

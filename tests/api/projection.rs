@@ -94,6 +94,9 @@ impl Store for Spy {
     fn idle_poll(&self) -> Duration {
         self.inner.idle_poll()
     }
+    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
+        self.inner.change_notifier(c)
+    }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         if let Some(old) = self.stale.lock().unwrap().get(&(c.name(), id.to_string())) {
             return Ok(Some(old.clone()));

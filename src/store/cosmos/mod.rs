@@ -214,6 +214,11 @@ impl Store for CosmosStore {
         std::time::Duration::from_secs(1)
     }
 
+    fn change_notifier(&self, _: Container) -> Option<super::ChangeNotifier> {
+        // Other instances and tools write to the account too: the change feed is polled.
+        None
+    }
+
     async fn read(&self, c: Container, key: &str, id: &str) -> StoreResult<Option<Value>> {
         let mut m = OpMeter::default();
         let container = self.container(c).await?;

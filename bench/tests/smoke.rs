@@ -27,6 +27,8 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
             "--load-seconds",
             "0.5",
             "--verify",
+            "--cold-starts",
+            "2",
             "--json",
         ])
         .arg(&json)
@@ -74,6 +76,34 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     assert!(load["samples"].as_u64().unwrap() >= 1, "{load}");
     assert_eq!(load["hotClients"], 2);
     assert_eq!(report["throughput"].as_array().unwrap().len(), 4);
+
+    // Without the snapshot (the rows), every feed read is a query; with it, the reads made at
+    // most as many queries as there were reads.
+    let f = &report["feedSnapshot"];
+    assert!(f["reads"].as_u64().unwrap() > 0, "{f}");
+    assert!(f["storeOperations"].as_u64().unwrap() <= f["reads"].as_u64().unwrap());
+    assert!(f["postsCreated"].as_u64().unwrap() >= 1, "{f}");
+
+    // The process measurements need the product binary next to the bench (a workspace build
+    // has it); `bare` is built with the bench.
+    let handler = std::path::Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("handler");
+    if handler.is_file() {
+        let v = &report["versus"];
+        assert_eq!(v["coldStart"]["product"]["samples"], 2, "{v}");
+        assert!(v["coldStart"]["ratio"].as_f64().unwrap() > 0.0, "{v}");
+        let t = &v["feedThroughput"];
+        assert_eq!(t["items"], 20, "{t}");
+        assert!(t["product"]["requests"].as_u64().unwrap() > 0, "{t}");
+        assert!(t["bare"]["requests"].as_u64().unwrap() > 0, "{t}");
+        assert!(
+            v["hotPost"]["comments"]["requests"].as_u64().unwrap() > 0,
+            "{v}"
+        );
+        assert!(v["hotPost"]["peakRssMib"].as_f64().unwrap() > 0.0, "{v}");
+        assert!(v["handlerBytes"].as_u64().unwrap() > 0, "{v}");
+    } else {
+        assert!(report["versusSkipped"].is_string(), "{report}");
+    }
 
     let table = String::from_utf8_lossy(&out.stdout);
     for name in names {

@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use crate::dataset::{DatasetSummary, Verification};
 use crate::measure::{Spread, Stats};
+use crate::snapshot::FeedSnapshot;
+use crate::versus::Versus;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,6 +26,10 @@ pub struct Report {
     pub change_feed_lag: Lag,
     pub change_feed_lag_under_load: LagUnderLoad,
     pub throughput: Vec<Throughput>,
+    pub feed_snapshot: FeedSnapshot,
+    /// The product against a bare axum server, as processes; `None` when a binary is missing.
+    pub versus: Option<Versus>,
+    pub versus_skipped: Option<String>,
     /// Wall time of each phase of the run.
     pub phases: Vec<Phase>,
     pub total_seconds: f64,
@@ -268,5 +274,76 @@ pub fn markdown(r: &Report) -> String {
             num(t.latency.p99_ms)
         );
     }
+    let f = &r.feed_snapshot;
+    let ru = match f.request_units_saved_per_1000_reads {
+        Some(ru) => format!(
+            ", {ru:.0} RU saved per 1,000 reads ({:.2} RU per feed query)",
+            f.request_units_per_query.unwrap_or_default()
+        ),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "\nFeed snapshot: {} clients read the feed for {:.1} s while {} posts were created: {} \
+         reads made {} feed queries, {:.0} store operations saved per 1,000 reads{ru}.",
+        f.concurrency,
+        f.seconds,
+        f.posts_created,
+        f.reads,
+        f.store_operations,
+        f.operations_saved_per_1000_reads
+    );
+    match (&r.versus, &r.versus_skipped) {
+        (Some(v), _) => out.push_str(&versus_markdown(v)),
+        (None, Some(why)) => {
+            let _ = writeln!(out, "\nProduct against bare axum: skipped ({why}).");
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+fn versus_markdown(v: &Versus) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let (c, t, h) = (&v.cold_start, &v.feed_throughput, &v.hot_post);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nThe product (`{}`, {:.1} MiB) against a bare axum server serving the same bytes \
+         ({:.1} MiB), as processes:\n\n\
+         | figure | product | bare axum | ratio |\n| --- | ---: | ---: | ---: |",
+        v.handler,
+        mib(v.handler_bytes),
+        mib(v.bare_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "| cold start, exec → first 200 on `/api/feed`, p50 / p99 (ms) | {} / {} | {} / {} | {:.2}× |",
+        num(c.product.p50_ms),
+        num(c.product.p99_ms),
+        num(c.bare.p50_ms),
+        num(c.bare.p99_ms),
+        c.ratio
+    );
+    let _ = writeln!(
+        out,
+        "| `GET /api/feed` ({} items, {} bytes), {} clients, requests/s | {:.0} | {:.0} | {:.2} |",
+        t.items,
+        t.body_bytes,
+        t.concurrency,
+        t.product.requests_per_second,
+        t.bare.requests_per_second,
+        t.ratio
+    );
+    let _ = writeln!(
+        out,
+        "| peak RSS after {} clients commented on one post for {:.1} s ({:.0} comments/s), MiB | {:.1} | {:.1} | {:.2} |",
+        h.concurrency,
+        h.seconds,
+        h.comments.requests_per_second,
+        h.peak_rss_mib,
+        h.bare_peak_rss_mib,
+        h.peak_rss_mib / h.bare_peak_rss_mib
+    );
     out
 }

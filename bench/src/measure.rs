@@ -76,6 +76,10 @@ impl Store for Tally {
         self.0.idle_poll()
     }
 
+    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
+        self.0.change_notifier(c)
+    }
+
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         note(c, Some(pk));
         self.0.read(c, pk, id).await
@@ -350,11 +354,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(origin: String, store: Arc<dyn Store>) -> Client {
+    /// A client of the application at `origin`, whose state is `state`.
+    pub fn new(origin: String, state: AppState) -> Client {
         Client {
             http: reqwest::Client::new(),
             origin,
-            router: blog::app(AppState::new(store), false),
+            router: blog::app(state, false),
         }
     }
 

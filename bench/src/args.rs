@@ -1,0 +1,108 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+
+/// About 183,000 items: on 2 cores a release run loads them in 7–14 s and finishes in about
+/// 95–125 s (half of it waiting for the change feed to absorb the C1 rows' new users).
+pub const DEFAULT_USERS: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreArg {
+    /// SQLite in a scratch directory, removed afterwards.
+    Embedded,
+    /// The Cosmos DB account of the `COSMOS*` settings; the database must be empty.
+    Cosmos,
+}
+
+/// Measure C1–C4 and Q1–Q6 as the article does, V1 against V3, on a generated dataset.
+#[derive(Debug, Clone, Parser, Serialize)]
+#[command(name = "bench", version)]
+#[serde(rename_all = "camelCase")]
+pub struct Args {
+    /// Users to generate (each with 5–50 posts, each post with 0–25 comments, 0–100 likes).
+    #[arg(long, default_value_t = DEFAULT_USERS, value_parser = positive)]
+    pub users: usize,
+    /// Seed of the generated dataset and of the requests drawn from it.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// The store to measure.
+    #[arg(long, value_enum, default_value_t = StoreArg::Embedded)]
+    pub store: StoreArg,
+    /// Also write the whole report as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Measured requests per row and version.
+    #[arg(long, default_value_t = 100, value_parser = positive)]
+    pub samples: usize,
+    /// Requests per row and version before measuring (at least 1: V3's first shows partitions).
+    #[arg(long, default_value_t = 5, value_parser = positive)]
+    pub warmup: usize,
+    /// Posts created to measure the change-feed lag.
+    #[arg(long, default_value_t = 30, value_parser = positive)]
+    pub lag_samples: usize,
+    /// Duration of the lag-under-load run, in seconds.
+    #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+    pub load_seconds: f64,
+    /// Concurrent workers in the throughput runs (and commenting clients under load).
+    #[arg(long, default_value_t = 16, value_parser = workers)]
+    pub concurrency: usize,
+    /// Duration of each throughput run, in seconds.
+    #[arg(long, default_value_t = 5.0, value_parser = seconds)]
+    pub seconds: f64,
+    /// Posts Q6 asks for (the article's x).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub feed_limit: u32,
+    /// The product binary for the process measurements (cold start, feed throughput against a
+    /// bare axum server, peak memory, size); default: `handler` next to this executable.
+    #[arg(long)]
+    pub handler: Option<PathBuf>,
+    /// Cold starts per binary.
+    #[arg(long, default_value_t = 20, value_parser = positive)]
+    pub cold_starts: usize,
+    /// Replay the change feed through the product's planner after loading and require that it
+    /// finds nothing to change (slow at scale: a full check that the load is converged).
+    #[arg(long)]
+    pub verify: bool,
+}
+
+fn positive(s: &str) -> Result<usize, String> {
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| "a whole number of at least 1".into())
+}
+
+fn workers(s: &str) -> Result<usize, String> {
+    positive(s)
+        .ok()
+        .filter(|n| *n <= 1024)
+        .ok_or_else(|| "a whole number from 1 to 1024".into())
+}
+
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= 600.0 => Ok(x),
+        _ => Err("a number of seconds above 0 and at most 600".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_parse_with_defaults() {
+        let a = Args::try_parse_from(["bench"]).unwrap();
+        assert_eq!(a.users, DEFAULT_USERS);
+        assert_eq!(a.store, StoreArg::Embedded);
+        let a = Args::try_parse_from(["bench", "--users", "3", "--store", "cosmos"]).unwrap();
+        assert_eq!((a.users, a.store), (3, StoreArg::Cosmos));
+        assert!(Args::try_parse_from(["bench", "--users", "0"]).is_err());
+        assert!(Args::try_parse_from(["bench", "--seconds", "0"]).is_err());
+        assert!(Args::try_parse_from(["bench", "--feed-limit", "101"]).is_err());
+    }
+}

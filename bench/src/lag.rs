@@ -1,0 +1,153 @@
+//! Change-feed lag: a post is created (C2) and Q6 is polled until the post is its newest entry;
+//! the lag is from the 201 to the answer that shows it. "Lag under load" measures the same while
+//! `--concurrency` clients comment on one hot post as fast as they can.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use indicatif::ProgressBar;
+use serde_json::json;
+use tokio::task::JoinSet;
+
+use crate::dataset::{self, bar};
+use crate::measure::{self, Req};
+use crate::report::{Lag, LagUnderLoad};
+use crate::runner::{latency_of, Bench, SETTLE_LIMIT};
+
+/// How often Q6 is polled while measuring the change-feed lag.
+const LAG_POLL: Duration = Duration::from_millis(1);
+
+impl Bench {
+    /// C2 acknowledged → the post visible as the newest entry of Q6.
+    pub async fn lag(&mut self) -> anyhow::Result<Lag> {
+        self.settle().await?;
+        let total = self.args.lag_samples + 1;
+        let pb = bar(total as u64, "lag");
+        let mut lags = Vec::new();
+        for i in 0..total {
+            let author = self.users(1).remove(0);
+            let (title, content) = dataset::post_text(&mut self.rng);
+            let created = self
+                .client
+                .send(&Req::post(
+                    "/api/posts",
+                    json!({ "userId": author.id, "title": title, "content": content }),
+                ))
+                .await?;
+            let acked = Instant::now();
+            let id = created.body["id"].clone();
+            loop {
+                let feed = self.client.send(&Req::get("/api/feed?limit=1")).await?;
+                if feed.body["items"][0]["id"] == id {
+                    break;
+                }
+                if acked.elapsed() > SETTLE_LIMIT {
+                    bail!("post {id} never showed in the feed");
+                }
+                tokio::time::sleep(LAG_POLL).await;
+            }
+            // The first is a warm-up: the pump may still be waking from its idle sleep.
+            if i > 0 {
+                lags.push(acked.elapsed());
+            }
+            pb.inc(1);
+        }
+        pb.finish_and_clear();
+        Ok(Lag {
+            latency: latency_of(&lags),
+            poll_interval_ms: measure::ms(LAG_POLL),
+        })
+    }
+
+    /// The change-feed lag while `--concurrency` clients comment on one hot post as fast as
+    /// they can for `--load-seconds`: a post is created every 100 ms and Q6 polled until
+    /// it is the newest entry. Then the hot post's count is awaited until it is exact.
+    pub async fn lag_under_load(&mut self) -> anyhow::Result<LagUnderLoad> {
+        self.settle().await?;
+        let hot = self.posts(1).remove(0);
+        let before = self
+            .client
+            .send(&Req::get(format!("/api/posts/{hot}")))
+            .await?
+            .body["commentCount"]
+            .as_u64()
+            .context("the hot post has no commentCount")?;
+        let seconds = self.args.load_seconds;
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+        let pb = ProgressBar::new_spinner().with_message("lag under load");
+        pb.enable_steady_tick(Duration::from_millis(200));
+        let mut workers = JoinSet::new();
+        for author in self.users(self.args.concurrency) {
+            let (client, hot) = (self.client.clone(), hot.clone());
+            workers.spawn(async move {
+                let mut comments = 0u64;
+                let body = json!({ "userId": author.id, "content": "hot" });
+                while Instant::now() < deadline {
+                    let path = format!("/api/posts/{hot}/comments");
+                    client.send(&Req::post(path, body.clone())).await?;
+                    comments += 1;
+                }
+                anyhow::Ok(comments)
+            });
+        }
+        let mut lags = Vec::new();
+        while lags.is_empty() || Instant::now() < deadline {
+            let author = self.users(1).remove(0);
+            let (title, content) = dataset::post_text(&mut self.rng);
+            let created = self
+                .client
+                .send(&Req::post(
+                    "/api/posts",
+                    json!({ "userId": author.id, "title": title, "content": content }),
+                ))
+                .await?;
+            let acked = Instant::now();
+            let id = created.body["id"].clone();
+            loop {
+                let feed = self.client.send(&Req::get("/api/feed?limit=1")).await?;
+                if feed.body["items"][0]["id"] == id {
+                    break;
+                }
+                if acked.elapsed() > SETTLE_LIMIT {
+                    bail!("post {id} never showed in the feed under load");
+                }
+                tokio::time::sleep(LAG_POLL).await;
+            }
+            lags.push(acked.elapsed());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut comments = 0;
+        while let Some(r) = workers.join_next().await {
+            comments += r.context("a commenting worker panicked")??;
+        }
+        let stopped = Instant::now();
+        let expected = before + comments;
+        loop {
+            let post = self
+                .client
+                .send(&Req::get(format!("/api/posts/{hot}")))
+                .await?;
+            if post.body["commentCount"] == expected {
+                break;
+            }
+            if stopped.elapsed() > SETTLE_LIMIT {
+                bail!(
+                    "the hot post's commentCount is {} after the load, not {expected}",
+                    post.body["commentCount"]
+                );
+            }
+            tokio::time::sleep(LAG_POLL).await;
+        }
+        pb.finish_and_clear();
+        Ok(LagUnderLoad {
+            lag: Lag {
+                latency: latency_of(&lags),
+                poll_interval_ms: measure::ms(LAG_POLL),
+            },
+            hot_clients: self.args.concurrency,
+            seconds,
+            comments_per_second: comments as f64 / seconds,
+            count_exact_after_ms: measure::ms(stopped.elapsed()),
+        })
+    }
+}

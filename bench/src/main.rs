@@ -1,0 +1,290 @@
+//! `bench`: the article's measurements, repeated on this implementation.
+//!
+//! *How to model and partition data on Azure Cosmos DB using a real-world example* measures
+//! every request of its blog — C1 create/edit a user, Q1 retrieve a user, C2 create/edit a post,
+//! Q2 retrieve a post, Q3 list a user's posts in short form, C3 create a comment, Q4 list a
+//! post's comments, C4 like a post, Q5 list a post's likes, Q6 list the newest posts in short
+//! form (the feed) — under each version of its data model. This tool does the same for two:
+//!
+//! - **V3**, the product: the real `handler` application (`blog::startup::Application`, change-
+//!   feed pump on) serving on `127.0.0.1:<ephemeral>`, driven with real HTTP requests. Every
+//!   query is one single-partition operation thanks to the denormalized copies the change feed
+//!   maintains (names and counters on every post, comment and like; post copies per user in
+//!   `users`; the newest posts in `feed`).
+//! - **V1**, the article's first version, on the same data: posts, comments and likes only in
+//!   `posts`, no denormalization, so reads aggregate names and counts with extra queries and Q3
+//!   and Q6 fan out across every partition of `posts` (see [`v1`]). It is implemented here,
+//!   directly against the `Store` trait.
+//!
+//! How the numbers are made:
+//!
+//! - The dataset is the article's shape scaled to `--users` ([`dataset`]), deterministic for a
+//!   `--seed`, loaded through the `Store` trait already converged (as if the change feed had
+//!   caught up), after which the pump is checkpointed at the end of the change feed.
+//! - Each row is `--warmup` discarded requests and `--samples` measured ones, sequential, on
+//!   the same randomly drawn users and posts for V1 and V3. Latency is wall time: for V3 at
+//!   the HTTP client (so it includes a loopback HTTP round trip, reported separately as the
+//!   baseline), for V1 around its store calls. Store operations and request units come from
+//!   `blog::store::metrics` — for V3 the `x-store-operations` / `x-request-charge` headers the
+//!   app sends, for V1 the same accounting around the V1 code. Partitions touched are noted by
+//!   a wrapper around the store ([`measure::Tally`]); for V3 from one extra request answered in
+//!   process through the app's router (the first warm-up), since the HTTP server's tasks are
+//!   out of the bench's reach.
+//! - Reads run first, on the loaded data; then the writes (C1–C4), waiting after each for the
+//!   pump to settle so that its work is not charged to the next row. V1's C4 likes are by the
+//!   users V1's C1 created, V3's by V3's, so every like is a first like (201).
+//! - Change-feed lag: a post is created (C2) and Q6 is polled until the post is the newest
+//!   entry; the lag is from the 201 to the answer that shows it. "Lag under load" measures the
+//!   same while `--concurrency` clients comment on one hot post as fast as they can.
+//! - Throughput: `--concurrency` workers repeat Q2 (random posts) or Q6 for `--seconds`.
+//! - Request units are reported where the store reports them (Cosmos DB); the embedded store
+//!   reports none, shown as "—".
+
+mod args;
+mod dataset;
+mod lag;
+mod measure;
+mod report;
+mod rows;
+mod runner;
+mod snapshot;
+mod throughput;
+mod v1;
+mod versus;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use blog::domain;
+use blog::settings::{Settings, StoreKind};
+use blog::startup::Application;
+use blog::store::Store;
+use clap::Parser as _;
+use rand::SeedableRng;
+use rand_pcg::Pcg64;
+use tokio::net::TcpListener;
+
+use args::{Args, StoreArg};
+use measure::Client;
+use report::{Phase, Report};
+use runner::Bench;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    // The app logs every request at info; only warnings (a pump retrying, say) matter here,
+    // and they go to stderr, away from the report on stdout.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> anyhow::Result<Scratch> {
+        let nanos = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("blog-bench-{what}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The store to measure, by kind: the one place that knows how each is opened. Both go through
+/// `blog::startup::open_store`, so the bench opens exactly what `handler` would.
+async fn open_store(kind: StoreArg) -> anyhow::Result<(Arc<dyn Store>, Option<Scratch>)> {
+    match kind {
+        StoreArg::Embedded => {
+            let dir = Scratch::new("store")?;
+            // Defaults, not the environment: `BLOG_*` settings are the handler's business.
+            let mut settings = Settings::from_lookup(|_| None)?;
+            settings.db_path = dir.0.join("blog.db");
+            Ok((blog::startup::open_store(&settings).await?, Some(dir)))
+        }
+        StoreArg::Cosmos => {
+            let mut settings = Settings::from_env()?;
+            if settings.cosmos.connection.is_none() {
+                bail!("--store cosmos needs `COSMOS` or `COSMOS__accountEndpoint` (see the README, section Performance)");
+            }
+            settings.store = StoreKind::Cosmos;
+            Ok((blog::startup::open_store(&settings).await?, None))
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    // Fail now rather than after the whole run when the report cannot be written.
+    if let Some(path) = &args.json {
+        std::fs::write(path, b"")
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    }
+    let (raw, _scratch) = open_store(args.store).await?;
+    let store: Arc<dyn Store> = Arc::new(measure::Tally(raw));
+    dataset::ensure_empty(&*store).await?;
+
+    eprintln!(
+        "bench: loading {} users (seed {}) into the {} store",
+        args.users,
+        args.seed,
+        store.kind()
+    );
+    let mut phases = Phases::new();
+    let data = dataset::load(store.clone(), args.users, args.seed).await?;
+    phases.done("load");
+    let d = &data.summary;
+    eprintln!(
+        "bench: loaded {} items ({} posts, {} comments, {} likes) in {:.1} s",
+        d.items, d.posts, d.comments, d.likes, d.load_seconds
+    );
+    let verification = if args.verify {
+        let v = dataset::verify(&*store).await?;
+        eprintln!(
+            "bench: verified: {} changes replayed, nothing left to project ({:.1} s)",
+            v.changes_replayed, v.seconds
+        );
+        phases.done("verify");
+        Some(v)
+    } else {
+        None
+    };
+    // Everything is projected already: the pump starts after it.
+    blog::pump::checkpoint_at_end(&*store).await?;
+    phases.done("checkpoint");
+
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let origin = format!("http://{}", listener.local_addr()?);
+    // The rows measure the queries themselves: no feed snapshot here (see `snapshot`).
+    let app = Application::new(listener, store.clone(), true).with_feed_cache(Duration::ZERO);
+    let state = app.state().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+
+    let mut bench = Bench {
+        rng: Pcg64::seed_from_u64(args.seed.wrapping_add(1)),
+        client: Client::new(origin, state),
+        store,
+        data,
+        args: args.clone(),
+    };
+    let measured = async {
+        let baseline = bench.http_baseline().await?;
+        let [q1, q2, q3, q4, q5, q6] = bench.reads().await?;
+        phases.done("reads");
+        let [c1, c2, c3, c4] = bench.writes().await?;
+        phases.done("writes");
+        let lag = bench.lag().await?;
+        phases.done("lag");
+        let lag_under_load = bench.lag_under_load().await?;
+        phases.done("lag under load");
+        let throughput = bench.throughput().await?;
+        phases.done("throughput");
+        let feed_snapshot = bench.feed_snapshot(&q6).await?;
+        phases.done("feed snapshot");
+        let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6];
+        anyhow::Ok((
+            baseline,
+            rows,
+            lag,
+            lag_under_load,
+            throughput,
+            feed_snapshot,
+        ))
+    }
+    .await;
+    let _ = stop.send(());
+    server.await.context("the server task failed")??;
+    let (
+        http_baseline,
+        rows,
+        change_feed_lag,
+        change_feed_lag_under_load,
+        throughput,
+        feed_snapshot,
+    ) = measured?;
+
+    let (versus, versus_skipped) = match versus::binaries(args.handler.as_deref()) {
+        Ok((handler, bare)) => {
+            let v = versus::run(&args, &handler, &bare).await?;
+            phases.done("versus bare axum");
+            (Some(v), None)
+        }
+        Err(why) => {
+            eprintln!("bench: the process measurements are skipped: {why}");
+            (None, Some(why))
+        }
+    };
+
+    let report = Report {
+        generated_at: domain::now(),
+        machine: report::Machine::this(),
+        store: bench.store.kind().to_string(),
+        config: serde_json::to_value(&args)?,
+        dataset: bench.data.summary.clone(),
+        verification,
+        http_baseline,
+        rows,
+        change_feed_lag,
+        change_feed_lag_under_load,
+        throughput,
+        feed_snapshot,
+        versus,
+        versus_skipped,
+        phases: phases.list,
+        total_seconds: started.elapsed().as_secs_f64(),
+    };
+    println!("{}", report::markdown(&report));
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        eprintln!("bench: report written to {}", path.display());
+    }
+    eprintln!("bench: done in {:.1} s", report.total_seconds);
+    Ok(())
+}
+
+/// Wall time per phase of the run, logged as each ends.
+struct Phases {
+    last: Instant,
+    list: Vec<Phase>,
+}
+
+impl Phases {
+    fn new() -> Self {
+        Phases {
+            last: Instant::now(),
+            list: Vec::new(),
+        }
+    }
+
+    fn done(&mut self, name: &'static str) {
+        let seconds = self.last.elapsed().as_secs_f64();
+        self.last = Instant::now();
+        eprintln!("bench: {name} took {seconds:.1} s");
+        self.list.push(Phase { name, seconds });
+    }
+}

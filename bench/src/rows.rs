@@ -1,0 +1,283 @@
+//! The article's rows, one function each: Q1–Q6 on the data as loaded, then C1–C4. Each
+//! measures V3 over HTTP and V1 against the store on the same drawn inputs.
+
+use anyhow::bail;
+use blog::domain::{self, Comment, Id, Like, Post, User, Username};
+use rand::RngExt;
+use serde_json::{json, Value};
+
+use crate::dataset;
+use crate::measure::Req;
+use crate::report::Row;
+use crate::runner::Bench;
+use crate::v1;
+
+/// Q3–Q5 ask for this many items: every post of a user (≤ 50), comment (≤ 25) and like
+/// (≤ 100) in one page, as the article lists them all.
+const LIST_LIMIT: u32 = 100;
+
+impl Bench {
+    /// Q1–Q6, on the data as loaded.
+    pub async fn reads(&mut self) -> anyhow::Result<[Row; 6]> {
+        Ok([
+            self.q1().await?,
+            self.q2().await?,
+            self.q3().await?,
+            self.q4().await?,
+            self.q5().await?,
+            self.q6().await?,
+        ])
+    }
+
+    /// C1–C4, letting the change feed settle after each row so that its work is not charged
+    /// to the next. C4's likes are by the users C1 created, each version's by its own.
+    pub async fn writes(&mut self) -> anyhow::Result<[Row; 4]> {
+        let (c1, v1_users, v3_users) = self.c1().await?;
+        let c2 = self.c2().await?;
+        let c3 = self.c3().await?;
+        let c4 = self.c4(&v1_users, &v3_users).await?;
+        Ok([c1, c2, c3, c4])
+    }
+
+    /// Q1: retrieve a user.
+    async fn q1(&mut self) -> anyhow::Result<Row> {
+        let store = self.store.clone();
+        let users = self.users(self.n());
+        let reqs = users
+            .iter()
+            .map(|u| Req::get(format!("/api/users/{}", u.id)))
+            .collect();
+        let (row, _, _) = self
+            .row("Q1", "Retrieve a user", reqs, |i| {
+                let (store, id) = (store.clone(), users[i].id.clone());
+                async move { v1::get_user(&*store, &id).await }
+            })
+            .await?;
+        Ok(row)
+    }
+
+    /// Q2: retrieve a post.
+    async fn q2(&mut self) -> anyhow::Result<Row> {
+        let store = self.store.clone();
+        let posts = self.posts(self.n());
+        let reqs = posts
+            .iter()
+            .map(|p| Req::get(format!("/api/posts/{p}")))
+            .collect();
+        let (row, _, _) = self
+            .row("Q2", "Retrieve a post", reqs, |i| {
+                let (store, id) = (store.clone(), posts[i].clone());
+                async move { v1::get_post(&*store, &id).await }
+            })
+            .await?;
+        Ok(row)
+    }
+
+    /// Q3: list a user's posts in short form.
+    async fn q3(&mut self) -> anyhow::Result<Row> {
+        let store = self.store.clone();
+        let limit = LIST_LIMIT;
+        let users = self.users(self.n());
+        let reqs = users
+            .iter()
+            .map(|u| Req::get(format!("/api/users/{}/posts?limit={limit}", u.id)))
+            .collect();
+        let (row, _, _) = self
+            .row("Q3", "List a user's posts in short form", reqs, |i| {
+                let (store, id) = (store.clone(), users[i].id.clone());
+                async move { v1::user_posts(&*store, &id, limit).await }
+            })
+            .await?;
+        Ok(row)
+    }
+
+    /// Q4: list a post's comments.
+    async fn q4(&mut self) -> anyhow::Result<Row> {
+        let store = self.store.clone();
+        let limit = LIST_LIMIT;
+        let posts = self.posts(self.n());
+        let reqs = posts
+            .iter()
+            .map(|p| Req::get(format!("/api/posts/{p}/comments?limit={limit}")))
+            .collect();
+        let (row, _, _) = self
+            .row("Q4", "List a post's comments", reqs, |i| {
+                let (store, id) = (store.clone(), posts[i].clone());
+                async move { v1::comments(&*store, &id, limit).await }
+            })
+            .await?;
+        Ok(row)
+    }
+
+    /// Q5: list a post's likes.
+    async fn q5(&mut self) -> anyhow::Result<Row> {
+        let store = self.store.clone();
+        let limit = LIST_LIMIT;
+        let posts = self.posts(self.n());
+        let reqs = posts
+            .iter()
+            .map(|p| Req::get(format!("/api/posts/{p}/likes?limit={limit}")))
+            .collect();
+        let (row, _, _) = self
+            .row("Q5", "List a post's likes", reqs, |i| {
+                let (store, id) = (store.clone(), posts[i].clone());
+                async move { v1::likes(&*store, &id, limit).await }
+            })
+            .await?;
+        Ok(row)
+    }
+
+    /// Q6: list the newest posts in short form (the feed).
+    async fn q6(&mut self) -> anyhow::Result<Row> {
+        let store = self.store.clone();
+        let feed_limit = self.args.feed_limit;
+        let reqs = (0..self.n())
+            .map(|_| Req::get(format!("/api/feed?limit={feed_limit}")))
+            .collect();
+        let (row, _, _) = self
+            .row(
+                "Q6",
+                "List the x most recent posts in short form (feed)",
+                reqs,
+                |_| {
+                    let store = store.clone();
+                    async move { v1::feed(&*store, feed_limit).await }
+                },
+            )
+            .await?;
+        Ok(row)
+    }
+
+    /// C1: create a user. Returns the row and the users each version created.
+    async fn c1(&mut self) -> anyhow::Result<(Row, Vec<Value>, Vec<Value>)> {
+        let store = self.store.clone();
+        let names: Vec<String> = (0..self.n())
+            .map(|i| format!("bench{}-{i}", self.rng.random_range(0..1000u32)))
+            .collect();
+        let reqs = names
+            .iter()
+            .map(|name| Req::post("/api/users", json!({ "username": name })))
+            .collect();
+        self.row("C1", "Create a user", reqs, |i| {
+            let (store, name) = (store.clone(), names[i].clone());
+            async move {
+                let user = User::new(&Id::new(), &Username::parse(&name)?);
+                v1::create_user(&*store, &user).await
+            }
+        })
+        .await
+    }
+
+    /// C2: create a post.
+    async fn c2(&mut self) -> anyhow::Result<Row> {
+        let n = self.n();
+        let store = self.store.clone();
+        let authors = self.users(n);
+        let texts: Vec<(String, String)> =
+            (0..n).map(|_| dataset::post_text(&mut self.rng)).collect();
+        let reqs = authors
+            .iter()
+            .zip(&texts)
+            .map(|(u, (title, content))| {
+                Req::post(
+                    "/api/posts",
+                    json!({ "userId": u.id, "title": title, "content": content }),
+                )
+            })
+            .collect();
+        let (row, _, _) = self
+            .row("C2", "Create a post", reqs, |i| {
+                let store = store.clone();
+                let (author, (title, content)) = (authors[i].clone(), texts[i].clone());
+                async move {
+                    let id = Id::new();
+                    let post = Post {
+                        id: id.to_string(),
+                        kind: "post".into(),
+                        post_id: id.to_string(),
+                        user_id: author.id,
+                        user_username: String::new(),
+                        title,
+                        content,
+                        comment_count: 0,
+                        like_count: 0,
+                        creation_date: domain::now(),
+                    };
+                    v1::create_post(&*store, &post).await
+                }
+            })
+            .await?;
+        Ok(row)
+    }
+
+    /// C3: create a comment.
+    async fn c3(&mut self) -> anyhow::Result<Row> {
+        let n = self.n();
+        let store = self.store.clone();
+        let (posts, authors) = (self.posts(n), self.users(n));
+        let texts: Vec<String> = (0..n)
+            .map(|_| dataset::comment_text(&mut self.rng))
+            .collect();
+        let reqs = (0..n)
+            .map(|i| {
+                Req::post(
+                    format!("/api/posts/{}/comments", posts[i]),
+                    json!({ "userId": authors[i].id, "content": texts[i] }),
+                )
+            })
+            .collect();
+        let (row, _, _) = self
+            .row("C3", "Create a comment", reqs, |i| {
+                let store = store.clone();
+                let comment = Comment {
+                    id: Id::new().to_string(),
+                    kind: "comment".into(),
+                    post_id: posts[i].clone(),
+                    user_id: authors[i].id.clone(),
+                    user_username: String::new(),
+                    content: texts[i].clone(),
+                    creation_date: domain::now(),
+                };
+                async move { v1::create_comment(&*store, &comment).await }
+            })
+            .await?;
+        Ok(row)
+    }
+
+    /// C4: like a post, by users no one has liked it with yet (each version's C1 users), so
+    /// every like is a first like (201).
+    async fn c4(&mut self, v1_users: &[Value], v3_users: &[Value]) -> anyhow::Result<Row> {
+        let n = self.n();
+        let store = self.store.clone();
+        let id_of = |v: &Value| v["id"].as_str().unwrap_or_default().to_string();
+        let v3_likers: Vec<String> = v3_users.iter().map(id_of).collect();
+        let v1_likers: Vec<String> = v1_users.iter().map(id_of).collect();
+        let posts = self.posts(n);
+        let reqs = (0..n)
+            .map(|i| {
+                Req::post(
+                    format!("/api/posts/{}/likes", posts[i]),
+                    json!({ "userId": v3_likers[i] }),
+                )
+            })
+            .collect();
+        let (row, _, v3_likes) = self
+            .row("C4", "Like a post", reqs, |i| {
+                let store = store.clone();
+                let like = Like {
+                    id: domain::like_id(&v1_likers[i]),
+                    kind: "like".into(),
+                    post_id: posts[i].clone(),
+                    user_id: v1_likers[i].clone(),
+                    user_username: String::new(),
+                    creation_date: domain::now(),
+                };
+                async move { v1::create_like(&*store, &like).await }
+            })
+            .await?;
+        if v3_likes.iter().any(|l| l["userUsername"].is_null()) {
+            bail!("a V3 like came back without its author's name");
+        }
+        Ok(row)
+    }
+}

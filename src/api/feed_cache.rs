@@ -1,0 +1,108 @@
+//! A per-process snapshot of the feed's first pages (`GET /api/feed`, no continuation token),
+//! kept as the encoded JSON answer.
+//!
+//! The feed is eventually consistent by design: it follows the posts through the change feed.
+//! A snapshot therefore adds no staleness a client could not already see, as long as it is
+//! dropped when the feed changes:
+//!
+//! - on a store that signals its commits (the embedded one), a snapshot holds exactly until the
+//!   next commit to `feed` (the projection's write); it is never older than the store;
+//! - elsewhere (Cosmos DB, written by other instances too), a snapshot holds for at most
+//!   `BLOG_FEED_CACHE_MS`, so each instance queries the feed at most a few times a second
+//!   whatever its request rate.
+//!
+//! A maximum age of 0 turns snapshots off on every store (the bench measures the query that way).
+//!
+//! An answer from the snapshot made no store call, and says so: `x-store-operations: 0`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+
+use crate::store::{ChangeNotifier, Container, Store};
+
+/// The default of `BLOG_FEED_CACHE_MS`.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_millis(250);
+
+pub struct FeedCache {
+    /// Commits to `feed`, where the store signals them.
+    changes: Option<ChangeNotifier>,
+    /// How long a snapshot holds where the store does not signal commits; 0: no snapshots.
+    max_age: Duration,
+    /// First pages by `limit` (1..=100, so at most 100 entries).
+    pages: Mutex<HashMap<u32, Snapshot>>,
+}
+
+/// When a page was read: taken *before* the query, so that a commit during the query makes
+/// the snapshot stale rather than hiding behind it.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    version: u64,
+    at: Instant,
+}
+
+struct Snapshot {
+    stamp: Stamp,
+    body: Bytes,
+}
+
+impl FeedCache {
+    pub fn new(store: &dyn Store, max_age: Duration) -> Self {
+        FeedCache {
+            changes: store.change_notifier(Container::Feed),
+            max_age,
+            pages: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether snapshots are kept at all.
+    fn enabled(&self) -> bool {
+        !self.max_age.is_zero()
+    }
+
+    fn version(&self) -> u64 {
+        self.changes.as_ref().map_or(0, |c| *c.borrow())
+    }
+
+    fn holds(&self, stamp: &Stamp) -> bool {
+        match &self.changes {
+            Some(_) => stamp.version == self.version(),
+            None => stamp.at.elapsed() < self.max_age,
+        }
+    }
+
+    /// The snapshot of the first page of `limit` items, if it still holds.
+    pub fn get(&self, limit: u32) -> Option<Bytes> {
+        if !self.enabled() {
+            return None;
+        }
+        let pages = self.pages.lock().expect("feed cache lock");
+        pages
+            .get(&limit)
+            .filter(|s| self.holds(&s.stamp))
+            .map(|s| s.body.clone())
+    }
+
+    /// Call before querying the feed; hand the stamp to [`FeedCache::put`] with the answer.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            version: self.version(),
+            at: Instant::now(),
+        }
+    }
+
+    /// Keep `body`, the first page of `limit` items read after `stamp` was taken.
+    pub fn put(&self, limit: u32, stamp: Stamp, body: Bytes) {
+        if !self.enabled() {
+            return;
+        }
+        let mut pages = self.pages.lock().expect("feed cache lock");
+        // Of two concurrent readers, the one that started later has the fresher page.
+        if pages.get(&limit).is_some_and(|s| s.stamp.at > stamp.at) {
+            return;
+        }
+        pages.insert(limit, Snapshot { stamp, body });
+    }
+}
