@@ -16,6 +16,7 @@
 //! - [`startup`]: bind, build the store, start the pump, serve; [`server`]: the HTTP server
 //!   with its timeouts, connection cap and graceful shutdown.
 //! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
+//! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
 
 pub mod api;
 pub mod auth;
@@ -30,6 +31,7 @@ pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod web;
 
 pub use api::AppState;
 

@@ -1,5 +1,5 @@
-//! The HTTP API (README, "The API") under `/api`, plus the readiness answer at `/` and the Functions
-//! host's trigger invocations at `/<FunctionName>`.
+//! The HTTP API under `/api` (the README's API section), plus the readiness answer and the browser
+//! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
 mod conditional;
 pub mod cors;
@@ -19,7 +19,6 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tracing::Instrument as _;
@@ -145,8 +144,8 @@ pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Route
         api
     };
     routes
-        // The Functions host probes `/` until it answers; answer at once, whatever the store does.
-        .route("/", any(|| async { Json(json!({ "status": "ok" })) }))
+        // `/` (the Functions host's readiness probe, or the page for a browser) and the client.
+        .merge(crate::web::routes())
         .fallback(|| async { ApiError::NotFound("no such resource".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

@@ -9,7 +9,8 @@
 //! - `process`: the real binary, killed with SIGKILL and restarted;
 //! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
 //!   Easy Auth principals, on both stores, and what the binary logs about them;
-//! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load.
+//! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load;
+//! - `web`: the browser client's files as the handler serves them.
 //!
 //! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
 
@@ -33,3 +34,4 @@ mod projection;
 mod schema;
 mod server;
 mod validation;
+mod web;

@@ -39,11 +39,13 @@ fn trigger_type(f: &Value) -> &str {
 }
 
 /// `(route, METHOD)` for every operation of the API, from the route table the router and the
-/// OpenAPI document are built from.
+/// OpenAPI document are built from, and the web client's one function beside them.
 fn router_requests() -> BTreeSet<(String, String)> {
+    let (web_route, web_method) = blog::web::FUNCTION_ROUTE;
     operations()
         .into_iter()
         .map(|op| (op.route, op.method))
+        .chain([(web_route.to_string(), web_method.to_string())])
         .collect()
 }
 

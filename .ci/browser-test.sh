@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The web client in real headless Chromium: installs Debian's chromium and chromium-driver and
+# Selenium (pinned, in a throw-away venv), starts on 127.0.0.1, each over a temporary embedded
+# store, a `handler` with BLOG_AUTH=none and one with BLOG_AUTH=jwt signing in through a local
+# OpenID Connect issuer (.ci/oidc_issuer.py), and runs .ci/browser_test.py against both.
+# Screenshots go to target/ci-screenshots/.
+# Bounded: the test itself is given 5 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+echo "-- chromium + chromium-driver (Debian)"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    chromium chromium-driver >/dev/null
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "-- selenium (pinned, throw-away venv)"
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q --disable-pip-version-check -r .ci/browser-requirements.txt
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_for() {
+    for _ in $(seq 1 100); do
+        if curl -s -o /dev/null "$1"; then return 0; fi
+        sleep 0.1
+    done
+    echo "nothing answers at $1"
+    return 1
+}
+
+echo "-- handler (BLOG_AUTH=none), and one with BLOG_AUTH=jwt and a local issuer"
+target_dir=${CARGO_TARGET_DIR:-target}
+# HANDLER=<path> tests an already built handler (CI passes the packaged one); else a debug build.
+if [ -z "${HANDLER:-}" ]; then
+    cargo build --bin handler
+    HANDLER="$target_dir/debug/handler"
+fi
+port=$(free_port)
+BLOG_DB_PATH="$work/none.db" BLOG_BIND=127.0.0.1 PORT="$port" BLOG_AUTH=none RUST_LOG=warn \
+    "$HANDLER" >"$work/handler.log" 2>&1 &
+pids+=($!)
+issuer_port=$(free_port)
+"$work/venv/bin/python" .ci/oidc_issuer.py "$issuer_port" blog-web-test api://blog-test \
+    >"$work/issuer.log" 2>&1 &
+pids+=($!)
+jwt_port=$(free_port)
+BLOG_DB_PATH="$work/jwt.db" BLOG_BIND=127.0.0.1 PORT="$jwt_port" RUST_LOG=warn \
+    BLOG_AUTH=jwt BLOG_AUTH_ISSUER="http://127.0.0.1:$issuer_port" \
+    BLOG_AUTH_AUDIENCE=api://blog-test BLOG_AUTH_CLIENT_ID=blog-web-test \
+    BLOG_AUTH_SCOPES="openid api://blog-test/access" \
+    "$HANDLER" >"$work/handler-jwt.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/"
+wait_for "http://127.0.0.1:$issuer_port/jwks"
+wait_for "http://127.0.0.1:$jwt_port/"
+
+echo "-- browser test"
+out="$target_dir/ci-screenshots"
+rm -rf "$out"
+mkdir -p "$work/profile"
+if ! PROFILE_DIR="$work/profile" JWT_BASE="http://127.0.0.1:$jwt_port" timeout 300 \
+    "$work/venv/bin/python" .ci/browser_test.py "http://127.0.0.1:$port" "$out"; then
+    for log in handler handler-jwt issuer; do echo "--- $log log"; cat "$work/$log.log"; done
+    exit 1
+fi

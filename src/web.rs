@@ -1,0 +1,265 @@
+//! The browser client in `web/` (plain HTML, CSS and JavaScript modules), embedded into the binary
+//! at compile time and served by the same router in both shapes:
+//!
+//! - `/api/web/` (and each file at `/api/web/<file>`): the one HTTP function `WebClient` forwards
+//!   it under the Functions host, and it answers the same standalone;
+//! - `/` standalone: a browser (a request accepting `text/html`) gets the page, anything else the
+//!   readiness answer `{"status":"ok"}`. Under the host, `/` is only the host's readiness probe;
+//!   either answer is an immediate 200 that touches no store. The page's files are also served at
+//!   `/<file>` so that the page's relative links work at `/`.
+//!
+//! The page talks to the API at `/api/...` on its own origin, so both URLs work unchanged. Every
+//! file goes out with a strict `Content-Security-Policy`: scripts and styles only from the page's
+//! origin (no inline code), no plugins, no framing, and Trusted Types required, so that no script
+//! can hand a string to an HTML sink such as `innerHTML`.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{any, get};
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// One embedded file of the client.
+#[derive(Debug, Clone, Copy)]
+pub struct Asset {
+    /// The file's name under `web/`, which is also its URL path segment.
+    pub name: &'static str,
+    pub content_type: &'static str,
+    pub body: &'static [u8],
+}
+
+macro_rules! asset {
+    ($name:literal, $type:expr) => {
+        Asset {
+            name: $name,
+            content_type: $type,
+            body: include_bytes!(concat!("../web/", $name)),
+        }
+    };
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// Every file under `web/` (a test checks the folder and this list agree).
+pub const ASSETS: &[Asset] = &[
+    asset!("index.html", "text/html; charset=utf-8"),
+    asset!("style.css", "text/css; charset=utf-8"),
+    asset!("app.js", JS),
+    asset!("api.js", JS),
+    asset!("auth.js", JS),
+    asset!("ui.js", JS),
+    asset!("views.js", JS),
+    asset!("icon.svg", "image/svg+xml"),
+];
+
+/// The page every route of the client starts from.
+pub const INDEX: &str = "index.html";
+
+/// The client's path under `/api`.
+pub const PREFIX: &str = "/api/web";
+
+/// The route (under `/api`) and method of the HTTP function `WebClient` that forwards the client
+/// under the Functions host. Not an operation of the API: the page is no part of its description.
+pub const FUNCTION_ROUTE: (&str, &str) = ("web/{*path}", "GET");
+
+pub fn asset(name: &str) -> Option<&'static Asset> {
+    ASSETS.iter().find(|a| a.name == name)
+}
+
+/// The `Content-Security-Policy` of the client. `connect_to` are further origins the page may
+/// call with `fetch` (the OpenID Connect issuer, when sign-in goes through one).
+pub fn content_security_policy(connect_to: &[String]) -> String {
+    let mut connect = String::from("'self'");
+    for origin in connect_to {
+        connect.push(' ');
+        connect.push_str(origin);
+    }
+    format!(
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+         connect-src {connect}; object-src 'none'; base-uri 'none'; form-action 'self'; \
+         frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
+    )
+}
+
+/// The scheme, host and port of an `http(s)` URL, as a CSP source; `None` for anything else.
+pub fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if !matches!(scheme.as_str(), "https" | "http") {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let ok = !authority.is_empty()
+        && !authority.contains('@')
+        && authority
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    ok.then(|| format!("{scheme}://{}", authority.to_ascii_lowercase()))
+}
+
+/// The origins the client's page may call besides its own: the OpenID Connect issuer's, when
+/// callers sign in with one (its discovery document and token endpoint are fetched from the page).
+fn connect_origins(state: &AppState) -> Vec<String> {
+    state.auth.client_config()["issuer"]
+        .as_str()
+        .and_then(origin_of)
+        .into_iter()
+        .collect()
+}
+
+/// A validator for an embedded file: a hash of its bytes, the same for the life of the binary.
+pub fn etag(asset: &Asset) -> String {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut h = DefaultHasher::new();
+    h.write(asset.body);
+    format!("\"{:016x}\"", h.finish())
+}
+
+fn serve(asset: &Asset, csp: &str, request: &HeaderMap) -> Response {
+    let tag = etag(asset);
+    let fresh = request
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim() == tag || t.trim() == "*");
+    let mut resp = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, asset.body).into_response()
+    };
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type),
+    );
+    if let Ok(v) = HeaderValue::from_str(csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // The sign-in callback carries an authorization code in the URL: never send it on.
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    // Revalidated on every load (a 304 while the binary is the same), so an upgrade shows at once.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+fn serve_named(state: &AppState, name: &str, request: &HeaderMap) -> Response {
+    match asset(name) {
+        Some(a) => serve(
+            a,
+            &content_security_policy(&connect_origins(state)),
+            request,
+        ),
+        None => ApiError::NotFound(format!("no file `{name}` in the web client")).into_response(),
+    }
+}
+
+fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/html"))
+}
+
+/// `/`: the page for a browser (a GET accepting HTML), the readiness answer for everything else
+/// (the Functions host's probe, scripts), whatever the method. Both are immediate and touch no
+/// store.
+async fn root(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
+    let page = matches!(method, Method::GET | Method::HEAD) && wants_html(&headers);
+    let mut resp = if page {
+        serve_named(&state, INDEX, &headers)
+    } else {
+        Json(json!({ "status": "ok" })).into_response()
+    };
+    resp.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("accept"));
+    resp
+}
+
+/// The client's routes: `/`, `/api/web`, `/api/web/`, `/api/web/<file>` and `/<file>`.
+pub fn routes() -> Router<AppState> {
+    let mut router = Router::new()
+        .route("/", any(root))
+        // Without the slash the page's relative links would resolve under `/api/`.
+        .route(PREFIX, get(|| async { Redirect::permanent("/api/web/") }))
+        .route(
+            &format!("{PREFIX}/"),
+            get(
+                |State(s): State<AppState>, h: HeaderMap| async move { serve_named(&s, INDEX, &h) },
+            ),
+        )
+        .route(
+            &format!("{PREFIX}/{{*path}}"),
+            get(
+                |State(s): State<AppState>, Path(path): Path<String>, h: HeaderMap| async move {
+                    serve_named(&s, &path, &h)
+                },
+            ),
+        );
+    for a in ASSETS.iter().filter(|a| a.name != INDEX) {
+        let name = a.name;
+        router =
+            router.route(
+                &format!("/{name}"),
+                get(move |State(s): State<AppState>, h: HeaderMap| async move {
+                    serve_named(&s, name, &h)
+                }),
+            );
+    }
+    router
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_allows_only_the_pages_origin_and_the_given_origins() {
+        let p = content_security_policy(&[]);
+        assert!(p.contains("default-src 'self'"));
+        assert!(p.contains("script-src 'self';"));
+        assert!(p.contains("connect-src 'self';"));
+        assert!(!p.contains("unsafe"));
+        let p = content_security_policy(&["https://login.example.com".into()]);
+        assert!(p.contains("connect-src 'self' https://login.example.com;"));
+    }
+
+    #[test]
+    fn origins_are_scheme_host_and_port_only() {
+        assert_eq!(
+            origin_of("https://login.microsoftonline.com/tid/v2.0").as_deref(),
+            Some("https://login.microsoftonline.com")
+        );
+        assert_eq!(
+            origin_of("http://127.0.0.1:8080").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+        assert_eq!(
+            origin_of("HTTPS://Issuer.Example/x?y").as_deref(),
+            Some("https://issuer.example")
+        );
+        for bad in [
+            "javascript:alert(1)",
+            "https://",
+            "https://a b/",
+            "https://x;y",
+        ] {
+            assert_eq!(origin_of(bad), None, "{bad}");
+        }
+    }
+}

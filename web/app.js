@@ -1,0 +1,90 @@
+// The client's entry point: find out who is signed in, then route on the URL fragment
+// (#/, #/post/<id>, #/user/<id>, #/write, #/me), so the page works at any path it is served from.
+
+import { init, session } from './auth.js';
+import { h, put } from './ui.js';
+import * as views from './views.js';
+
+const main = document.getElementById('main');
+const notice = document.getElementById('notice');
+const whoami = document.getElementById('whoami');
+let generation = 0;
+
+function updateHeader() {
+  let label = 'Sign in';
+  if (session.user) label = session.user.username;
+  else if (session.mode === 'none') label = 'Choose user';
+  else if (session.signedIn) label = 'Choose your name';
+  put(whoami, label);
+  whoami.setAttribute('aria-label', session.user ? `Signed in as ${session.user.username}: your account` : label);
+}
+
+function showNotice(e) {
+  notice.hidden = false;
+  put(notice, e.message || String(e));
+}
+
+function parse(hash) {
+  const parts = hash.replace(/^#\/?/, '').split('/').map((p) => {
+    try {
+      return decodeURIComponent(p);
+    } catch {
+      return p;
+    }
+  });
+  switch (parts[0]) {
+    case '':
+      return [views.feed];
+    case 'post':
+      return parts[1] ? [views.post, parts[1]] : null;
+    case 'user':
+      return parts[1] ? [views.user, parts[1]] : null;
+    case 'write':
+      return [views.write];
+    case 'me':
+      return [views.me];
+    default:
+      return null;
+  }
+}
+
+async function route({ focus = true } = {}) {
+  const mine = ++generation;
+  const found = parse(location.hash);
+  const ctx = {
+    alive: () => mine === generation,
+    render: (...nodes) => {
+      if (mine !== generation) return;
+      put(main, ...nodes);
+      const h1 = main.querySelector('h1');
+      if (focus && h1) h1.focus();
+      document.title = h1 ? `${h1.textContent} · blog` : 'blog';
+    },
+    refresh: () => route({ focus: false }),
+    go: (hash) => {
+      location.hash = hash;
+    },
+    updateHeader,
+  };
+  if (!found) {
+    ctx.render(h('h1', { tabindex: -1 }, 'Not found'), h('p', {}, h('a', { href: '#/' }, 'Back to the feed')));
+    return;
+  }
+  const [view, ...params] = found;
+  try {
+    await view(ctx, ...params);
+  } catch (e) {
+    ctx.render(h('h1', { tabindex: -1 }, 'Something went wrong'), h('p', { class: 'error', role: 'alert' }, e.message || String(e)));
+  }
+}
+
+document.querySelector('.skip').addEventListener('click', (ev) => {
+  ev.preventDefault();
+  main.focus();
+});
+window.addEventListener('hashchange', () => route());
+
+await init();
+updateHeader();
+if (session.problem) showNotice(session.problem);
+route({ focus: false });
