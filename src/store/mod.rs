@@ -20,7 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-/// The four containers of the data model (README, "How it works") and their partition-key paths.
+/// The four containers of the data model (docs/ARCHITECTURE.md) and their partition-key paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Container {
     Users,

@@ -1,5 +1,5 @@
 //! The HTTP API as a client sees it (the README's "The API" section, and the change-feed copies
-//! its "How it works" section describes), written once and instantiated per
+//! docs/ARCHITECTURE.md describes), written once and instantiated per
 //! store with `api_suite!(path::to::fixture_fn);` inside a module named after the store.
 
 use std::collections::HashSet;
