@@ -7,7 +7,8 @@
 #   3. dist/app/handler is an executable, statically linked x86-64 ELF (no dynamic loader, no
 #      shared libraries), so it runs on whatever image the Functions host uses;
 #   4. the packaged handler starts as the host starts it (FUNCTIONS_CUSTOMHANDLER_PORT) and
-#      answers the readiness probe at / and a forwarded request under /api.
+#      answers the readiness probe at /, and forwarded requests under /api as Easy Auth (its
+#      default there) has it: an anonymous write is refused, a principal's write is taken.
 #
 # Run from anywhere: bash .ci/package-check.sh   (needs root or sudo the first time, to install
 # musl-tools; see scripts/package.sh). Builds for x86_64-unknown-linux-musl with the `dist`
@@ -76,9 +77,17 @@ if [ -x "$BIN" ]; then
         sleep 0.1
     done
     if [ "$ready" = yes ]; then ok "the packaged handler answers the probe at /"; else fail "the packaged handler never answered at /"; fi
+    # Under the host identity defaults to Easy Auth: an anonymous write is refused, and one
+    # carrying the principal headers App Service authentication sets acts as that principal.
     status=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
         -d '{"username":"package-check"}' "http://127.0.0.1:$port/api/users" || true)
-    if [ "$status" = 201 ]; then ok "POST /api/users answers 201"; else fail "POST /api/users answered $status"; fi
+    if [ "$status" = 401 ]; then ok "an anonymous POST /api/users answers 401"; else fail "an anonymous POST /api/users answered $status"; fi
+    principal=$(printf '{"auth_typ":"aad","claims":[{"typ":"oid","val":"package-check"}]}' | base64 -w0)
+    status=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        -H 'X-MS-CLIENT-PRINCIPAL-IDP: aad' -H 'X-MS-CLIENT-PRINCIPAL-ID: package-check' \
+        -H "X-MS-CLIENT-PRINCIPAL: $principal" \
+        -d '{"username":"package-check"}' "http://127.0.0.1:$port/api/users" || true)
+    if [ "$status" = 201 ]; then ok "POST /api/users as an Easy Auth principal answers 201"; else fail "POST /api/users as an Easy Auth principal answered $status"; fi
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     if [ -s "$work/stderr" ]; then fail "the handler wrote to stderr: $(head -c 500 "$work/stderr")"; else ok "nothing on stderr"; fi
