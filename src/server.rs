@@ -7,6 +7,8 @@
 //! - **Request timeout**: a request that has no response within
 //!   [`ServerLimits::request_timeout`] answers 503 problem+json with `Retry-After` (applied by the
 //!   API router; the Functions triggers are exempt: a batch is applied or refused, never cut).
+//! - **Write timeout**: a response write that makes no progress for the request timeout (the
+//!   client stopped reading) ends the connection, so such a client cannot keep its slot.
 //! - **Connection cap**: at most [`ServerLimits::max_connections`] connections are served at
 //!   once; further ones wait in the listen backlog until one closes.
 //! - **Graceful shutdown**: once the shutdown signal fires, no connection is accepted, idle
@@ -22,6 +24,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_io_timeout::TimeoutStream;
 
 /// How long a client may take to send a request's headers (`BLOG_HEADER_TIMEOUT_SECS`).
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -121,7 +124,12 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        // A client that stops reading would block the response's write, and so hold its slot,
+        // forever: a write that makes no progress for `request_timeout` ends the connection.
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.request_timeout));
+        let io = TokioIo::new(Box::pin(stream));
+        let connection = graceful.watch(http.serve_connection(io, service));
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "connection ended with an error");

@@ -380,3 +380,36 @@ async fn a_trigger_batch_is_not_cut_off_by_the_request_timeout() {
     // While an API request on the same store is cut off.
     app.get("/api/posts/slow-post").await.assert_problem(503);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_does_not_keep_its_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(
+        dir.path(),
+        &[
+            ("BLOG_MAX_CONNECTIONS", "1"),
+            ("BLOG_REQUEST_TIMEOUT_SECS", "2"),
+            ("BLOG_HEADER_TIMEOUT_SECS", "30"),
+        ],
+    )
+    .await;
+    // The readiness probe's connection may still be open; let it go.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Far more response bytes than the socket buffers hold, asked for and never read.
+    let mut reader = TcpStream::connect(("127.0.0.1", handler.port)).unwrap();
+    let request = b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n";
+    for _ in 0..1_000 {
+        reader.write_all(request).unwrap();
+    }
+    // It holds the only slot until its stalled write times out; then another client is served.
+    let r = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+        .get(format!("{}/api/feed", handler.base))
+        .send()
+        .await
+        .expect("served once the stalled connection is cut off");
+    assert_eq!(r.status(), 200);
+    drop(reader);
+}
