@@ -170,6 +170,11 @@ async fn meter(mut req: Request, next: Next) -> Response {
         failure.log();
     }
     let headers = resp.headers_mut();
+    // Error bodies echo parts of the request: never let a browser sniff them into HTML.
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     headers.insert("x-store-operations", HeaderValue::from(usage.operations));
     if usage.request_charge > 0.0 {
         if let Ok(v) = HeaderValue::from_str(&format!("{:.2}", usage.request_charge)) {

@@ -762,6 +762,13 @@ pub async fn counters_heal_after_a_crash_between_writes(app: &TestApp) {
 }
 
 pub async fn errors_are_problem_json(app: &TestApp) {
+    let r = app.get("/api/users/%3Cscript%3E").await;
+    r.assert_problem(404);
+    assert_eq!(
+        r.header("x-content-type-options"),
+        Some("nosniff"),
+        "an error echoing its request is never sniffed as HTML"
+    );
     app.get("/api/nothing-here").await.assert_problem(404);
     let r = app.send(app.client.delete(app.url("/api/feed"))).await;
     r.assert_problem(405);
