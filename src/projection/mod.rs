@@ -212,6 +212,11 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
         // nothing left to patch.
         let mut pass = 0;
         loop {
+            if pass > 0 && renamed_since(store, user_id, owed.version).await? {
+                // A newer rename's own change fans out in turn; this one's name is stale, and
+                // racing it (and the copies written with the newest name) would never settle.
+                return Ok(written);
+            }
             let mut patched = 0;
             let mut page_q = q.clone();
             loop {
@@ -242,4 +247,14 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
     let etag = plan::str_field(&user, "_etag");
     apply::apply_one(store, &plan::mark_fanned_out(user_id, owed.version, etag)).await?;
     Ok(written)
+}
+
+/// Whether the user was renamed again after the rename of `version` (one point read).
+async fn renamed_since(store: &dyn Store, user_id: &str, version: u64) -> Result<bool, StoreError> {
+    let user = crate::store::retry(|| store.read(Container::Users, user_id, user_id)).await?;
+    Ok(user
+        .as_ref()
+        .and_then(|u| u.get("renameVersion"))
+        .and_then(Value::as_u64)
+        .is_some_and(|v| v > version))
 }
