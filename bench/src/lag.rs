@@ -18,6 +18,31 @@ use crate::runner::{latency_of, Bench, SETTLE_LIMIT};
 const LAG_POLL: Duration = Duration::from_millis(1);
 
 impl Bench {
+    /// Create a post (C2) and poll Q6 until it is the newest entry: the time from the 201.
+    async fn post_and_wait_for_the_feed(&mut self) -> anyhow::Result<Duration> {
+        let author = self.users(1).remove(0);
+        let (title, content) = dataset::post_text(&mut self.rng);
+        let created = self
+            .client
+            .send(&Req::post(
+                "/api/posts",
+                json!({ "userId": author.id, "title": title, "content": content }),
+            ))
+            .await?;
+        let acked = Instant::now();
+        let id = created.body["id"].clone();
+        loop {
+            let feed = self.client.send(&Req::get("/api/feed?limit=1")).await?;
+            if feed.body["items"][0]["id"] == id {
+                return Ok(acked.elapsed());
+            }
+            if acked.elapsed() > SETTLE_LIMIT {
+                bail!("post {id} never showed in the feed");
+            }
+            tokio::time::sleep(LAG_POLL).await;
+        }
+    }
+
     /// C2 acknowledged → the post visible as the newest entry of Q6.
     pub async fn lag(&mut self) -> anyhow::Result<Lag> {
         self.settle().await?;
@@ -25,30 +50,10 @@ impl Bench {
         let pb = bar(total as u64, "lag");
         let mut lags = Vec::new();
         for i in 0..total {
-            let author = self.users(1).remove(0);
-            let (title, content) = dataset::post_text(&mut self.rng);
-            let created = self
-                .client
-                .send(&Req::post(
-                    "/api/posts",
-                    json!({ "userId": author.id, "title": title, "content": content }),
-                ))
-                .await?;
-            let acked = Instant::now();
-            let id = created.body["id"].clone();
-            loop {
-                let feed = self.client.send(&Req::get("/api/feed?limit=1")).await?;
-                if feed.body["items"][0]["id"] == id {
-                    break;
-                }
-                if acked.elapsed() > SETTLE_LIMIT {
-                    bail!("post {id} never showed in the feed");
-                }
-                tokio::time::sleep(LAG_POLL).await;
-            }
+            let lag = self.post_and_wait_for_the_feed().await?;
             // The first is a warm-up: the pump may still be waking from its idle sleep.
             if i > 0 {
-                lags.push(acked.elapsed());
+                lags.push(lag);
             }
             pb.inc(1);
         }
@@ -92,28 +97,7 @@ impl Bench {
         }
         let mut lags = Vec::new();
         while lags.is_empty() || Instant::now() < deadline {
-            let author = self.users(1).remove(0);
-            let (title, content) = dataset::post_text(&mut self.rng);
-            let created = self
-                .client
-                .send(&Req::post(
-                    "/api/posts",
-                    json!({ "userId": author.id, "title": title, "content": content }),
-                ))
-                .await?;
-            let acked = Instant::now();
-            let id = created.body["id"].clone();
-            loop {
-                let feed = self.client.send(&Req::get("/api/feed?limit=1")).await?;
-                if feed.body["items"][0]["id"] == id {
-                    break;
-                }
-                if acked.elapsed() > SETTLE_LIMIT {
-                    bail!("post {id} never showed in the feed under load");
-                }
-                tokio::time::sleep(LAG_POLL).await;
-            }
-            lags.push(acked.elapsed());
+            lags.push(self.post_and_wait_for_the_feed().await?);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let mut comments = 0;
