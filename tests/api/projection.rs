@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use blog::domain::{FEED_PK, FEED_SIZE};
+use blog::domain::{FEED_KEEP, FEED_PK, FEED_SIZE};
 use blog::projection::{self, Report};
 use blog::store::{
     BatchOp, ChangePage, ConditionalRead, Container, Page, PatchOp, Query, Store, StoreResult,
@@ -350,7 +350,7 @@ pub async fn the_feed_never_pages_past_the_hundred_newest(fixture: Fixture) {
                 "commentCount": 0, "likeCount": 0,
                 "creationDate": format!("2026-01-01T00:00:{:02}.000Z", i % 60) })
     };
-    let overfull = FEED_SIZE + 5;
+    let overfull = FEED_KEEP + 5;
     for i in 0..overfull {
         app.store
             .upsert(Container::Feed, FEED_PK, entry(i))
@@ -388,13 +388,13 @@ pub async fn the_feed_never_pages_past_the_hundred_newest(fixture: Fixture) {
     }
     assert_eq!(paged, newest);
 
-    // A new post's projection trims the container back to 100, the new post among them.
+    // A new post's projection trims the container back to its 120, the new post among them.
     let p = id(&app.create_post(&u, "new", "c").await);
     posts.drain(&*app.store).await;
     let q = Query::partition(FEED_PK).eq("type", "post");
     assert_eq!(
         app.store.count(Container::Feed, &q).await.unwrap(),
-        FEED_SIZE as u64
+        FEED_KEEP as u64
     );
     assert_eq!(
         app.get("/api/feed?limit=1").await.items()[0]["id"],
