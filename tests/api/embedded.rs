@@ -78,6 +78,90 @@ mod restart {
     }
 }
 
+mod time_to_live {
+    use std::time::Duration;
+
+    use blog::store::embedded::EmbeddedStore;
+    use blog::store::{Container, Store};
+    use serde_json::json;
+
+    /// Like Cosmos DB, an item with a positive `ttl` is removed that many seconds after its last
+    /// write (here: by the first write after that); `-1` or no `ttl` never expires; the removal
+    /// is not in the change feed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn expired_items_are_removed_and_others_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
+        let item = |id: &str, ttl: Option<i64>| {
+            let mut v = json!({"id": id, "postId": "p", "type": "comment", "deleted": true});
+            if let Some(t) = ttl {
+                v["ttl"] = json!(t);
+            }
+            v
+        };
+        for (id, ttl) in [
+            ("short", Some(1)),
+            ("long", Some(3600)),
+            ("never", Some(-1)),
+            ("none", None),
+        ] {
+            store
+                .create(Container::Posts, "p", item(id, ttl))
+                .await
+                .unwrap();
+        }
+        let feed = store.changes(Container::Posts, None, 100).await.unwrap();
+        assert_eq!(feed.items.len(), 4);
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        // Any write purges what has expired.
+        store
+            .create(Container::Posts, "q", json!({"id": "q", "postId": "q"}))
+            .await
+            .unwrap();
+        assert!(store
+            .read(Container::Posts, "p", "short")
+            .await
+            .unwrap()
+            .is_none());
+        for id in ["long", "never", "none"] {
+            assert!(
+                store
+                    .read(Container::Posts, "p", id)
+                    .await
+                    .unwrap()
+                    .is_some(),
+                "{id}"
+            );
+        }
+        let after = store
+            .changes(Container::Posts, Some(&feed.continuation), 100)
+            .await
+            .unwrap();
+        let ids: Vec<&str> = after
+            .items
+            .iter()
+            .map(|v| v["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["q"], "the removal is not a change");
+        // A rewrite restarts the clock: `long` rewritten with ttl 1 expires in turn.
+        let ops = [blog::store::PatchOp::set("/ttl", 1)];
+        store
+            .patch(Container::Posts, "p", "long", &ops, None)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        store
+            .create(Container::Posts, "r", json!({"id": "r", "postId": "r"}))
+            .await
+            .unwrap();
+        assert!(store
+            .read(Container::Posts, "p", "long")
+            .await
+            .unwrap()
+            .is_none());
+    }
+}
+
 mod cors_off {
     use crate::helpers::spawn_app;
 
