@@ -310,6 +310,14 @@ impl Req {
         }
     }
 
+    pub fn delete(path: impl Into<String>) -> Req {
+        Req {
+            method: Method::DELETE,
+            path: path.into(),
+            body: None,
+        }
+    }
+
     fn describe(&self) -> String {
         format!("{} {}", self.method, self.path)
     }
