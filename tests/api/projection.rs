@@ -3,7 +3,7 @@
 //! feed, counters whose increment is still on its way, and a hot post under load.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,9 +13,11 @@ use blog::projection::{self, Report};
 use blog::store::{
     BatchOp, ChangePage, ConditionalRead, Container, Page, PatchOp, Query, Store, StoreResult,
 };
+use futures::FutureExt as _;
 use serde_json::{json, Value};
 
 use crate::helpers::{eventually, id, Fixture, TestApp};
+use crate::hooks::Hooked;
 
 /// Follows one container's change feed from its start, projecting every page, like a pump that
 /// runs only when told to.
@@ -240,6 +242,81 @@ pub async fn a_rename_back_and_forth_ends_on_the_last_name(fixture: Fixture) {
     for (at, name) in &names {
         assert_eq!(name, "\"Y\"", "{at} carries {name}");
     }
+}
+
+/// A fan-out of "B" that a rename to "C" overtakes: while it runs, the user becomes "C" and every
+/// item it patches to "B" is written back to "C" at once (the newer fan-out and the requests
+/// racing it). The stale fan-out stops without an error instead of fighting the newer name, and
+/// the newer rename's change leaves every copy on "C".
+pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let (mut posts, mut users) = (
+        Follower::new(Container::Posts),
+        Follower::new(Container::Users),
+    );
+    let u = id(&app.create_user("A").await);
+    let p = id(&app.create_post(&u, "t", "c").await);
+    assert_eq!(app.comment(&p, &u, "hi").await.status, 201);
+    assert_eq!(app.like(&p, &u).await.status, 201);
+    posts.drain(&*store).await;
+    users.drain(&*store).await;
+    rename(&app, &u, "B").await;
+
+    let renamed = Arc::new(AtomicBool::new(false));
+    let racing = Hooked::new(store.clone()).after({
+        let (inner, u, renamed) = (store.clone(), u.clone(), renamed.clone());
+        move |call| {
+            let (inner, u, renamed) = (inner.clone(), u.clone(), renamed.clone());
+            async move {
+                if call.op != "patch" || call.id == u {
+                    return Ok(());
+                }
+                if !renamed.swap(true, Ordering::SeqCst) {
+                    let ops = [
+                        PatchOp::set("/username", "C"),
+                        PatchOp::incr("/renameVersion", 1),
+                    ];
+                    inner.patch(Container::Users, &u, &u, &ops, None).await?;
+                }
+                let ops = [PatchOp::set("/userUsername", "C")];
+                inner
+                    .patch(call.container, &call.pk, &call.id, &ops, None)
+                    .await?;
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    let page = store
+        .changes(Container::Users, users.continuation.as_deref(), 100)
+        .await
+        .unwrap();
+    assert!(
+        page.items.iter().any(|d| d["username"] == "B"),
+        "{:?}",
+        page.items
+    );
+    let projected = projection::project(&racing, Container::Users, &page.items).await;
+    assert!(renamed.load(Ordering::SeqCst), "the fan-out of B ran");
+    assert!(
+        projected.is_ok(),
+        "the overtaken fan-out failed: {projected:?}"
+    );
+    users.continuation = Some(page.continuation);
+
+    // The newer rename's own change, then the posts feed carrying it into the feed.
+    users.drain(&*store).await;
+    posts.drain(&*store).await;
+    let names = names_of(&*store, &u, &p).await;
+    assert!(names.len() >= 5, "{names:?}");
+    for (at, name) in &names {
+        assert_eq!(name, "\"C\"", "{at} carries {name}");
+    }
+    assert_eq!(
+        app.get(&format!("/api/users/{u}")).await.body["username"],
+        "C"
+    );
 }
 
 /// A projection whose point read returns a version older than the change it handles must not
@@ -556,6 +633,11 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_overtaken_by_a_newer_rename_stops() {
+        super::a_fan_out_overtaken_by_a_newer_rename_stops(embedded_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_older_than_the_change_is_never_projected() {
         super::a_read_older_than_the_change_is_never_projected(embedded_fixture().await).await;
     }
@@ -592,6 +674,11 @@ mod cosmos {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_rename_back_and_forth_ends_on_the_last_name() {
         super::a_rename_back_and_forth_ends_on_the_last_name(cosmos_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_overtaken_by_a_newer_rename_stops() {
+        super::a_fan_out_overtaken_by_a_newer_rename_stops(cosmos_fixture().await).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
