@@ -1,7 +1,11 @@
-//! A store wrapper that runs a test's hooks before and after every call: to slow a call down, hold
-//! it at a gate, fail it, panic in it, or write something of its own around it.
+//! The one store wrapper of the tests: it delegates every call to the real store and runs a test's
+//! hooks before and after each one (to slow a call down, hold it at a gate, fail it, panic in it,
+//! count it, or write something of its own around it). It can also answer point reads of chosen
+//! items with an older version (a read through a lagging session) and report another idle poll.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use blog::store::{
@@ -29,6 +33,9 @@ pub struct Hooked {
     pub before: Hook,
     /// Runs after the store answered (whatever the answer); an error replaces the answer.
     pub after: Hook,
+    /// Point reads of these items (container name, id) answer this version.
+    stale: Mutex<HashMap<(&'static str, String), Value>>,
+    idle_poll: Option<Duration>,
 }
 
 fn no_hook() -> Hook {
@@ -42,7 +49,23 @@ impl Hooked {
             inner,
             before: no_hook(),
             after: no_hook(),
+            stale: Mutex::new(HashMap::new()),
+            idle_poll: None,
         }
+    }
+
+    /// The store's idle poll reported as `every` instead of the inner store's.
+    pub fn polling_every(mut self, every: Duration) -> Self {
+        self.idle_poll = Some(every);
+        self
+    }
+
+    /// Point reads of this item answer `old` from now on.
+    pub fn serve_stale(&self, c: Container, id: &str, old: Value) {
+        self.stale
+            .lock()
+            .unwrap()
+            .insert((c.name(), id.to_string()), old);
     }
 
     pub fn before(
@@ -95,8 +118,8 @@ impl Store for Hooked {
     fn kind(&self) -> &'static str {
         self.inner.kind()
     }
-    fn idle_poll(&self) -> std::time::Duration {
-        self.inner.idle_poll()
+    fn idle_poll(&self) -> Duration {
+        self.idle_poll.unwrap_or_else(|| self.inner.idle_poll())
     }
     async fn read_if_none_match(
         &self,
@@ -118,8 +141,19 @@ impl Store for Hooked {
         self.inner.change_notifier(c)
     }
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
-        self.around("read", c, pk, id, self.inner.read(c, pk, id))
-            .await
+        let stale = self
+            .stale
+            .lock()
+            .unwrap()
+            .get(&(c.name(), id.to_string()))
+            .cloned();
+        let read = async {
+            match stale {
+                Some(old) => Ok(Some(old)),
+                None => self.inner.read(c, pk, id).await,
+            }
+        };
+        self.around("read", c, pk, id, read).await
     }
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
         let id = item["id"].as_str().unwrap_or_default().to_string();
