@@ -6,9 +6,15 @@ use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
 mod chars;
+mod deletion;
 
-/// The feed holds this many posts.
+pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
+
+/// The feed shows this many posts.
 pub const FEED_SIZE: usize = 100;
+/// The feed container keeps this many, so that deleting a few of the newest posts does not
+/// shrink the feed below [`FEED_SIZE`] (the next-newest are already there).
+pub const FEED_KEEP: usize = FEED_SIZE + 20;
 
 /// The partition key of every item in `feed` (partitioned by `/type`: all of them are posts).
 pub const FEED_PK: &str = "post";
@@ -291,10 +297,13 @@ pub fn to_value<T: Serialize>(t: &T) -> Value {
 }
 
 /// Properties the service keeps for itself.
-const INTERNAL_FIELDS: [&str; 4] = [
+const INTERNAL_FIELDS: [&str; 6] = [
     "type",
     "renameVersion",
     "propagatedVersion",
+    // Never on what is returned (tombstones are hidden), named here all the same.
+    DELETED,
+    "ttl",
     // Written by versions before the rename version; still found on older user items.
     "propagatedUsername",
 ];

@@ -14,7 +14,10 @@ use super::schema::{
 };
 use super::{json_response, list, list_body, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
-use crate::domain::{self, public, to_value, Comment, Id, Like, Post, Text, FEED_PK, FEED_SIZE};
+use crate::domain::{
+    self, is_live, public, to_value, tombstone_ops, Comment, Id, Like, Post, Text, FEED_PK,
+    FEED_SIZE,
+};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
@@ -162,7 +165,11 @@ pub async fn update_post(
         .patch(Container::Posts, id.as_str(), id.as_str(), &ops, etag)
         .await
     {
-        Ok(post) => Ok(tagged(Json(public(post.clone())).into_response(), &post)),
+        Ok(post) => {
+            super::deletes::refuse_if_deleted(&*s.store, Container::Posts, &id, &post, "post")
+                .await?;
+            Ok(tagged(Json(public(post.clone())).into_response(), &post))
+        }
         Err(StoreError::NotFound) => Err(ApiError::not_found("post", id.as_str())),
         Err(e) => Err(e.into()),
     }
@@ -173,7 +180,7 @@ async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
         .read(Container::Posts, id.as_str(), id.as_str())
         .await?
     {
-        Some(post) if post["type"] == "post" => Ok(post),
+        Some(post) if is_live(&post, "post") => Ok(post),
         _ => Err(ApiError::not_found("post", id.as_str())),
     }
 }
@@ -203,7 +210,7 @@ pub async fn get_post(
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
     let read = super::read_item(&*s.store, Container::Posts, &id, if_none_match).await?;
-    super::item_response(read, |post| post["type"] == "post")
+    super::item_response(read, |post| is_live(post, "post"))
         .ok_or_else(|| ApiError::not_found("post", id.as_str()))
 }
 
@@ -211,7 +218,7 @@ pub async fn get_post(
 enum Added {
     /// Stored (and counted); the stored item.
     Created(Value),
-    /// The post does not exist; nothing was written.
+    /// The post does not exist or is deleted; nothing visible was written.
     NoSuchPost,
     /// An item with this id is already in the post (a repeat like); nothing was written.
     AlreadyThere,
@@ -220,7 +227,8 @@ enum Added {
 /// Create `item` in the post's partition only if the post exists, atomically (one batch of
 /// read + create), then bump the post's counter with a server-side increment. The increment
 /// makes the count fresh at once; the change feed's recount corrects it should the process die
-/// between the two writes.
+/// between the two writes. Should the batch find the post deleted, the new item is marked
+/// deleted at once (a batch cannot make a create depend on a property of another item).
 async fn add_to_post(
     store: &dyn Store,
     post_id: &Id,
@@ -242,6 +250,22 @@ async fn add_to_post(
         )
         .await;
     let created = match batch {
+        Ok(results) if results.get(READ_POST).is_some_and(domain::is_deleted) => {
+            let item = &results[CREATE_ITEM];
+            let kind = item["type"].as_str().unwrap_or_default();
+            if let Some(id) = item["id"].as_str() {
+                store
+                    .patch(
+                        Container::Posts,
+                        post_id.as_str(),
+                        id,
+                        &tombstone_ops(kind),
+                        None,
+                    )
+                    .await?;
+            }
+            return Ok(Added::NoSuchPost);
+        }
         Ok(results) => results.into_iter().nth(CREATE_ITEM).unwrap_or(Value::Null),
         Err(StoreError::BatchFailed { index, source }) => match (index, *source) {
             (READ_POST, StoreError::NotFound) => return Ok(Added::NoSuchPost),
@@ -255,6 +279,13 @@ async fn add_to_post(
         },
         Err(e) => return Err(e),
     };
+    increment(store, post_id, counter).await;
+    Ok(Added::Created(created))
+}
+
+/// Bump a post's counter after one of its items was stored. Best effort: the item is stored and
+/// the change feed's recount will count it, so a failure is logged, not answered.
+async fn increment(store: &dyn Store, post_id: &Id, counter: &str) {
     let ops = [PatchOp::incr(counter, 1)];
     if let Err(e) = store
         .patch(
@@ -266,10 +297,40 @@ async fn add_to_post(
         )
         .await
     {
-        // Acknowledging is right: the item is stored and the recount will count it.
         tracing::warn!(error = %e, post = %post_id, counter, "counter increment failed; the change feed recount will fix it");
     }
-    Ok(Added::Created(created))
+}
+
+/// A like again after an unlike: the like's id is the user's, so its deleted predecessor is
+/// still there until its time to live; it is replaced by the new like (if still the deleted
+/// version read, so two concurrent likes count once) once the post is known to be live.
+/// `None` when the existing like is live after all (a repeat like).
+async fn like_again(
+    store: &dyn Store,
+    post_id: &Id,
+    existing: &Value,
+    like: Value,
+) -> ApiResult<Option<Value>> {
+    let post = store
+        .read(Container::Posts, post_id.as_str(), post_id.as_str())
+        .await?;
+    if !post.as_ref().is_some_and(|p| is_live(p, "post")) {
+        return Err(ApiError::not_found("post", post_id.as_str()));
+    }
+    let id = existing["id"].as_str().unwrap_or_default();
+    let etag = existing["_etag"].as_str();
+    match store
+        .replace(Container::Posts, post_id.as_str(), id, like, etag)
+        .await
+    {
+        Ok(created) => {
+            increment(store, post_id, "/likeCount").await;
+            Ok(Some(created))
+        }
+        // Someone else liked (or unliked) it meanwhile: answer with what is there now.
+        Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment (three operations).
@@ -353,11 +414,26 @@ pub async fn create_like(
         Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
         Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
         Added::AlreadyThere => {
+            let changed = || ApiError::Conflict("the like changed concurrently; retry".into());
             let existing = s
                 .store
                 .read(Container::Posts, post_id.as_str(), &like.id)
                 .await?
-                .ok_or_else(|| ApiError::Conflict("the like changed concurrently; retry".into()))?;
+                .ok_or_else(changed)?;
+            if domain::is_deleted(&existing) {
+                if let Some(created) =
+                    like_again(&*s.store, &post_id, &existing, to_value(&like)).await?
+                {
+                    return Ok((StatusCode::CREATED, Json(public(created))).into_response());
+                }
+                let now = s
+                    .store
+                    .read(Container::Posts, post_id.as_str(), &like.id)
+                    .await?
+                    .filter(|l| is_live(l, "like"))
+                    .ok_or_else(changed)?;
+                return Ok((StatusCode::OK, Json(public(now))).into_response());
+            }
             Ok((StatusCode::OK, Json(public(existing))).into_response())
         }
     }
@@ -366,6 +442,7 @@ pub async fn create_like(
 fn in_post(post_id: &Id, kind: &str, paging: Paging) -> Query {
     Query::partition(post_id.as_str())
         .eq("type", kind)
+        .live()
         .order_by_creation(Order::Asc)
         .limit(paging.limit)
         .continuation(paging.continuation)

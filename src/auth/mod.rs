@@ -246,7 +246,7 @@ impl Caller {
             .await?;
         let name = user
             .as_ref()
-            .filter(|u| u["type"] == "user")
+            .filter(|u| crate::domain::is_live(u, "user"))
             .and_then(|u| u["username"].as_str())
             .map(String::from);
         match (name, self) {
@@ -266,6 +266,18 @@ impl Caller {
             Caller::Verified(identity) if identity.user_id() != *user => Err(ApiError::Forbidden(
                 format!("only its owner may rename user `{user}`"),
             )),
+            _ => Ok(()),
+        }
+    }
+
+    /// May the caller delete what is owned by one of `owners` (a comment: its author and its
+    /// post's author)? Verified: only when their own user is one of them, else 403 with
+    /// `refusal`. Unverified (`BLOG_AUTH=none`): anyone, as every write there acts as anyone.
+    pub fn may_act_for(&self, owners: &[&str], refusal: impl FnOnce() -> String) -> ApiResult<()> {
+        match self {
+            Caller::Verified(identity) if !owners.contains(&identity.user_id().as_str()) => {
+                Err(ApiError::Forbidden(refusal()))
+            }
             _ => Ok(()),
         }
     }

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::plan::{str_field, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE};
-use crate::domain::{Post, FEED_PK, FEED_SIZE};
+use crate::domain::{is_deleted, Post, FEED_KEEP, FEED_PK};
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
 /// Which of two versions of one item was written later, by the store's stamps: `_ts` (whole
@@ -37,8 +37,9 @@ pub async fn read_not_older(
     let older =
         |read: &Value| changed.is_some_and(|ch| compare_versions(read, ch) == Some(Ordering::Less));
     let read = retry(|| store.read(c, pk, id)).await?;
-    // Missing although the feed delivered it: not yet visible to this session (nothing in this
-    // service deletes a user or a post). Read once more, then take the change as the truth.
+    // Missing although the feed delivered it: not yet visible to this session (users and posts
+    // are never removed outright, only marked deleted and removed days later by their time to
+    // live). Read once more, then take the change as the truth.
     let missing = read.is_none() && changed.is_some();
     match read {
         Some(v) if !older(&v) => Ok(Some(v)),
@@ -79,6 +80,11 @@ pub async fn posts_facts(
     for id in &needs.posts {
         let changed = newest_change(changes, "post", id);
         if let Some(v) = read_not_older(store, Container::Posts, id, id, changed).await? {
+            if is_deleted(&v) {
+                let author = str_field(&v, "userId").unwrap_or_default().to_string();
+                facts.deleted_posts.insert(id.clone(), author);
+                continue;
+            }
             if let Some(etag) = str_field(&v, "_etag") {
                 facts.etags.insert(id.clone(), etag.to_string());
             }
@@ -88,7 +94,10 @@ pub async fn posts_facts(
         }
     }
     for (id, c) in &needs.counts {
-        let q = Query::partition(id.clone()).eq("type", c.kind());
+        if facts.deleted_posts.contains_key(id) {
+            continue;
+        }
+        let q = Query::partition(id.clone()).eq("type", c.kind()).live();
         let n = retry(|| store.count(Container::Posts, &q)).await?;
         facts.counts.insert((id.clone(), *c), n);
         // Behind: when was the newest item created (is its increment plausibly on its way)?
@@ -106,7 +115,9 @@ pub async fn posts_facts(
     }
     for user in &needs.users {
         if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
-            if let Some(name) = str_field(&v, "username") {
+            if is_deleted(&v) {
+                facts.deleted_users.insert(user.clone());
+            } else if let Some(name) = str_field(&v, "username") {
                 facts.usernames.insert(user.clone(), name.to_string());
             }
         }
@@ -116,7 +127,7 @@ pub async fn posts_facts(
         let q = Query::partition(FEED_PK)
             .eq("type", "post")
             .order_by_creation(Order::Desc)
-            .limit(10 * FEED_SIZE as u32);
+            .limit(10 * FEED_KEEP as u32);
         let page = retry(|| store.query(Container::Feed, &q)).await?;
         facts.feed = page
             .items

@@ -15,7 +15,7 @@
 //! (no polling delay) and tells snapshot readers (the feed answer) that their copy is stale.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
@@ -47,6 +47,9 @@ struct Inner {
     next_reader: AtomicUsize,
     /// Commits per container, in [`Container::ALL`] order.
     committed: [watch::Sender<u64>; 4],
+    /// When the next item expires (unix seconds; `i64::MAX`: none): the next write after it
+    /// purges what expired (see [`Writer::purge_expired`]).
+    next_expiry: AtomicI64,
 }
 
 fn slot(c: Container) -> usize {
@@ -69,6 +72,7 @@ impl EmbeddedStore {
         configure(&writer)?;
         writer.pragma_update(None, "journal_mode", "WAL")?;
         schema::migrate(&mut writer)?;
+        let next_expiry = AtomicI64::new(i64::MIN);
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
@@ -76,6 +80,8 @@ impl EmbeddedStore {
                 readers: (0..READERS).map(|_| OnceLock::new()).collect(),
                 next_reader: AtomicUsize::new(0),
                 committed: std::array::from_fn(|_| watch::Sender::new(0)),
+                // Unknown until the first write looks (any expired item is purged then).
+                next_expiry,
             }),
         })
     }
@@ -117,7 +123,11 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || {
             let mut conn = inner.writer.lock().map_err(|_| poisoned())?;
             let tx = conn.transaction().map_err(sql)?;
-            let mut w = Writer { tx };
+            let mut w = Writer {
+                tx,
+                next_expiry: &inner.next_expiry,
+            };
+            w.purge_expired()?;
             let out = f(&mut w)?;
             w.tx.commit().map_err(sql)?;
             inner.committed[slot(c)].send_modify(|n| *n += 1);
@@ -160,9 +170,38 @@ fn parse_body(text: &str) -> StoreResult<Value> {
 /// The operations of one write transaction; batch and single calls share them.
 struct Writer<'c> {
     tx: Transaction<'c>,
+    next_expiry: &'c AtomicI64,
 }
 
 impl Writer<'_> {
+    /// Remove the items whose time to live has passed, when one is due: what Cosmos DB does in
+    /// the background for items with a `ttl` (seconds after their last write, `_ts`). Like
+    /// Cosmos DB, the removal is not in the change feed. Runs in the transaction of the write
+    /// that finds one due, so an idle store keeps expired items until its next write.
+    fn purge_expired(&self) -> StoreResult<()> {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        if self.next_expiry.load(Ordering::Relaxed) > now {
+            return Ok(());
+        }
+        self.tx
+            .execute(
+                "DELETE FROM items WHERE expires IS NOT NULL AND expires <= ?1",
+                [now],
+            )
+            .map_err(sql)?;
+        let next: Option<i64> = self
+            .tx
+            .query_row(
+                "SELECT MIN(expires) FROM items WHERE expires IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        self.next_expiry
+            .store(next.unwrap_or(i64::MAX), Ordering::Relaxed);
+        Ok(())
+    }
+
     fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         read_item(&self.tx, c, pk, id)
     }
@@ -192,17 +231,30 @@ impl Writer<'_> {
         // The properties the queries filter and order on get columns of their own.
         let column = |f: &str| obj.get(f).and_then(Value::as_str).unwrap_or("").to_string();
         let (ty, cd, user) = (column("type"), column("creationDate"), column("userId"));
+        let deleted = obj.get(crate::domain::DELETED) == Some(&Value::Bool(true));
+        // Cosmos semantics: a positive `ttl` expires the item that many seconds after its last
+        // write; `-1` or none, never.
+        let expires = obj
+            .get("ttl")
+            .and_then(Value::as_i64)
+            .filter(|ttl| *ttl > 0)
+            .map(|ttl| now.saturating_add(ttl));
         let body = serde_json::to_string(&item).map_err(|e| StoreError::Other(e.to_string()))?;
         self.tx
             .execute(
-                "INSERT INTO items (container, pk, id, type, creation_date, user_id, lsn, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                "INSERT INTO items
+                   (container, pk, id, type, creation_date, user_id, lsn, body, deleted, expires)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                  ON CONFLICT (container, pk, id) DO UPDATE SET
                    type = excluded.type, creation_date = excluded.creation_date,
-                   user_id = excluded.user_id, lsn = excluded.lsn, body = excluded.body",
-                params![c.name(), pk, id, ty, cd, user, lsn, body],
+                   user_id = excluded.user_id, lsn = excluded.lsn, body = excluded.body,
+                   deleted = excluded.deleted, expires = excluded.expires",
+                params![c.name(), pk, id, ty, cd, user, lsn, body, deleted, expires],
             )
             .map_err(sql)?;
+        if let Some(at) = expires {
+            self.next_expiry.fetch_min(at, Ordering::Relaxed);
+        }
         Ok(item)
     }
 
@@ -396,6 +448,18 @@ fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<SqlValue>)>
                 f.field
             )));
         }
+        if f.cmp == Cmp::NotTrue {
+            // `deleted` has a column (1 for `true`); any other property is read from the body.
+            if f.field == crate::domain::DELETED {
+                sql.push_str(" AND deleted = 0");
+            } else {
+                sql.push_str(&format!(
+                    " AND json_type(body, '$.{}') IS NOT 'true'",
+                    f.field
+                ));
+            }
+            continue;
+        }
         // The properties with a column of their own (string-valued, '' when missing) use it.
         let column = match (f.field.as_str(), f.value.is_string()) {
             ("type", true) => "type".to_string(),
@@ -405,7 +469,7 @@ fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<SqlValue>)>
         };
         let op = match f.cmp {
             Cmp::Eq => "=",
-            Cmp::Ne => "!=",
+            Cmp::Ne | Cmp::NotTrue => "!=",
         };
         if f.value.is_null() {
             // Cosmos compares with null like any value; SQL needs IS / IS NOT.

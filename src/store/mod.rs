@@ -160,6 +160,10 @@ pub enum BatchOp {
 pub enum Cmp {
     Eq,
     Ne,
+    /// The property is anything but `true`, missing included (the filter's value is ignored).
+    /// Unlike `Ne`, it matches items without the property: in Cosmos DB a comparison with a
+    /// missing property is undefined, which no filter matches.
+    NotTrue,
 }
 
 /// `c.<field> <cmp> <value>`; fields are top-level property names.
@@ -234,6 +238,17 @@ impl Query {
             field: field.into(),
             cmp: Cmp::Ne,
             value: value.into(),
+        });
+        self
+    }
+
+    /// Only items that are not soft-deleted (no `deleted: true`, see [`crate::domain::DELETED`]):
+    /// every read hides deleted items in the same query that finds the others.
+    pub fn live(mut self) -> Self {
+        self.filters.push(Filter {
+            field: crate::domain::DELETED.into(),
+            cmp: Cmp::NotTrue,
+            value: Value::Bool(true),
         });
         self
     }

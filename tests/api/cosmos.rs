@@ -88,6 +88,11 @@ mod api {
     crate::api_suite!(cosmos_fixture);
 }
 
+mod deletes {
+    use super::*;
+    crate::deletes_suite!(cosmos_fixture);
+}
+
 mod client {
     use super::*;
     crate::client_suite!(cosmos_fixture);

@@ -12,6 +12,11 @@ mod api {
     crate::api_suite!(embedded_fixture);
 }
 
+mod deletes {
+    use super::*;
+    crate::deletes_suite!(embedded_fixture);
+}
+
 mod client {
     use super::*;
     crate::client_suite!(embedded_fixture);

@@ -71,12 +71,17 @@ fn filtered(head: &str, q: &Query) -> StoreResult<Sql> {
     for (i, f) in q.filters.iter().enumerate() {
         check_field(&f.field)?;
         let name = format!("@p{i}");
-        let op = match f.cmp {
-            Cmp::Eq => "=",
-            Cmp::Ne => "!=",
-        };
         text.push_str(if i == 0 { " WHERE " } else { " AND " });
-        text.push_str(&format!("{} {op} {name}", property(&f.field)));
+        let prop = property(&f.field);
+        match f.cmp {
+            Cmp::Eq => text.push_str(&format!("{prop} = {name}")),
+            Cmp::Ne => text.push_str(&format!("{prop} != {name}")),
+            // `c.x != true` would drop items without `x` (undefined compares as undefined).
+            Cmp::NotTrue => {
+                text.push_str(&format!("(NOT IS_DEFINED({prop}) OR {prop} != true)"));
+                continue;
+            }
+        }
         params.push((name, f.value.clone()));
     }
     Ok(Sql { text, params })
@@ -237,5 +242,16 @@ mod tests {
             sql.text,
             "SELECT * FROM c WHERE c[\"value\"] = @p0 AND c[\"Order\"] = @p1"
         );
+    }
+
+    #[test]
+    fn cosmos_live_keeps_items_without_the_marker() {
+        let sql = count(&Query::partition("p1").eq("type", "comment").live()).unwrap();
+        assert_eq!(
+            sql.text,
+            "SELECT VALUE COUNT(1) FROM c WHERE c.type = @p0 \
+             AND (NOT IS_DEFINED(c.deleted) OR c.deleted != true)"
+        );
+        assert_eq!(sql.params, vec![("@p0".into(), json!("comment"))]);
     }
 }

@@ -38,6 +38,20 @@ const MIGRATIONS: &[&str] = &[
         WHERE json_type(body, '$.userId') = 'text';
     CREATE INDEX items_by_user ON items (container, user_id, pk, id);
     ",
+    // 2 → 3: soft deletes. `deleted` (1 for `deleted: true`) ends the partition index, so the
+    // queries that hide deleted items and the counts stay index-only; `expires` (unix seconds,
+    // `_ts + ttl`) is set for items with a positive `ttl`, which the store purges once past it.
+    "
+    ALTER TABLE items ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE items ADD COLUMN expires INTEGER;
+    UPDATE items SET deleted = 1 WHERE json_type(body, '$.deleted') = 'true';
+    UPDATE items SET expires = json_extract(body, '$._ts') + json_extract(body, '$.ttl')
+        WHERE json_type(body, '$.ttl') = 'integer' AND json_extract(body, '$.ttl') > 0
+          AND json_type(body, '$._ts') = 'integer';
+    DROP INDEX items_by_partition;
+    CREATE INDEX items_by_partition ON items (container, pk, type, creation_date, id, deleted);
+    CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
+    ",
 ];
 
 /// The schema version this build writes.
@@ -82,12 +96,20 @@ fn detect_unversioned(conn: &Connection) -> Result<u32, SchemaError> {
     if has_items.is_none() {
         return Ok(0);
     }
-    let has_user_id: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = 'user_id')",
-        [],
-        |r| r.get(0),
-    )?;
-    Ok(if has_user_id { 2 } else { 1 })
+    let has_column = |name: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = ?1)",
+            [name],
+            |r| r.get(0),
+        )
+    };
+    Ok(if has_column("deleted")? {
+        3
+    } else if has_column("user_id")? {
+        2
+    } else {
+        1
+    })
 }
 
 /// Bring the file to [`CURRENT`], all steps in one transaction (a crash leaves the old version).
@@ -160,6 +182,39 @@ mod tests {
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect();
         assert_eq!(rows, expected);
+    }
+
+    #[test]
+    fn a_version_2_file_gains_the_deletion_columns_filled_from_the_bodies() {
+        let mut c = Connection::open_in_memory().unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.execute_batch(MIGRATIONS[1]).unwrap();
+        c.pragma_update(None, "user_version", 2).unwrap();
+        c.execute(
+            "INSERT INTO items (container, pk, id, type, lsn, body) VALUES
+             ('posts', 'p', 'c1', 'comment', 1, '{\"id\":\"c1\",\"deleted\":true,\"ttl\":60,\"_ts\":1000}'),
+             ('posts', 'p', 'c2', 'comment', 2, '{\"id\":\"c2\",\"deleted\":false,\"ttl\":-1,\"_ts\":1000}'),
+             ('posts', 'p', 'c3', 'comment', 3, '{\"id\":\"c3\",\"_ts\":1000}')",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut c).unwrap(), 2);
+        let mut s = c
+            .prepare("SELECT id, deleted, expires FROM items ORDER BY lsn")
+            .unwrap();
+        let rows: Vec<(String, i64, Option<i64>)> = s
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("c1".to_string(), 1, Some(1060)),
+                ("c2".to_string(), 0, None),
+                ("c3".to_string(), 0, None)
+            ]
+        );
     }
 
     #[test]
