@@ -322,6 +322,12 @@ pub fn announce(settings: &AuthSettings, addr: std::net::SocketAddr) {
              not true): client-sent identity headers are not stripped, so none is trusted and \
              every write answers 401. Turn authentication on (see the README's Identity section)."
         ),
+        AuthMode::EasyAuth if easyauth::forgeable(settings) => tracing::error!(
+            "BLOG_AUTH=easyauth outside Azure (WEBSITE_SITE_NAME is not set, as under `func \
+             start`): no App Service authentication strips client-sent X-MS-CLIENT-PRINCIPAL* \
+             headers, so ANYONE can forge a write as ANY identity. Set BLOG_AUTH=none for local \
+             development, or deploy behind App Service authentication."
+        ),
         AuthMode::None if !addr.ip().is_loopback() => tracing::error!(
             %addr,
             "BLOG_AUTH=none on an address other machines can reach: ANYONE can write as ANY \

@@ -672,6 +672,51 @@ pub async fn jwt_issuer_down_refuses_writes_with_503_and_reads_still_work(fixtur
     assert_eq!(app.get("/api/feed").await.status, 200);
 }
 
+/// An issuer whose key set is over 1 MiB (a hostile or broken one): the write that needed the keys
+/// answers 503 with `Retry-After`, whether the size is announced or only streamed, and nothing
+/// is written; once the key set is of a sane size again, writes go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_an_oversized_key_set_is_refused_with_503() {
+    let issuer = Issuer::start().await;
+    let rsa = SigningKey::rsa("rsa-1");
+    issuer.publish(&[&rsa]);
+    issuer.pad(2 * 1024 * 1024, true);
+    let fixture = crate::helpers::embedded_fixture().await;
+    let auth = jwt_auth(&issuer, Some(issuer.jwks_url.clone()));
+    let app = TestApp::spawn_with_auth(fixture, true, auth).await;
+    let ana = issuer.token(&rsa, "ana");
+    let create = || app.as_bearer("POST", "/api/users", &ana, json!({"username": "ana"}));
+
+    let r = create().await;
+    r.assert_problem(503);
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(issuer.jwks_fetches(), 1);
+    // Announced with a Content-Length this time, once the next fetch is due.
+    issuer.pad(2 * 1024 * 1024, false);
+    eventually("the key set is fetched again", || async {
+        create().await.assert_problem(503);
+        issuer.jwks_fetches() == 2
+    })
+    .await;
+    app.as_bearer("GET", "/api/me", &ana, Value::Null)
+        .await
+        .assert_problem(503);
+
+    issuer.pad(0, false);
+    eventually("writes go through once the key set is sane", || async {
+        let r = create().await;
+        assert!(r.status == 201 || r.status == 503, "{:?}", r.body);
+        r.status == 201
+    })
+    .await;
+    assert_eq!(
+        app.as_bearer("GET", "/api/me", &ana, Value::Null)
+            .await
+            .body["username"],
+        "ana"
+    );
+}
+
 pub async fn easyauth_principals_act_as_themselves(fixture: Fixture) {
     // As under the host: no pump, the principal headers set by the platform.
     let app = TestApp::spawn_with_auth(fixture, false, Auth::easy_auth()).await;
