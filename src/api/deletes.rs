@@ -33,9 +33,20 @@ enum Marked {
 
 /// Mark item `id` of partition `pk` in `posts` deleted, conditional on the version read, so that
 /// of two concurrent deletes only one counts as the deletion (and lowers the post's counter).
-async fn mark_in_post(store: &dyn Store, pk: &str, id: &str, kind: &str) -> ApiResult<Marked> {
+/// `read`: the item as the caller just read it, if it did (saves reading it again).
+async fn mark_in_post(
+    store: &dyn Store,
+    pk: &str,
+    id: &str,
+    kind: &str,
+    mut read: Option<Value>,
+) -> ApiResult<Marked> {
     for _ in 0..MARK_ATTEMPTS {
-        let Some(item) = store.read(Container::Posts, pk, id).await? else {
+        let item = match read.take() {
+            Some(item) => Some(item),
+            None => store.read(Container::Posts, pk, id).await?,
+        };
+        let Some(item) = item else {
             return Ok(Marked::Already);
         };
         if !is_live(&item, kind) {
@@ -100,7 +111,7 @@ pub async fn delete_like(
         format!("only user `{user_id}` may take back their like")
     })?;
     let id = domain::like_id(user_id.as_str());
-    if let Marked::Now = mark_in_post(&*s.store, post_id.as_str(), &id, "like").await? {
+    if let Marked::Now = mark_in_post(&*s.store, post_id.as_str(), &id, "like", None).await? {
         lower(&*s.store, post_id.as_str(), "/likeCount").await;
     }
     Ok(no_content())
@@ -135,8 +146,8 @@ pub async fn delete_comment(
         .await?
         .filter(|c| is_live(c, "comment"))
         .ok_or_else(|| ApiError::not_found("comment", comment_id.as_str()))?;
-    let author = comment["userId"].as_str().unwrap_or_default();
-    if caller.may_act_for(&[author], String::new).is_err() {
+    let author = comment["userId"].as_str().unwrap_or_default().to_string();
+    if caller.may_act_for(&[&author], String::new).is_err() {
         // Not the comment's author: the post's author may delete it too (one more read).
         let post = store
             .read(Container::Posts, post_id.as_str(), post_id.as_str())
@@ -146,7 +157,15 @@ pub async fn delete_comment(
             format!("only its author or the post's author may delete comment `{comment_id}`")
         })?;
     }
-    match mark_in_post(store, post_id.as_str(), comment_id.as_str(), "comment").await? {
+    match mark_in_post(
+        store,
+        post_id.as_str(),
+        comment_id.as_str(),
+        "comment",
+        Some(comment),
+    )
+    .await?
+    {
         Marked::Now => {
             lower(store, post_id.as_str(), "/commentCount").await;
             Ok(no_content())
@@ -212,7 +231,7 @@ pub async fn delete_user(
     })?;
     let store = &*s.store;
     let uid = user_id.as_str();
-    let user = store
+    store
         .read(Container::Users, uid, uid)
         .await?
         .filter(|u| is_live(u, "user"))
@@ -227,7 +246,6 @@ pub async fn delete_user(
         Err(StoreError::NotFound) => return Err(ApiError::not_found("user", uid)),
         Err(e) => return Err(e.into()),
     }
-    drop(user);
     erase::user_items(store, uid).await?;
     Ok(no_content())
 }

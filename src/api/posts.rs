@@ -78,6 +78,7 @@ pub struct LikeBody {
                 ("ListLikes" = (operation_id = "list_likes", parameters(("postId" = "$response.body#/id")))),
                 ("CreateLike" = (operation_id = "create_like", parameters(("postId" = "$response.body#/id")),
                     request_body = json!({"userId": "$response.body#/userId"}))),
+                ("DeletePost" = (operation_id = "delete_post", parameters(("postId" = "$response.body#/id")))),
             )),
         (status = 422, description = "`userId` names no user", body = Problem, content_type = "application/problem+json"),
     )
@@ -343,7 +344,10 @@ async fn like_again(
     request_body = CommentBody,
     responses(
         (status = 201, description = "The new comment", body = CommentSchema,
-            links(("ListComments" = (operation_id = "list_comments", parameters(("postId" = "$response.body#/postId")))))),
+            links(
+                ("ListComments" = (operation_id = "list_comments", parameters(("postId" = "$response.body#/postId")))),
+                ("DeleteComment" = (operation_id = "delete_comment", parameters(("postId" = "$response.body#/postId"), ("commentId" = "$response.body#/id")))),
+            )),
         (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`userId` names no user", body = Problem, content_type = "application/problem+json"),
     )
@@ -387,7 +391,10 @@ pub async fn create_comment(
     request_body = LikeBody,
     responses(
         (status = 201, description = "The new like", body = LikeSchema,
-            links(("ListLikes" = (operation_id = "list_likes", parameters(("postId" = "$response.body#/postId")))))),
+            links(
+                ("ListLikes" = (operation_id = "list_likes", parameters(("postId" = "$response.body#/postId")))),
+                ("DeleteLike" = (operation_id = "delete_like", parameters(("postId" = "$response.body#/postId"), ("userId" = "$response.body#/userId")))),
+            )),
         (status = 200, description = "The user already likes the post: the same like, the count unchanged", body = LikeSchema),
         (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The like changed concurrently; retry", body = Problem, content_type = "application/problem+json"),

@@ -71,12 +71,14 @@ pub async fn unlike_is_idempotent_and_counts_at_once(app: &TestApp) {
     let r = app.delete(&unlike).await;
     assert_eq!(r.status, 204, "{:?}", r.body);
     assert_eq!(r.body, Value::Null);
+    assert_eq!(r.store_operations(), 3, "read, mark, lower the count");
     // At once: the list and the count.
     let likes = app.get(&format!("/api/posts/{p}/likes")).await;
     assert_eq!(ids(&likes), vec![format!("like-{ana}")]);
     assert_eq!(post_of(app, &p).await["likeCount"], 1);
     // Again: still 204, nothing changes.
-    assert_eq!(app.delete(&unlike).await.status, 204);
+    let again = app.delete(&unlike).await;
+    assert_eq!((again.status, again.store_operations()), (204, 1));
     assert_eq!(post_of(app, &p).await["likeCount"], 1);
     // A user who never liked it, on a post that does not exist: 204 all the same.
     assert_eq!(
@@ -111,7 +113,8 @@ pub async fn delete_a_comment(app: &TestApp) {
     assert_eq!(post_of(app, &p).await["commentCount"], 2);
 
     let path = format!("/api/posts/{p}/comments/{}", id(&first));
-    assert_eq!(app.delete(&path).await.status, 204);
+    let r = app.delete(&path).await;
+    assert_eq!((r.status, r.store_operations()), (204, 3));
     let comments = app.get(&format!("/api/posts/{p}/comments")).await;
     assert_eq!(ids(&comments), vec![id(&second)]);
     assert_eq!(post_of(app, &p).await["commentCount"], 1);
