@@ -1,12 +1,16 @@
 //! The HTTP API under `/api` (the README's API section), plus the readiness answer and the browser
 //! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
+mod comments;
 mod conditional;
 pub mod cors;
 mod deletes;
 mod extract;
+mod feed;
 pub mod feed_cache;
 mod identity;
+mod items;
+mod likes;
 pub mod openapi;
 mod posts;
 mod schema;
@@ -95,11 +99,11 @@ pub fn api_routes() -> OpenApiRouter<AppState> {
             posts::update_post,
             deletes::delete_post
         ))
-        .routes(routes!(posts::list_comments, posts::create_comment))
-        .routes(routes!(posts::list_likes, posts::create_like))
+        .routes(routes!(comments::list_comments, comments::create_comment))
+        .routes(routes!(likes::list_likes, likes::create_like))
         .routes(routes!(deletes::delete_like))
         .routes(routes!(deletes::delete_comment))
-        .routes(routes!(posts::get_feed))
+        .routes(routes!(feed::get_feed))
         .routes(routes!(identity::get_me))
         .routes(routes!(identity::get_config))
         .routes(routes!(openapi::get_api_description))
