@@ -316,9 +316,6 @@ impl Writer<'_> {
         match op {
             BatchOp::Read { id } => self.read(c, pk, &id)?.ok_or(StoreError::NotFound),
             BatchOp::Create { item } => self.create(c, pk, item),
-            BatchOp::Upsert { item } => self.write(c, pk, item),
-            BatchOp::Replace { id, item } => self.replace(c, pk, &id, item, None),
-            BatchOp::Delete { id } => self.delete(c, pk, &id).map(|()| Value::Null),
         }
     }
 }
@@ -500,11 +497,6 @@ fn run_query(conn: &Connection, c: Container, q: &Query) -> StoreResult<Page> {
         args.push(SqlValue::Text(cur.b));
     }
     let limit = q.limit.max(1);
-    let offset = if q.continuation.is_none() {
-        q.offset.unwrap_or(0)
-    } else {
-        0
-    };
     // Without statistics SQLite scans the container by primary key rather than use this index;
     // the only cross-partition query (the rename fan-out, by author) names it.
     let by_user = q.scope == Scope::CrossPartition
@@ -518,7 +510,7 @@ fn run_query(conn: &Connection, c: Container, q: &Query) -> StoreResult<Page> {
     };
     let text = format!(
         "SELECT body, {key_a}, id FROM items {index} WHERE {sql_where}
-         ORDER BY {key_a} {dir_sql}, id {dir_sql} LIMIT {} OFFSET {offset}",
+         ORDER BY {key_a} {dir_sql}, id {dir_sql} LIMIT {}",
         limit as u64 + 1
     );
     let mut stmt = conn.prepare_cached(&text).map_err(sql)?;

@@ -143,16 +143,6 @@ pub enum BatchOp {
     Create {
         item: Value,
     },
-    Upsert {
-        item: Value,
-    },
-    Replace {
-        id: String,
-        item: Value,
-    },
-    Delete {
-        id: String,
-    },
 }
 
 /// Comparison in a query filter.
@@ -190,7 +180,7 @@ pub enum Scope {
 }
 
 /// A query on one container: `SELECT * FROM c WHERE <filters, ANDed>
-/// [ORDER BY c.creationDate <order>, c.id <order>] [OFFSET offset] LIMIT limit`, paged by an
+/// [ORDER BY c.creationDate <order>, c.id <order>] LIMIT limit`, paged by an
 /// opaque continuation token. `count_only` turns it into `SELECT VALUE COUNT(1)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
@@ -198,8 +188,6 @@ pub struct Query {
     pub filters: Vec<Filter>,
     /// Order by `creationDate` (ties broken by `id`); `None` means store order.
     pub order_by_creation: Option<Order>,
-    /// Items to skip first (only used without a continuation token).
-    pub offset: Option<u32>,
     /// Page size.
     pub limit: u32,
     pub continuation: Option<String>,
@@ -211,7 +199,6 @@ impl Query {
             scope: Scope::Partition(pk.into()),
             filters: Vec::new(),
             order_by_creation: None,
-            offset: None,
             limit: 100,
             continuation: None,
         }
@@ -255,11 +242,6 @@ impl Query {
 
     pub fn order_by_creation(mut self, order: Order) -> Self {
         self.order_by_creation = Some(order);
-        self
-    }
-
-    pub fn offset(mut self, offset: u32) -> Self {
-        self.offset = Some(offset);
         self
     }
 
@@ -371,11 +353,12 @@ pub trait Store: Send + Sync + 'static {
 
     async fn query(&self, c: Container, q: &Query) -> StoreResult<Page>;
 
-    /// `SELECT VALUE COUNT(1)` over the query's scope and filters (order, offset, limit ignored).
+    /// `SELECT VALUE COUNT(1)` over the query's scope and filters (order and limit ignored).
     async fn count(&self, c: Container, q: &Query) -> StoreResult<u64>;
 
     /// Transactional batch in one partition: every operation or none. Returns one result per
-    /// operation (the item for Read/Create/Upsert/Replace, `Null` for Delete).
+    /// operation (the item read or created). Only what the service needs is offered: a read
+    /// as an atomic existence check, and creates.
     async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>>;
 
     /// Read the change feed of a whole container from `continuation` (`None`: from the beginning),

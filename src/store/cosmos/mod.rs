@@ -469,10 +469,7 @@ impl Store for CosmosStore {
         };
         let mut batch = TransactionalBatch::new(pk(key));
         for (index, op) in ops.into_iter().enumerate() {
-            if let BatchOp::Create { item }
-            | BatchOp::Upsert { item }
-            | BatchOp::Replace { item, .. } = &op
-            {
+            if let BatchOp::Create { item } = &op {
                 check_partition_key(c, key, item).map_err(|e| StoreError::BatchFailed {
                     index,
                     source: Box::new(e),
@@ -483,13 +480,6 @@ impl Store for CosmosStore {
                 BatchOp::Create { item } => {
                     batch.create_item(item).map_err(|e| serialize(index, e))?
                 }
-                BatchOp::Upsert { item } => batch
-                    .upsert_item(item, None)
-                    .map_err(|e| serialize(index, e))?,
-                BatchOp::Replace { id, item } => batch
-                    .replace_item(id, item, None)
-                    .map_err(|e| serialize(index, e))?,
-                BatchOp::Delete { id } => batch.delete_item(id, None),
             };
         }
         let container = self.container(c).await?;

@@ -5,10 +5,6 @@ use serde_json::Value;
 
 use crate::store::{Cmp, Order, Query, StoreError, StoreResult};
 
-/// `LIMIT` of a query with an `OFFSET`: Cosmos needs both, but paging is by page size and
-/// continuation token, so the window is "everything after the offset".
-const NO_LIMIT: i64 = i32::MAX as i64;
-
 /// Query text and its `@name` parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Sql {
@@ -45,16 +41,10 @@ pub(super) fn select(q: &Query) -> StoreResult<Sql> {
             Order::Desc => " ORDER BY c.creationDate DESC",
         });
     }
-    // The offset applies to a fresh query only; a continuation token carries its own position.
-    if let (Some(offset), None) = (q.offset, &q.continuation) {
-        sql.text.push_str(" OFFSET @offset LIMIT @limit");
-        sql.params.push(("@offset".into(), Value::from(offset)));
-        sql.params.push(("@limit".into(), Value::from(NO_LIMIT)));
-    }
     Ok(sql)
 }
 
-/// `SELECT VALUE COUNT(1) FROM c WHERE …` (order, offset and page size do not apply).
+/// `SELECT VALUE COUNT(1) FROM c WHERE …` (order and page size do not apply).
 pub(super) fn count(q: &Query) -> StoreResult<Sql> {
     filtered("SELECT VALUE COUNT(1) FROM c", q)
 }
@@ -196,25 +186,10 @@ mod tests {
     }
 
     #[test]
-    fn cosmos_offset_applies_only_to_a_fresh_query() {
-        let q = Query::partition("post")
-            .order_by_creation(Order::Desc)
-            .offset(100);
-        let sql = select(&q).unwrap();
-        assert!(sql
-            .text
-            .ends_with("ORDER BY c.creationDate DESC OFFSET @offset LIMIT @limit"));
-        assert!(sql.params.contains(&("@offset".into(), json!(100))));
-        let resumed = select(&q.continuation(Some("t".into()))).unwrap();
-        assert!(!resumed.text.contains("OFFSET"));
-    }
-
-    #[test]
     fn cosmos_count_ignores_order_and_paging() {
         let q = Query::partition("p1")
             .eq("type", "like")
             .order_by_creation(Order::Asc)
-            .offset(3)
             .limit(7);
         let sql = count(&q).unwrap();
         assert_eq!(sql.text, "SELECT VALUE COUNT(1) FROM c WHERE c.type = @p0");
