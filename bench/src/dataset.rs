@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use blog::domain::FEED_PK;
-use blog::domain::{self, Comment, Like, Post, User};
+use blog::domain::{self, Comment, Kind, Like, Post, User};
 use blog::projection::plan::Counted;
 use blog::projection::{self, PostsFacts, Write};
 use blog::store::{BatchOp, Container, Query, Store};
@@ -227,7 +227,7 @@ impl Generator {
                         let by = self.users.choose(rng).expect("users");
                         Comment {
                             id: new_id(rng),
-                            kind: "comment".into(),
+                            kind: Kind::Comment,
                             post_id: post_id.clone(),
                             user_id: by.id.clone(),
                             user_username: by.username.clone(),
@@ -243,8 +243,8 @@ impl Generator {
                     .map(|i| {
                         let by = &self.users[i];
                         Like {
-                            id: domain::like_id(&by.id),
-                            kind: "like".into(),
+                            id: Like::id_of(&by.id),
+                            kind: Kind::Like,
                             post_id: post_id.clone(),
                             user_id: by.id.clone(),
                             user_username: by.username.clone(),
@@ -254,7 +254,7 @@ impl Generator {
                     .collect();
                 let post = Post {
                     id: post_id.clone(),
-                    kind: "post".into(),
+                    kind: Kind::Post,
                     post_id,
                     user_id: author.id.clone(),
                     user_username: author.username.clone(),
@@ -446,7 +446,7 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
         summary.user_post_copies += copies.len();
         let user_item = User {
             id: user.id.clone(),
-            kind: "user".into(),
+            kind: Kind::User,
             user_id: user.id.clone(),
             username: user.username.clone(),
             rename_version: 0,
@@ -636,7 +636,7 @@ mod tests {
                 assert_eq!(p.post.comment_count as usize, p.comments.len());
                 assert_eq!(p.post.like_count as usize, p.likes.len());
                 for l in &p.likes {
-                    assert_eq!(l.id, domain::like_id(&l.user_id));
+                    assert_eq!(l.id, Like::id_of(&l.user_id));
                     assert!(l.creation_date >= p.post.creation_date);
                 }
             }

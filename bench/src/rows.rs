@@ -2,7 +2,7 @@
 //! measures V3 over HTTP and V1 against the store on the same drawn inputs.
 
 use anyhow::bail;
-use blog::domain::{self, Comment, Id, Like, Post, User, Username};
+use blog::domain::{self, Comment, Id, Kind, Like, Post, User, Username};
 use rand::RngExt;
 use serde_json::{json, Value};
 
@@ -287,7 +287,7 @@ impl Bench {
                     let id = Id::new();
                     let post = Post {
                         id: id.to_string(),
-                        kind: "post".into(),
+                        kind: Kind::Post,
                         post_id: id.to_string(),
                         user_id: author.id,
                         user_username: String::new(),
@@ -325,7 +325,7 @@ impl Bench {
                 let store = store.clone();
                 let comment = Comment {
                     id: Id::new().to_string(),
-                    kind: "comment".into(),
+                    kind: Kind::Comment,
                     post_id: posts[i].clone(),
                     user_id: authors[i].id.clone(),
                     user_username: String::new(),
@@ -363,8 +363,8 @@ impl Bench {
             .row("C4", "Like a post", reqs, |i| {
                 let store = store.clone();
                 let like = Like {
-                    id: domain::like_id(&v1_likers[i]),
-                    kind: "like".into(),
+                    id: Like::id_of(&v1_likers[i]),
+                    kind: Kind::Like,
                     post_id: posts[i].clone(),
                     user_id: v1_likers[i].clone(),
                     user_username: String::new(),

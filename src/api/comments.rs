@@ -11,7 +11,7 @@ use super::items::{add_to_post, in_post, Added};
 use super::schema::{CommentPage, CommentSchema, PagingParams};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
-use crate::domain::{self, public, to_value, Comment, Id, Text};
+use crate::domain::{public, to_value, Comment, Kind, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::Container;
@@ -54,15 +54,7 @@ pub async fn create_comment(
     let user_id = caller.acts_as(body.user_id.as_deref())?;
     let content = Text::comment_content(&body.content)?;
     let username = caller.username(&*s.store, &user_id).await?;
-    let comment = Comment {
-        id: Id::new().to_string(),
-        kind: "comment".into(),
-        post_id: post_id.to_string(),
-        user_id: user_id.to_string(),
-        user_username: username,
-        content: content.as_str().into(),
-        creation_date: domain::now(),
-    };
+    let comment = Comment::new(&post_id, &user_id, username, &content);
     match add_to_post(&*s.store, &post_id, to_value(&comment), "/commentCount").await? {
         Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
         Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
@@ -91,6 +83,6 @@ pub async fn list_comments(
     PathId(post_id): PathId,
     paging: Paging,
 ) -> ApiResult<Response> {
-    let q = in_post(&post_id, "comment", paging);
+    let q = in_post(&post_id, Kind::Comment, paging);
     Ok(list(s.store.query(Container::Posts, &q).await?))
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{AppState, PathId, PathIds};
 use crate::auth::Caller;
-use crate::domain::{self, is_deleted, is_live, tombstone_ops, Id};
+use crate::domain::{is_deleted, is_live, tombstone_ops, Id, Kind, Like};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::erase;
@@ -38,7 +38,7 @@ async fn mark_in_post(
     store: &dyn Store,
     pk: &str,
     id: &str,
-    kind: &str,
+    kind: Kind,
     mut read: Option<Value>,
 ) -> ApiResult<Marked> {
     for _ in 0..MARK_ATTEMPTS {
@@ -110,8 +110,8 @@ pub async fn delete_like(
     caller.may_act_for(&[user_id.as_str()], || {
         format!("only user `{user_id}` may take back their like")
     })?;
-    let id = domain::like_id(user_id.as_str());
-    if let Marked::Now = mark_in_post(&*s.store, post_id.as_str(), &id, "like", None).await? {
+    let id = Like::id_of(user_id.as_str());
+    if let Marked::Now = mark_in_post(&*s.store, post_id.as_str(), &id, Kind::Like, None).await? {
         lower(&*s.store, post_id.as_str(), "/likeCount").await;
     }
     Ok(no_content())
@@ -144,7 +144,7 @@ pub async fn delete_comment(
     let comment = store
         .read(Container::Posts, post_id.as_str(), comment_id.as_str())
         .await?
-        .filter(|c| is_live(c, "comment"))
+        .filter(|c| is_live(c, Kind::Comment))
         .ok_or_else(|| ApiError::not_found("comment", comment_id.as_str()))?;
     let author = comment["userId"].as_str().unwrap_or_default().to_string();
     if caller.may_act_for(&[&author], String::new).is_err() {
@@ -161,7 +161,7 @@ pub async fn delete_comment(
         store,
         post_id.as_str(),
         comment_id.as_str(),
-        "comment",
+        Kind::Comment,
         Some(comment),
     )
     .await?
@@ -197,7 +197,7 @@ pub async fn delete_post(
     let post = store
         .read(Container::Posts, post_id.as_str(), post_id.as_str())
         .await?
-        .filter(|p| is_live(p, "post"))
+        .filter(|p| is_live(p, Kind::Post))
         .ok_or_else(|| ApiError::not_found("post", post_id.as_str()))?;
     let author = post["userId"].as_str().unwrap_or_default();
     caller.may_act_for(&[author], || {
@@ -234,12 +234,12 @@ pub async fn delete_user(
     store
         .read(Container::Users, uid, uid)
         .await?
-        .filter(|u| is_live(u, "user"))
+        .filter(|u| is_live(u, Kind::User))
         .ok_or_else(|| ApiError::not_found("user", uid))?;
     // The user first: from here their writes are refused, and the change feed carries the
     // erasure even if this request goes no further.
     match store
-        .patch(Container::Users, uid, uid, &tombstone_ops("user"), None)
+        .patch(Container::Users, uid, uid, &tombstone_ops(Kind::User), None)
         .await
     {
         Ok(_) => {}
@@ -257,7 +257,7 @@ pub async fn refuse_if_deleted(
     container: Container,
     id: &Id,
     written: &Value,
-    kind: &str,
+    kind: Kind,
 ) -> ApiResult<()> {
     if !is_deleted(written) {
         return Ok(());
@@ -266,5 +266,5 @@ pub async fn refuse_if_deleted(
     store
         .patch(container, id.as_str(), id.as_str(), &ops, None)
         .await?;
-    Err(ApiError::not_found(kind, id.as_str()))
+    Err(ApiError::not_found(kind.as_str(), id.as_str()))
 }

@@ -6,7 +6,7 @@ use axum::response::Response;
 use super::conditional::no_cache;
 use super::schema::{PagingParams, PostSummaryPage};
 use super::{json_response, list_body, AppState, Paging};
-use crate::domain::{FEED_PK, FEED_SIZE};
+use crate::domain::{Kind, FEED_PK, FEED_SIZE};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, Query};
 
@@ -44,7 +44,7 @@ pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Re
             .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?,
     };
     let q = Query::partition(FEED_PK)
-        .eq("type", "post")
+        .of_kind(Kind::Post)
         .order_by_creation(Order::Desc)
         .limit(paging.limit.min((FEED_SIZE - served) as u32))
         .continuation(inner);

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Paging;
-use crate::domain::{self, tombstone_ops, Id};
+use crate::domain::{self, tombstone_ops, Id, Kind};
 use crate::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
 
 /// What adding a comment or like to a post came to.
@@ -45,8 +45,7 @@ pub(super) async fn add_to_post(
     let created = match batch {
         Ok(results) if results.get(READ_POST).is_some_and(domain::is_deleted) => {
             let item = &results[CREATE_ITEM];
-            let kind = item["type"].as_str().unwrap_or_default();
-            if let Some(id) = item["id"].as_str() {
+            if let (Some(kind), Some(id)) = (Kind::of(item), item["id"].as_str()) {
                 store
                     .patch(
                         Container::Posts,
@@ -94,9 +93,9 @@ pub(super) async fn increment(store: &dyn Store, post_id: &Id, counter: &str) {
     }
 }
 
-pub(super) fn in_post(post_id: &Id, kind: &str, paging: Paging) -> Query {
+pub(super) fn in_post(post_id: &Id, kind: Kind, paging: Paging) -> Query {
     Query::partition(post_id.as_str())
-        .eq("type", kind)
+        .of_kind(kind)
         .live()
         .order_by_creation(Order::Asc)
         .limit(paging.limit)

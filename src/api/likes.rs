@@ -12,7 +12,7 @@ use super::items::{add_to_post, in_post, increment, Added};
 use super::schema::{LikePage, LikeSchema, PagingParams};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
-use crate::domain::{self, is_live, public, to_value, Id, Like};
+use crate::domain::{self, is_live, public, to_value, Id, Kind, Like};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Store, StoreError};
@@ -54,14 +54,7 @@ pub async fn create_like(
 ) -> ApiResult<Response> {
     let user_id = caller.acts_as(body.user_id.as_deref())?;
     let username = caller.username(&*s.store, &user_id).await?;
-    let like = Like {
-        id: domain::like_id(user_id.as_str()),
-        kind: "like".into(),
-        post_id: post_id.to_string(),
-        user_id: user_id.to_string(),
-        user_username: username,
-        creation_date: domain::now(),
-    };
+    let like = Like::new(&post_id, &user_id, username);
     match add_to_post(&*s.store, &post_id, to_value(&like), "/likeCount").await? {
         Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
         Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
@@ -82,7 +75,7 @@ pub async fn create_like(
                     .store
                     .read(Container::Posts, post_id.as_str(), &like.id)
                     .await?
-                    .filter(|l| is_live(l, "like"))
+                    .filter(|l| is_live(l, Kind::Like))
                     .ok_or_else(changed)?;
                 return Ok((StatusCode::OK, Json(public(now))).into_response());
             }
@@ -104,7 +97,7 @@ async fn like_again(
     let post = store
         .read(Container::Posts, post_id.as_str(), post_id.as_str())
         .await?;
-    if !post.as_ref().is_some_and(|p| is_live(p, "post")) {
+    if !post.as_ref().is_some_and(|p| is_live(p, Kind::Post)) {
         return Err(ApiError::not_found("post", post_id.as_str()));
     }
     let id = existing["id"].as_str().unwrap_or_default();
@@ -141,6 +134,6 @@ pub async fn list_likes(
     PathId(post_id): PathId,
     paging: Paging,
 ) -> ApiResult<Response> {
-    let q = in_post(&post_id, "like", paging);
+    let q = in_post(&post_id, Kind::Like, paging);
     Ok(list(s.store.query(Container::Posts, &q).await?))
 }

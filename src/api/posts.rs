@@ -12,7 +12,7 @@ use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatch
 use super::schema::PostSchema;
 use super::{AppState, JsonBody, PathId};
 use crate::auth::Caller;
-use crate::domain::{self, is_live, public, to_value, Id, Post, Text};
+use crate::domain::{is_live, public, to_value, Id, Kind, Post, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, PatchOp, Store, StoreError};
@@ -68,19 +68,8 @@ pub async fn create_post(
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
     let username = caller.username(&*s.store, &user_id).await?;
-    let id = Id::new();
-    let post = Post {
-        id: id.to_string(),
-        kind: "post".into(),
-        post_id: id.to_string(),
-        user_id: user_id.to_string(),
-        user_username: username,
-        title: title.as_str().into(),
-        content: content.as_str().into(),
-        comment_count: 0,
-        like_count: 0,
-        creation_date: domain::now(),
-    };
+    let post = Post::new(&user_id, username, &title, &content);
+    let id = &post.id;
     let stored = s
         .store
         .create(Container::Posts, id.as_str(), to_value(&post))
@@ -143,7 +132,7 @@ pub async fn update_post(
         .await
     {
         Ok(post) => {
-            super::deletes::refuse_if_deleted(&*s.store, Container::Posts, &id, &post, "post")
+            super::deletes::refuse_if_deleted(&*s.store, Container::Posts, &id, &post, Kind::Post)
                 .await?;
             Ok(tagged(Json(public(post.clone())).into_response(), &post))
         }
@@ -157,7 +146,7 @@ async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
         .read(Container::Posts, id.as_str(), id.as_str())
         .await?
     {
-        Some(post) if is_live(&post, "post") => Ok(post),
+        Some(post) if is_live(&post, Kind::Post) => Ok(post),
         _ => Err(ApiError::not_found("post", id.as_str())),
     }
 }
@@ -187,6 +176,6 @@ pub async fn get_post(
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
     let read = super::read_item(&*s.store, Container::Posts, &id, if_none_match).await?;
-    super::item_response(read, |post| is_live(post, "post"))
+    super::item_response(read, |post| is_live(post, Kind::Post))
         .ok_or_else(|| ApiError::not_found("post", id.as_str()))
 }

@@ -11,7 +11,7 @@ use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatch
 use super::schema::{PagingParams, PostSummaryPage, UserSchema};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
-use crate::domain::{is_deleted, is_live, public, to_value, User, Username};
+use crate::domain::{is_deleted, is_live, public, to_value, Kind, User, Username};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
@@ -147,7 +147,7 @@ pub async fn rename_user(
         .await
     {
         Ok(user) => {
-            super::deletes::refuse_if_deleted(&*s.store, Container::Users, &id, &user, "user")
+            super::deletes::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User)
                 .await?;
             Ok(tagged(Json(public(user.clone())).into_response(), &user))
         }
@@ -180,7 +180,7 @@ pub async fn get_user(
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
     let read = super::read_item(&*s.store, Container::Users, &id, if_none_match).await?;
-    super::item_response(read, |user| is_live(user, "user"))
+    super::item_response(read, |user| is_live(user, Kind::User))
         .ok_or_else(|| ApiError::not_found("user", id.as_str()))
 }
 
@@ -203,7 +203,7 @@ pub async fn list_user_posts(
     paging: Paging,
 ) -> ApiResult<Response> {
     let q = Query::partition(id.as_str())
-        .eq("type", "post")
+        .of_kind(Kind::Post)
         .order_by_creation(Order::Desc)
         .limit(paging.limit)
         .continuation(paging.continuation);

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::api::AppState;
-use crate::domain::Id;
+use crate::domain::{Id, Kind};
 use crate::error::{ApiError, ApiResult};
 use crate::settings::{AuthMode, AuthSettings};
 use crate::store::{Container, Store};
@@ -246,7 +246,7 @@ impl Caller {
             .await?;
         let name = user
             .as_ref()
-            .filter(|u| crate::domain::is_live(u, "user"))
+            .filter(|u| crate::domain::is_live(u, Kind::User))
             .and_then(|u| u["username"].as_str())
             .map(String::from);
         match (name, self) {

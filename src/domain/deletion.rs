@@ -14,6 +14,7 @@
 
 use serde_json::Value;
 
+use super::Kind;
 use crate::store::PatchOp;
 
 /// The property marking an item deleted (`true`).
@@ -29,24 +30,23 @@ pub fn is_deleted(item: &Value) -> bool {
     item.get(DELETED) == Some(&Value::Bool(true))
 }
 
-/// Whether a point read found a live item of this `type`.
-pub fn is_live(item: &Value, kind: &str) -> bool {
-    item.get("type").and_then(Value::as_str) == Some(kind) && !is_deleted(item)
+/// Whether a point read found a live item of this kind.
+pub fn is_live(item: &Value, kind: Kind) -> bool {
+    Kind::of(item) == Some(kind) && !is_deleted(item)
 }
 
 /// The texts an item of `kind` carries, blanked in its tombstone.
-fn texts(kind: &str) -> &'static [&'static str] {
+fn texts(kind: Kind) -> &'static [&'static str] {
     match kind {
-        "user" => &["username"],
-        "post" => &["title", "content", "userUsername"],
-        "comment" => &["content", "userUsername"],
-        "like" => &["userUsername"],
-        _ => &[],
+        Kind::User => &["username"],
+        Kind::Post => &["title", "content", "userUsername"],
+        Kind::Comment => &["content", "userUsername"],
+        Kind::Like => &["userUsername"],
     }
 }
 
 /// The server-side patch that turns an item of `kind` into its tombstone.
-pub fn tombstone_ops(kind: &str) -> Vec<PatchOp> {
+pub fn tombstone_ops(kind: Kind) -> Vec<PatchOp> {
     let mut ops = vec![
         PatchOp::set(&format!("/{DELETED}"), true),
         PatchOp::set("/ttl", TOMBSTONE_TTL_SECS),
@@ -66,7 +66,7 @@ mod tests {
 
     #[test]
     fn a_tombstone_is_marked_expiring_and_blank() {
-        let ops = tombstone_ops("comment");
+        let ops = tombstone_ops(Kind::Comment);
         assert_eq!(
             ops,
             vec![
@@ -79,8 +79,11 @@ mod tests {
         assert!(is_deleted(&json!({"deleted": true})));
         assert!(!is_deleted(&json!({"deleted": false})));
         assert!(!is_deleted(&json!({})));
-        assert!(is_live(&json!({"type": "post"}), "post"));
-        assert!(!is_live(&json!({"type": "post", "deleted": true}), "post"));
-        assert!(!is_live(&json!({"type": "comment"}), "post"));
+        assert!(is_live(&json!({"type": "post"}), Kind::Post));
+        assert!(!is_live(
+            &json!({"type": "post", "deleted": true}),
+            Kind::Post
+        ));
+        assert!(!is_live(&json!({"type": "comment"}), Kind::Post));
     }
 }

@@ -22,7 +22,7 @@ use super::expected::{self, str_field, Drift};
 use super::newest::{self, Newest};
 use super::progress::Progress;
 use super::report::{notification, Report};
-use crate::domain::{is_deleted, FEED_PK};
+use crate::domain::{is_deleted, Kind, FEED_PK};
 use crate::store::metrics;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -114,11 +114,11 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
     futures::pin_mut!(items);
     while let Some(page) = items.try_next().await? {
         for item in page {
-            match str_field(&item, "type") {
-                Some("comment") => comments += 1,
-                Some("like") => likes += 1,
+            match Kind::of(&item) {
+                Some(Kind::Comment) => comments += 1,
+                Some(Kind::Like) => likes += 1,
                 // The partition's post as read now is the one to check.
-                Some("post") if str_field(&item, "id") == Some(post_id) => {
+                Some(Kind::Post) if str_field(&item, "id") == Some(post_id) => {
                     post = item;
                     continue;
                 }
@@ -187,7 +187,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         store,
         Container::Posts,
         Query::cross_partition()
-            .eq("type", "post")
+            .of_kind(Kind::Post)
             .live()
             .limit(PAGE),
     );
@@ -204,7 +204,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         store,
         Container::Users,
         Query::cross_partition()
-            .eq("type", "user")
+            .of_kind(Kind::User)
             .live()
             .limit(PAGE),
     );
@@ -312,7 +312,7 @@ async fn check_feed(
     let entries = pages(
         store,
         Container::Feed,
-        Query::partition(FEED_PK).eq("type", "post").limit(PAGE),
+        Query::partition(FEED_PK).of_kind(Kind::Post).limit(PAGE),
     );
     futures::pin_mut!(entries);
     while let Some(page) = entries.try_next().await? {
@@ -359,7 +359,7 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
         store,
         Container::Users,
         Query::partition(user_id.clone())
-            .eq("type", "post")
+            .of_kind(Kind::Post)
             .limit(PAGE),
     );
     futures::pin_mut!(copies);

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::apply;
 use super::plan::{str_field, Write};
-use crate::domain::{tombstone_ops, FEED_PK};
+use crate::domain::{tombstone_ops, Kind, FEED_PK};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
 /// Items marked per step: memory stays bounded whatever the number of items.
@@ -25,7 +25,7 @@ pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
         container,
         pk: str_field(item, container.partition_key_field())?.into(),
         id: str_field(item, "id")?.into(),
-        ops: tombstone_ops(str_field(item, "type").unwrap_or("")),
+        ops: tombstone_ops(Kind::of(item)?),
         if_match: None,
     })
 }
@@ -88,7 +88,7 @@ pub async fn post(store: &dyn Store, post_id: &str, user_id: &str) -> StoreResul
         container: Container::Posts,
         pk: post_id.into(),
         id: post_id.into(),
-        ops: tombstone_ops("post"),
+        ops: tombstone_ops(Kind::Post),
         if_match: None,
     };
     apply::apply_one(store, &mark).await?;
@@ -105,7 +105,7 @@ pub async fn user_items(store: &dyn Store, user_id: &str) -> StoreResult<usize> 
     let mut written = 0;
     let their_posts = Query::cross_partition()
         .eq("userId", user_id)
-        .eq("type", "post")
+        .of_kind(Kind::Post)
         .live()
         .limit(PAGE);
     loop {
@@ -126,7 +126,7 @@ pub async fn user_items(store: &dyn Store, user_id: &str) -> StoreResult<usize> 
     )
     .await?;
     // Copies of posts that are gone already (a post deleted while its copy was being written).
-    let copies = Query::partition(user_id).eq("type", "post").limit(PAGE);
+    let copies = Query::partition(user_id).of_kind(Kind::Post).limit(PAGE);
     loop {
         let page = retry(|| store.query(Container::Users, &copies)).await?;
         if page.items.is_empty() {

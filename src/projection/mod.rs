@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 pub use apply::apply;
 pub use plan::{plan_posts, posts_needs, FeedEntry, PostsFacts, Write, INCREMENT_GRACE};
 
+use crate::domain::Kind;
 use crate::store::{Container, Query, Store, StoreError};
 
 /// A batch that could not be applied in full.
@@ -50,7 +51,7 @@ pub struct Report {
 
 /// The change a driver projects to look at a post's counters again.
 pub fn recheck(post_id: &str) -> Value {
-    json!({ "id": post_id, "postId": post_id, "type": "post" })
+    json!({ "id": post_id, "postId": post_id, "type": Kind::Post })
 }
 
 /// For a driver that keeps nothing between batches (the Functions triggers): project
@@ -214,7 +215,7 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
         ),
         (
             Container::Users,
-            Query::partition(user_id).eq("type", "post"),
+            Query::partition(user_id).of_kind(Kind::Post),
         ),
     ];
     let mut written = 0;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::domain::{is_deleted, tombstone_ops, Post, FEED_KEEP, FEED_PK, FEED_SIZE};
+use crate::domain::{is_deleted, tombstone_ops, Kind, Post, FEED_KEEP, FEED_PK, FEED_SIZE};
 use crate::store::{Container, PatchOp};
 
 /// One write a projection implies.
@@ -83,11 +83,11 @@ pub enum Counted {
 impl Counted {
     pub const BOTH: [Counted; 2] = [Counted::Comments, Counted::Likes];
 
-    /// The `type` of the items counted.
-    pub fn kind(self) -> &'static str {
+    /// The kind of the items counted.
+    pub fn kind(self) -> Kind {
         match self {
-            Counted::Comments => "comment",
-            Counted::Likes => "like",
+            Counted::Comments => Kind::Comment,
+            Counted::Likes => Kind::Like,
         }
     }
 
@@ -154,25 +154,25 @@ pub struct PostsFacts {
 pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
     let mut needs = PostsNeeds::default();
     for doc in changes {
-        let (Some(post_id), Some(kind)) = (str_field(doc, "postId"), str_field(doc, "type")) else {
+        let (Some(post_id), Some(kind)) = (str_field(doc, "postId"), Kind::of(doc)) else {
             continue;
         };
         match kind {
             // A post change recounts both: an increment arrives as a post change, and so does
             // the recount a deferred counter needs later.
-            "post" => {
+            Kind::Post => {
                 needs.feed = true;
                 for c in Counted::BOTH {
                     needs.counts.insert((post_id.into(), c));
                 }
             }
-            "comment" => {
+            Kind::Comment => {
                 needs.counts.insert((post_id.into(), Counted::Comments));
             }
-            "like" => {
+            Kind::Like => {
                 needs.counts.insert((post_id.into(), Counted::Likes));
             }
-            _ => continue,
+            Kind::User => continue,
         }
         needs.posts.insert(post_id.into());
         if let Some(u) = str_field(doc, "userId") {
@@ -236,13 +236,16 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     let mut seen = BTreeSet::new();
     for doc in changes {
         let (Some(kind), Some(post_id), Some(id)) = (
-            str_field(doc, "type"),
+            Kind::of(doc),
             str_field(doc, "postId"),
             str_field(doc, "id"),
         ) else {
             continue;
         };
-        if !matches!(kind, "comment" | "like") || !seen.insert((post_id, id)) || is_deleted(doc) {
+        if !matches!(kind, Kind::Comment | Kind::Like)
+            || !seen.insert((post_id, id))
+            || is_deleted(doc)
+        {
             continue;
         }
         // On a deleted post or by an erased user (it raced the deletion): it goes too.
@@ -291,7 +294,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
                 container: Container::Posts,
                 pk: post_id.clone(),
                 id: post_id.clone(),
-                ops: tombstone_ops("post"),
+                ops: tombstone_ops(Kind::Post),
                 if_match: None,
             });
             continue;
@@ -310,9 +313,9 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
                 post.user_username = name.clone();
             }
         }
-        let post_changed = changes.iter().any(|d| {
-            str_field(d, "type") == Some("post") && str_field(d, "postId") == Some(&post_id)
-        });
+        let post_changed = changes
+            .iter()
+            .any(|d| Kind::of(d) == Some(Kind::Post) && str_field(d, "postId") == Some(&post_id));
         if !ops.is_empty() {
             // The patch comes back through the change feed, which then refreshes the copies.
             writes.push(Write::Patch {
@@ -447,7 +450,7 @@ pub fn mark_fanned_out(user_id: &str, version: u64, etag: Option<&str>) -> Write
 pub fn users_needs(changes: &[Value]) -> BTreeSet<String> {
     changes
         .iter()
-        .filter(|d| str_field(d, "type") == Some("user"))
+        .filter(|d| Kind::of(d) == Some(Kind::User))
         .filter_map(|d| str_field(d, "userId").map(String::from))
         .collect()
 }
@@ -460,7 +463,7 @@ mod tests {
     fn post(id: &str, user: &str, name: &str, date: &str, comments: u64, likes: u64) -> Post {
         Post {
             id: id.into(),
-            kind: "post".into(),
+            kind: Kind::Post,
             post_id: id.into(),
             user_id: user.into(),
             user_username: name.into(),

@@ -229,6 +229,11 @@ impl Query {
         self
     }
 
+    /// Only items of this kind (`c.type = kind`).
+    pub fn of_kind(self, kind: crate::domain::Kind) -> Self {
+        self.eq(crate::domain::Kind::FIELD, kind.as_str())
+    }
+
     /// Only items that are not soft-deleted (no `deleted: true`, see [`crate::domain::DELETED`]):
     /// every read hides deleted items in the same query that finds the others.
     pub fn live(mut self) -> Self {

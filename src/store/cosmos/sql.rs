@@ -162,12 +162,13 @@ fn check_field(field: &str) -> StoreResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Kind;
     use serde_json::json;
 
     #[test]
     fn cosmos_select_builds_parameterized_partition_queries() {
         let q = Query::partition("u1")
-            .eq("type", "post")
+            .of_kind(Kind::Post)
             .ne("userUsername", "ann")
             .order_by_creation(Order::Desc)
             .limit(20);
@@ -188,7 +189,7 @@ mod tests {
     #[test]
     fn cosmos_count_ignores_order_and_paging() {
         let q = Query::partition("p1")
-            .eq("type", "like")
+            .of_kind(Kind::Like)
             .order_by_creation(Order::Asc)
             .limit(7);
         let sql = count(&q).unwrap();
@@ -221,7 +222,7 @@ mod tests {
 
     #[test]
     fn cosmos_live_keeps_items_without_the_marker() {
-        let sql = count(&Query::partition("p1").eq("type", "comment").live()).unwrap();
+        let sql = count(&Query::partition("p1").of_kind(Kind::Comment).live()).unwrap();
         assert_eq!(
             sql.text,
             "SELECT VALUE COUNT(1) FROM c WHERE c.type = @p0 \
