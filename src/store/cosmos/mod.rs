@@ -6,6 +6,9 @@
 //! - [`sql`]: query text and parameters; [`feed`]: the full-container change feed.
 //! - [`errors`]: HTTP statuses to [`StoreError`]s.
 //!
+//! This file is the trait's implementation, one method per store operation (about 550 lines);
+//! everything that is not a store operation lives in the modules above.
+//!
 //! Every call records itself once, with the request units it consumed (successful or not), in
 //! the per-request [`metrics`]. Items are read as `serde_json::Value`, so an odd document in a
 //! mixed container never fails a read or a page.
