@@ -204,6 +204,7 @@ pub async fn delete_post(
         format!("only the author may delete post `{post_id}`")
     })?;
     erase::post(store, post_id.as_str(), author).await?;
+    s.feed.forget();
     Ok(no_content())
 }
 
@@ -247,6 +248,7 @@ pub async fn delete_user(
         Err(e) => return Err(e.into()),
     }
     erase::user_items(store, uid).await?;
+    s.feed.forget();
     Ok(no_content())
 }
 

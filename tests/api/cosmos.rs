@@ -477,6 +477,21 @@ async fn the_feed_snapshot_holds_for_its_maximum_age() {
     let r = app.get("/api/feed").await;
     assert_eq!((r.store_operations(), r.items().len()), (0, 1));
 
+    // A deletion in this process is seen at once all the same: the snapshot is dropped.
+    assert_eq!(
+        app.delete(&format!("/api/posts/{}", id(&post)))
+            .await
+            .status,
+        204
+    );
+    let r = app.get("/api/feed").await;
+    assert_eq!(r.store_operations(), 1, "the snapshot was dropped");
+    assert!(
+        r.items().iter().all(|p| p["id"] != post["id"]),
+        "{:?}",
+        r.body
+    );
+
     // With a maximum age of 0 there is no snapshot: every read asks the store.
     let app = TestApp::spawn_with_feed_cache(cosmos_fixture().await, Duration::ZERO).await;
     for _ in 0..2 {
