@@ -18,7 +18,8 @@ use crate::domain::{is_deleted, is_live, tombstone_ops, Id, Kind, Like};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::erase;
-use crate::store::{Container, PatchOp, Store, StoreError};
+use crate::projection::plan::Counted;
+use crate::store::{Container, PatchOp, Query, Store, StoreError};
 
 /// How often a mark is retried when the item changed between its read and the mark.
 const MARK_ATTEMPTS: usize = 5;
@@ -32,7 +33,7 @@ enum Marked {
 }
 
 /// Mark item `id` of partition `pk` in `posts` deleted, conditional on the version read, so that
-/// of two concurrent deletes only one counts as the deletion (and lowers the post's counter).
+/// of two concurrent deletes only one counts as the deletion (and recounts the post).
 /// `read`: the item as the caller just read it, if it did (saves reading it again).
 async fn mark_in_post(
     store: &dyn Store,
@@ -69,15 +70,35 @@ async fn mark_in_post(
     )))
 }
 
-/// Lower the post's counter after this request deleted one of its items. Best effort, like the
-/// increment: the posts projection recounts when the mark arrives.
-async fn lower(store: &dyn Store, post_id: &str, counter: &str) {
-    let ops = [PatchOp::incr(counter, -1)];
-    if let Err(e) = store
-        .patch(Container::Posts, post_id, post_id, &ops, None)
-        .await
-    {
-        tracing::warn!(error = %e, post = post_id, counter, "counter decrement failed; the change feed recount will fix it");
+/// Make the post's counter right after this request deleted one of its items: set it to the
+/// number of live items, as the posts projection's recount does. A set, not a decrement: the
+/// projection may see the mark first and recount already, and two decrements would count the
+/// deletion twice. Only if the post is still at the version read (a concurrent increment wins
+/// and is recounted in turn). Best effort, like the increment: the recount repeats it.
+async fn recount(store: &dyn Store, post_id: &str, counted: Counted) {
+    let result = async {
+        let Some(post) = store.read(Container::Posts, post_id, post_id).await? else {
+            return Ok(());
+        };
+        let q = Query::partition(post_id).of_kind(counted.kind()).live();
+        let n = store.count(Container::Posts, &q).await?;
+        let field = counted.path().trim_start_matches('/');
+        if post.get(field).and_then(Value::as_u64) == Some(n) {
+            return Ok(());
+        }
+        let etag = post.get("_etag").and_then(Value::as_str);
+        let ops = [PatchOp::set(counted.path(), n)];
+        match store
+            .patch(Container::Posts, post_id, post_id, &ops, etag)
+            .await
+        {
+            Ok(_) | Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, post = post_id, counter = counted.path(), "counter recount failed; the change feed recount will fix it");
     }
 }
 
@@ -112,7 +133,7 @@ pub async fn delete_like(
     })?;
     let id = Like::id_of(user_id.as_str());
     if let Marked::Now = mark_in_post(&*s.store, post_id.as_str(), &id, Kind::Like, None).await? {
-        lower(&*s.store, post_id.as_str(), "/likeCount").await;
+        recount(&*s.store, post_id.as_str(), Counted::Likes).await;
     }
     Ok(no_content())
 }
@@ -167,7 +188,7 @@ pub async fn delete_comment(
     .await?
     {
         Marked::Now => {
-            lower(store, post_id.as_str(), "/commentCount").await;
+            recount(store, post_id.as_str(), Counted::Comments).await;
             Ok(no_content())
         }
         Marked::Already => Err(ApiError::not_found("comment", comment_id.as_str())),
