@@ -6,11 +6,20 @@ use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
 mod chars;
+mod deletion;
+mod items;
 
-/// The feed holds this many posts.
+pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
+pub use items::{Comment, Kind, Like, Post, User};
+
+/// The feed shows this many posts.
 pub const FEED_SIZE: usize = 100;
+/// The feed container keeps this many, so that deleting a few of the newest posts does not
+/// shrink the feed below [`FEED_SIZE`] (the next-newest are already there).
+pub const FEED_KEEP: usize = FEED_SIZE + 20;
 
-/// The partition key of every item in `feed` (partitioned by `/type`: all of them are posts).
+/// The partition key of every item in `feed` (partitioned by `/type`: all of them are posts,
+/// so it is [`Kind::Post`]'s name).
 pub const FEED_PK: &str = "post";
 /// Short-form content is at most this many characters (including the ellipsis).
 pub const SHORT_CONTENT_CHARS: usize = 200;
@@ -195,106 +204,18 @@ pub fn format_time(t: time::OffsetDateTime) -> String {
     )
 }
 
-/// The id of `userId`'s like on a post: derived from the user, so a repeat like is a conflict.
-pub fn like_id(user_id: &str) -> String {
-    format!("like-{user_id}")
-}
-
-// Item shapes. Stored items carry `type` and their partition key; responses drop system
-// properties (see `public`).
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct User {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub user_id: String,
-    pub username: String,
-    /// Bumped by every rename, in the rename's own patch.
-    #[serde(default)]
-    pub rename_version: u64,
-    /// The `renameVersion` whose name the fan-out has carried to every item of this user. A
-    /// fan-out is owed while it is missing or lower than `renameVersion`. Internal: neither
-    /// version is returned to clients.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub propagated_version: Option<u64>,
-}
-
-impl User {
-    /// A new user: nothing carries their name yet, so there is nothing to propagate either.
-    pub fn new(id: &Id, username: &Username) -> Self {
-        User {
-            id: id.to_string(),
-            kind: "user".into(),
-            user_id: id.to_string(),
-            username: username.as_str().to_string(),
-            rename_version: 0,
-            propagated_version: Some(0),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Post {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub post_id: String,
-    pub user_id: String,
-    pub user_username: String,
-    pub title: String,
-    pub content: String,
-    pub comment_count: u64,
-    pub like_count: u64,
-    pub creation_date: String,
-}
-
-impl Post {
-    /// The short form kept in `users` and `feed`: the same post with `content` cut.
-    pub fn summary(&self) -> Post {
-        Post {
-            content: short_content(&self.content),
-            ..self.clone()
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Comment {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub post_id: String,
-    pub user_id: String,
-    pub user_username: String,
-    pub content: String,
-    pub creation_date: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Like {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub post_id: String,
-    pub user_id: String,
-    pub user_username: String,
-    pub creation_date: String,
-}
-
 pub fn to_value<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).expect("domain types serialize")
 }
 
 /// Properties the service keeps for itself.
-const INTERNAL_FIELDS: [&str; 4] = [
-    "type",
+const INTERNAL_FIELDS: [&str; 6] = [
+    Kind::FIELD,
     "renameVersion",
     "propagatedVersion",
+    // Never on what is returned (tombstones are hidden), named here all the same.
+    DELETED,
+    "ttl",
     // Written by versions before the rename version; still found on older user items.
     "propagatedUsername",
 ];

@@ -40,6 +40,10 @@ pub enum ApiError {
     /// 409: the write conflicts with the current state.
     #[error("{0}")]
     Conflict(String),
+    /// 409 with `Retry-After`: the account is still being erased; its identity may create a
+    /// user again once the erasure is complete.
+    #[error("{0}")]
+    Erasing(String),
     /// 412: `If-Match` names a version of the item that is no longer current.
     #[error("{0}")]
     PreconditionFailed(String),
@@ -146,7 +150,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::Erasing(_) => StatusCode::CONFLICT,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -234,7 +238,7 @@ impl IntoResponse for ApiError {
             ApiError::Throttled { retry_after }
             | ApiError::Unavailable { retry_after }
             | ApiError::IdentityUnavailable { retry_after } => Some(*retry_after),
-            ApiError::TimedOut(_) => Some(Duration::from_secs(1)),
+            ApiError::TimedOut(_) | ApiError::Erasing(_) => Some(Duration::from_secs(1)),
             _ => None,
         };
         if let Some(retry_after) = retry_after {

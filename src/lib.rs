@@ -4,14 +4,15 @@
 //!
 //! Where each part lives:
 //! - [`settings`]: environment variables (README, "Settings"); [`telemetry`]: logging to stdout.
-//! - [`domain`]: validated inputs, item shapes, short-form content, timestamps.
+//! - [`domain`]: validated inputs, the four kinds of item and their shapes, soft deletes (the
+//!   mark a deleted item carries), short-form content, timestamps.
 //! - [`store`]: the Cosmos-shaped [`store::Store`] trait, its embedded SQLite implementation and
 //!   the per-request accounting behind `x-store-operations` / `x-request-charge`.
 //! - [`auth`]: who is calling (`BLOG_AUTH`): bearer tokens, Easy Auth, the `Caller` of a write.
 //! - [`api`]: the HTTP routes (README, "The API"); [`error`]: the one error type (problem+json).
-//! - [`projection`]: the change-feed denormalizations (copies, names, counters), planned as
-//!   pure functions and applied through the store; [`pump`]: the in-process change-feed follower that drives
-//!   them standalone; [`functions`]: the same projections invoked by the Functions host's
+//! - [`projection`]: the change-feed denormalizations (copies, names, counters) and what a
+//!   deletion implies, planned as pure functions and applied through the store; [`pump`]: the
+//!   in-process change-feed follower that drives them standalone; [`functions`]: the same projections invoked by the Functions host's
 //!   Cosmos DB triggers.
 //! - [`startup`]: bind, build the store, start the pump, serve; [`server`]: the HTTP server
 //!   with its timeouts, connection cap and graceful shutdown.

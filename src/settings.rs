@@ -1,5 +1,9 @@
 //! Settings from the environment (the table in the README's "Settings" section). A malformed
 //! value is an error naming the setting; secrets never print.
+//!
+//! Longer than most files (about 570 lines before its tests) on purpose: it is the one place
+//! where every setting is read, checked and given its default, in the README table's order, so
+//! that the table and the code can be compared side by side.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -95,6 +99,10 @@ pub struct AuthSettings {
     /// (`WEBSITE_AUTH_ENABLED` is not true): nothing strips client-sent `X-MS-CLIENT-PRINCIPAL*`
     /// headers, so `easyauth` must not trust them.
     pub platform_auth_off: bool,
+    /// Running in Azure (`WEBSITE_SITE_NAME` set). Under the Functions host without it (`func
+    /// start` on a developer's machine) no App Service authentication stands in front of the
+    /// handler, so nothing strips client-sent `X-MS-CLIENT-PRINCIPAL*` headers.
+    pub in_azure: bool,
 }
 
 impl Default for AuthSettings {
@@ -107,6 +115,7 @@ impl Default for AuthSettings {
             client_id: None,
             scopes: Vec::new(),
             platform_auth_off: false,
+            in_azure: false,
         }
     }
 }
@@ -444,6 +453,7 @@ fn auth_settings(
                     .collect()
             })
             .unwrap_or_default(),
+        in_azure: get("WEBSITE_SITE_NAME").is_some(),
         platform_auth_off: get("WEBSITE_SITE_NAME").is_some()
             && !matches!(
                 flag("WEBSITE_AUTH_ENABLED", get("WEBSITE_AUTH_ENABLED")),

@@ -163,22 +163,29 @@ export async function post(ctx, id) {
   }
   show();
 
-  // Likes: who liked, and a like button (a second like is answered with the first one).
+  // Likes: who liked, and a like button (a second like is answered with the first one); pressed,
+  // it takes the like back.
   const likedBy = h('p', { class: 'liked-by' });
   const likeNote = status();
   const likeButton = h('button', { type: 'button', id: 'like', 'aria-pressed': 'false' }, 'Like');
+  let liked = false;
   async function loadLikes() {
     const { data } = await api('GET', listPath(`posts/${seg(id)}/likes`, null, 100));
-    const mine = session.user && data.items.some((l) => l.userId === session.user.id);
-    likeButton.setAttribute('aria-pressed', String(Boolean(mine)));
-    put(likeButton, mine ? 'Liked' : 'Like');
+    liked = Boolean(session.user && data.items.some((l) => l.userId === session.user.id));
+    likeButton.setAttribute('aria-pressed', String(liked));
+    put(likeButton, liked ? 'Liked' : 'Like');
     put(likedBy, data.items.length ? ['Liked by ', data.items.map((l) => l.userUsername).join(', '), data.continuationToken ? ' and others' : ''] : 'No likes yet.');
   }
   likeButton.addEventListener('click', async () => {
     likeButton.disabled = true;
     try {
-      const r = await api('POST', `posts/${seg(id)}/likes`, { body: writer() });
-      put(likeNote, r.status === 201 ? 'Liked.' : 'You had already liked this post: the count stays the same.');
+      if (liked) {
+        await api('DELETE', `posts/${seg(id)}/likes/${seg(session.user.id)}`);
+        put(likeNote, 'Like taken back.');
+      } else {
+        const r = await api('POST', `posts/${seg(id)}/likes`, { body: writer() });
+        put(likeNote, r.status === 201 ? 'Liked.' : 'You had already liked this post: the count stays the same.');
+      }
       await Promise.all([reload(), loadLikes()]);
     } catch (e) {
       put(likeNote, e.message);
@@ -187,11 +194,32 @@ export async function post(ctx, id) {
     }
   });
 
-  // Comments, oldest first, and a form to add one.
+  // Comments, oldest first, and a form to add one. Their author and the post's may delete one.
+  const mayDelete = (c) => session.user && (session.user.id === c.userId || session.user.id === p.userId);
+  function deleteButton(c, li) {
+    const b = h('button', { type: 'button', class: 'secondary delete', 'aria-label': `Delete the comment of ${when(c.creationDate)}` }, 'Delete');
+    b.addEventListener('click', async () => {
+      if (!confirm('Delete this comment?')) return;
+      b.disabled = true;
+      try {
+        await api('DELETE', `posts/${seg(id)}/comments/${seg(c.id)}`);
+        put(li, h('p', { class: 'muted' }, 'Comment deleted.'));
+        await reload();
+      } catch (e) {
+        put(likeNote, e.message);
+        b.disabled = false;
+      }
+    });
+    return b;
+  }
   const comments = pagedList(
     'Comments',
     async (t) => (await api('GET', listPath(`posts/${seg(id)}/comments`, t))).data,
-    (c) => h('li', { class: 'comment' }, h('p', { class: 'meta' }, authorLink(c), ' · ', when(c.creationDate)), h('p', { class: 'text' }, c.content)),
+    (c) => {
+      const li = h('li', { class: 'comment' }, h('p', { class: 'meta' }, authorLink(c), ' · ', when(c.creationDate)), h('p', { class: 'text' }, c.content));
+      if (mayDelete(c)) li.append(deleteButton(c, li));
+      return li;
+    },
     'No comments yet.',
   );
   let commentForm = needUser('comment');
@@ -211,10 +239,23 @@ export async function post(ctx, id) {
     );
   }
 
-  // Editing, for the author: If-Match with the ETag the post was read with, when there is one.
+  // Editing and deleting, for the author: If-Match with the ETag the post was read with.
   const editArea = h('div');
   let editButton = null;
+  let deletePost = null;
   if (session.user && session.user.id === p.userId) {
+    deletePost = h('button', { type: 'button', id: 'delete-post', class: 'secondary' }, 'Delete');
+    deletePost.addEventListener('click', async () => {
+      if (!confirm('Delete this post with its comments and likes?')) return;
+      deletePost.disabled = true;
+      try {
+        await api('DELETE', `posts/${seg(id)}`);
+        location.hash = '#/';
+      } catch (e) {
+        put(likeNote, e.message);
+        deletePost.disabled = false;
+      }
+    });
     editButton = h('button', { type: 'button', id: 'edit' }, 'Edit');
     editButton.addEventListener('click', () => {
       editButton.hidden = true;
@@ -256,7 +297,7 @@ export async function post(ctx, id) {
       feedState,
       body,
       h('p', { class: 'meta counts' }, likeCount, ' · ', commentCount),
-      h('div', { class: 'actions' }, session.user ? likeButton : null, editButton),
+      h('div', { class: 'actions' }, session.user ? likeButton : null, editButton, deletePost),
       session.user ? null : needUser('like'),
       likeNote,
       editArea,

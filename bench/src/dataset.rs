@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use blog::domain::FEED_PK;
-use blog::domain::{self, Comment, Like, Post, User};
+use blog::domain::{self, Comment, Kind, Like, Post, User};
 use blog::projection::plan::Counted;
-use blog::projection::{self, FeedEntry, PostsFacts, Write};
+use blog::projection::{self, PostsFacts, Write};
 use blog::store::{BatchOp, Container, Query, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::seq::index;
@@ -58,7 +58,7 @@ pub struct DatasetSummary {
     pub likes: usize,
     /// Short-form post copies in `users` (one per post).
     pub user_post_copies: usize,
-    /// Short-form copies in `feed` (the newest, at most 100).
+    /// Short-form copies in `feed` (the newest, at most `FEED_KEEP`).
     pub feed_copies: usize,
     /// Every item written.
     pub items: usize,
@@ -227,7 +227,7 @@ impl Generator {
                         let by = self.users.choose(rng).expect("users");
                         Comment {
                             id: new_id(rng),
-                            kind: "comment".into(),
+                            kind: Kind::Comment,
                             post_id: post_id.clone(),
                             user_id: by.id.clone(),
                             user_username: by.username.clone(),
@@ -243,8 +243,8 @@ impl Generator {
                     .map(|i| {
                         let by = &self.users[i];
                         Like {
-                            id: domain::like_id(&by.id),
-                            kind: "like".into(),
+                            id: Like::id_of(&by.id),
+                            kind: Kind::Like,
                             post_id: post_id.clone(),
                             user_id: by.id.clone(),
                             user_username: by.username.clone(),
@@ -254,7 +254,7 @@ impl Generator {
                     .collect();
                 let post = Post {
                     id: post_id.clone(),
-                    kind: "post".into(),
+                    kind: Kind::Post,
                     post_id,
                     user_id: author.id.clone(),
                     user_username: author.username.clone(),
@@ -288,16 +288,10 @@ pub fn comment_text(rng: &mut Pcg64) -> String {
 struct Feed(BTreeMap<(String, String), Value>);
 
 impl Feed {
-    /// Newest first, as `plan_posts` expects the feed it reads.
-    fn entries(&self) -> Vec<FeedEntry> {
-        self.0
-            .keys()
-            .rev()
-            .map(|(creation_date, id)| FeedEntry {
-                id: id.clone(),
-                creation_date: creation_date.clone(),
-            })
-            .collect()
+    /// Newest first.
+    #[cfg(test)]
+    fn ids(&self) -> Vec<String> {
+        self.0.keys().rev().map(|(_, id)| id.clone()).collect()
     }
 }
 
@@ -306,8 +300,10 @@ fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
 }
 
 /// The copies the change feed would write for `author`'s posts, planned by the product's own
-/// planner against the loaded state: the `users` items to create, and the feed updated in
-/// place. The counters and names being right already, the plan must patch nothing.
+/// planner against the loaded state: the `users` items to create. The counters and names being
+/// right already, the plan must patch nothing. The feed is what the projection converges to,
+/// the [`domain::FEED_KEEP`] newest posts, updated in place (authors are loaded out of time
+/// order, which the projection never sees, so its feed rule is not replayed here).
 fn plan_copies(
     author: &UserRef,
     posts: &[PostData],
@@ -332,9 +328,15 @@ fn plan_copies(
             })
             .collect(),
         usernames: HashMap::from([(author.id.clone(), author.username.clone())]),
-        feed: feed.entries(),
         ..PostsFacts::default()
     };
+    for p in posts {
+        let key = (p.post.creation_date.clone(), p.post.id.clone());
+        feed.0.insert(key, domain::to_value(&p.post.summary()));
+        while feed.0.len() > domain::FEED_KEEP {
+            feed.0.pop_first();
+        }
+    }
     let mut copies = Vec::new();
     for w in projection::plan_posts(&changes, &facts) {
         match w {
@@ -345,20 +347,8 @@ fn plan_copies(
             } => copies.push(item),
             Write::Upsert {
                 container: Container::Feed,
-                item,
                 ..
-            } => {
-                let key = (
-                    str_of(&item, "creationDate").to_string(),
-                    str_of(&item, "id").to_string(),
-                );
-                feed.0.insert(key, item);
-            }
-            Write::Delete {
-                container: Container::Feed,
-                id,
-                ..
-            } => feed.0.retain(|(_, k), _| *k != id),
+            } => {}
             other => bail!(
                 "the generated data is not converged: the projection plans {}",
                 other.target()
@@ -456,7 +446,7 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
         summary.user_post_copies += copies.len();
         let user_item = User {
             id: user.id.clone(),
-            kind: "user".into(),
+            kind: Kind::User,
             user_id: user.id.clone(),
             username: user.username.clone(),
             rename_version: 0,
@@ -646,7 +636,7 @@ mod tests {
                 assert_eq!(p.post.comment_count as usize, p.comments.len());
                 assert_eq!(p.post.like_count as usize, p.likes.len());
                 for l in &p.likes {
-                    assert_eq!(l.id, domain::like_id(&l.user_id));
+                    assert_eq!(l.id, Like::id_of(&l.user_id));
                     assert!(l.creation_date >= p.post.creation_date);
                 }
             }
@@ -654,7 +644,7 @@ mod tests {
     }
 
     #[test]
-    fn the_feed_keeps_the_newest_hundred_and_copies_are_short() {
+    fn the_feed_keeps_the_newest_and_copies_are_short() {
         let mut g = Generator::new(3, 10, 1_800_000_000_000);
         let mut feed = Feed::default();
         let mut all = Vec::new();
@@ -669,8 +659,8 @@ mod tests {
             all.extend(posts.into_iter().map(|p| p.post));
         }
         all.sort_by(|a, b| (&b.creation_date, &b.id).cmp(&(&a.creation_date, &a.id)));
-        let newest: Vec<_> = all.iter().take(domain::FEED_SIZE).map(|p| &p.id).collect();
-        let in_feed: Vec<_> = feed.entries().into_iter().map(|e| e.id).collect();
+        let newest: Vec<_> = all.iter().take(domain::FEED_KEEP).map(|p| &p.id).collect();
+        let in_feed = feed.ids();
         assert_eq!(in_feed.iter().collect::<Vec<_>>(), newest);
     }
 }

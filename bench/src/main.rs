@@ -195,8 +195,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let baseline = bench.http_baseline().await?;
         let [q1, q2, q3, q4, q5, q6] = bench.reads().await?;
         phases.done("reads");
-        let [c1, c2, c3, c4] = bench.writes().await?;
+        let ([c1, c2, c3, c4], likes) = bench.writes().await?;
         phases.done("writes");
+        let [d1, d2, d3, d4] = bench.deletes(&likes).await?;
+        phases.done("deletes");
         let lag = bench.lag().await?;
         phases.done("lag");
         let lag_under_load = bench.lag_under_load().await?;
@@ -205,7 +207,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("throughput");
         let feed_snapshot = bench.feed_snapshot(&q6).await?;
         phases.done("feed snapshot");
-        let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6];
+        let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4];
         anyhow::Ok((
             baseline,
             rows,

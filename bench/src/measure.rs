@@ -2,6 +2,9 @@
 //! (`blog::store::metrics`, the same accounting behind `x-store-operations`), and the partitions
 //! it touched (a wrapper around the store that notes every partition key an operation names,
 //! or the container when a query fans out across partitions).
+//!
+//! (About 430 lines: the statistics, the partition-noting store wrapper and the HTTP client share
+//! the one `Sample` they all produce.)
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -307,6 +310,14 @@ impl Req {
             method: Method::POST,
             path: path.into(),
             body: Some(body),
+        }
+    }
+
+    pub fn delete(path: impl Into<String>) -> Req {
+        Req {
+            method: Method::DELETE,
+            path: path.into(),
+            body: None,
         }
     }
 

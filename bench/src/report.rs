@@ -21,7 +21,7 @@ pub struct Report {
     pub verification: Option<Verification>,
     /// A request that does no store work (`GET /`): the HTTP share of every V3 latency.
     pub http_baseline: Latency,
-    /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6.
+    /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6; then the deletes D1–D4 (V3 only).
     pub rows: Vec<Row>,
     pub change_feed_lag: Lag,
     pub change_feed_lag_under_load: LagUnderLoad,
@@ -81,12 +81,13 @@ pub struct Latency {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
-    /// `C1` … `Q6`.
+    /// `C1` … `Q6`, `D1` … `D4` (the deletes, which V1 does not have).
     pub request: &'static str,
     pub title: &'static str,
     /// The V3 route measured.
     pub route: String,
-    pub v1: Stats,
+    /// `None` for a request V1 has no counterpart of (the deletes).
+    pub v1: Option<Stats>,
     pub v3: Stats,
     /// Writes only: how long the change feed took to apply what each version's requests
     /// set off (V1 writes trigger the product's projections too: they land in `posts`).
@@ -197,7 +198,9 @@ pub fn markdown(r: &Report) -> String {
             out,
             "| **[{}]** | {} | {} |",
             row.request,
-            cells(&row.v1),
+            row.v1
+                .as_ref()
+                .map_or_else(|| "— | — | — | —".to_string(), cells),
             cells(&row.v3)
         );
     }

@@ -2,7 +2,7 @@
 //! measures V3 over HTTP and V1 against the store on the same drawn inputs.
 
 use anyhow::bail;
-use blog::domain::{self, Comment, Id, Like, Post, User, Username};
+use blog::domain::{self, Comment, Id, Kind, Like, Post, User, Username};
 use rand::RngExt;
 use serde_json::{json, Value};
 
@@ -31,12 +31,106 @@ impl Bench {
 
     /// C1–C4, letting the change feed settle after each row so that its work is not charged
     /// to the next. C4's likes are by the users C1 created, each version's by its own.
-    pub async fn writes(&mut self) -> anyhow::Result<[Row; 4]> {
+    /// Also returns V3's likes, for D1 to take back.
+    pub async fn writes(&mut self) -> anyhow::Result<([Row; 4], Vec<Value>)> {
         let (c1, v1_users, v3_users) = self.c1().await?;
         let c2 = self.c2().await?;
         let c3 = self.c3().await?;
-        let c4 = self.c4(&v1_users, &v3_users).await?;
-        Ok([c1, c2, c3, c4])
+        let (c4, v3_likes) = self.c4(&v1_users, &v3_users).await?;
+        Ok(([c1, c2, c3, c4], v3_likes))
+    }
+
+    /// D1–D4, V3 only (the article has no deletes): unlike (C4's likes), delete a comment,
+    /// delete a post with its comments and likes, erase an account. What is deleted is made for
+    /// the purpose first (not measured), so the loaded data the other measurements draw from
+    /// stays as it was.
+    pub async fn deletes(&mut self, likes: &[Value]) -> anyhow::Result<[Row; 4]> {
+        let n = self.n();
+        let str_of = |v: &Value, f: &str| v[f].as_str().unwrap_or_default().to_string();
+        let reqs = likes
+            .iter()
+            .take(n)
+            .map(|l| {
+                Req::delete(format!(
+                    "/api/posts/{}/likes/{}",
+                    str_of(l, "postId"),
+                    str_of(l, "userId")
+                ))
+            })
+            .collect();
+        let d1 = self.row_v3("D1", "Unlike a post", reqs).await?;
+
+        let (posts, authors) = (self.posts(n), self.users(n));
+        let mut reqs = Vec::with_capacity(n);
+        for i in 0..n {
+            let body = json!({ "userId": authors[i].id, "content": "to be deleted" });
+            let c = self
+                .client
+                .send(&Req::post(
+                    format!("/api/posts/{}/comments", posts[i]),
+                    body,
+                ))
+                .await?
+                .body;
+            reqs.push(Req::delete(format!(
+                "/api/posts/{}/comments/{}",
+                posts[i],
+                str_of(&c, "id")
+            )));
+        }
+        self.settle().await?;
+        let d2 = self.row_v3("D2", "Delete a comment", reqs).await?;
+
+        // Posts like the article's average: a few comments and likes each.
+        let (authors, fans) = (self.users(n), self.users(3 * n));
+        let mut reqs = Vec::with_capacity(n);
+        for i in 0..n {
+            let body = json!({ "userId": authors[i].id, "title": "to be deleted", "content": "c" });
+            let p = self.client.send(&Req::post("/api/posts", body)).await?.body;
+            let p = str_of(&p, "id");
+            for fan in &fans[3 * i..3 * i + 3] {
+                let body = json!({ "userId": fan.id, "content": "c" });
+                let path = format!("/api/posts/{p}/comments");
+                self.client.send(&Req::post(path, body)).await?;
+                let path = format!("/api/posts/{p}/likes");
+                self.client
+                    .send(&Req::post(path, json!({ "userId": fan.id })))
+                    .await?;
+            }
+            reqs.push(Req::delete(format!("/api/posts/{p}")));
+        }
+        self.settle().await?;
+        let d3 = self.row_v3("D3", "Delete a post", reqs).await?;
+
+        // Accounts with two posts (each commented by another user) and three comments and a
+        // like on other posts.
+        let (others, targets) = (self.users(2 * n), self.posts(4 * n));
+        let mut reqs = Vec::with_capacity(n);
+        for i in 0..n {
+            let body = json!({ "username": format!("leaving-{i}") });
+            let u = self.client.send(&Req::post("/api/users", body)).await?.body;
+            let u = str_of(&u, "id");
+            for other in &others[2 * i..2 * i + 2] {
+                let body = json!({ "userId": u, "title": "mine", "content": "c" });
+                let p = self.client.send(&Req::post("/api/posts", body)).await?.body;
+                let path = format!("/api/posts/{}/comments", str_of(&p, "id"));
+                let body = json!({ "userId": other.id, "content": "c" });
+                self.client.send(&Req::post(path, body)).await?;
+            }
+            for t in &targets[4 * i..4 * i + 3] {
+                let body = json!({ "userId": u, "content": "c" });
+                let path = format!("/api/posts/{t}/comments");
+                self.client.send(&Req::post(path, body)).await?;
+            }
+            let path = format!("/api/posts/{}/likes", targets[4 * i + 3]);
+            self.client
+                .send(&Req::post(path, json!({ "userId": u })))
+                .await?;
+            reqs.push(Req::delete(format!("/api/users/{u}")));
+        }
+        self.settle().await?;
+        let d4 = self.row_v3("D4", "Erase an account", reqs).await?;
+        Ok([d1, d2, d3, d4])
     }
 
     /// Q1: retrieve a user.
@@ -193,7 +287,7 @@ impl Bench {
                     let id = Id::new();
                     let post = Post {
                         id: id.to_string(),
-                        kind: "post".into(),
+                        kind: Kind::Post,
                         post_id: id.to_string(),
                         user_id: author.id,
                         user_username: String::new(),
@@ -231,7 +325,7 @@ impl Bench {
                 let store = store.clone();
                 let comment = Comment {
                     id: Id::new().to_string(),
-                    kind: "comment".into(),
+                    kind: Kind::Comment,
                     post_id: posts[i].clone(),
                     user_id: authors[i].id.clone(),
                     user_username: String::new(),
@@ -245,8 +339,12 @@ impl Bench {
     }
 
     /// C4: like a post, by users no one has liked it with yet (each version's C1 users), so
-    /// every like is a first like (201).
-    async fn c4(&mut self, v1_users: &[Value], v3_users: &[Value]) -> anyhow::Result<Row> {
+    /// every like is a first like (201). Returns V3's likes too.
+    async fn c4(
+        &mut self,
+        v1_users: &[Value],
+        v3_users: &[Value],
+    ) -> anyhow::Result<(Row, Vec<Value>)> {
         let n = self.n();
         let store = self.store.clone();
         let id_of = |v: &Value| v["id"].as_str().unwrap_or_default().to_string();
@@ -265,8 +363,8 @@ impl Bench {
             .row("C4", "Like a post", reqs, |i| {
                 let store = store.clone();
                 let like = Like {
-                    id: domain::like_id(&v1_likers[i]),
-                    kind: "like".into(),
+                    id: Like::id_of(&v1_likers[i]),
+                    kind: Kind::Like,
                     post_id: posts[i].clone(),
                     user_id: v1_likers[i].clone(),
                     user_username: String::new(),
@@ -278,6 +376,6 @@ impl Bench {
         if v3_likes.iter().any(|l| l["userUsername"].is_null()) {
             bail!("a V3 like came back without its author's name");
         }
-        Ok(row)
+        Ok((row, v3_likes))
     }
 }

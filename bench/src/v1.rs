@@ -16,7 +16,7 @@
 //! partition), not a point read. The denormalized fields the data carries are ignored.
 
 use anyhow::Context as _;
-use blog::domain::{self, public, short_content, Comment, Like, Post, User};
+use blog::domain::{self, public, short_content, Comment, Kind, Like, Post, User};
 use blog::store::{Container, Order, Query, Store};
 use serde_json::{json, Value};
 
@@ -95,8 +95,8 @@ async fn username(store: &dyn Store, user_id: &str) -> anyhow::Result<Value> {
         .unwrap_or(Value::Null))
 }
 
-async fn count(store: &dyn Store, post_id: &str, kind: &str) -> anyhow::Result<u64> {
-    let q = Query::partition(post_id).eq("type", kind);
+async fn count(store: &dyn Store, post_id: &str, kind: Kind) -> anyhow::Result<u64> {
+    let q = Query::partition(post_id).of_kind(kind);
     Ok(store.count(Container::Posts, &q).await?)
 }
 
@@ -104,8 +104,8 @@ async fn count(store: &dyn Store, post_id: &str, kind: &str) -> anyhow::Result<u
 async fn aggregate(store: &dyn Store, post: Value, short: bool) -> anyhow::Result<Value> {
     let post_id = str_of(&post, "postId").to_string();
     let name = username(store, str_of(&post, "userId")).await?;
-    let comments = count(store, &post_id, "comment").await?;
-    let likes = count(store, &post_id, "like").await?;
+    let comments = count(store, &post_id, Kind::Comment).await?;
+    let likes = count(store, &post_id, Kind::Like).await?;
     let mut post = v1_item(public(post));
     if let Some(o) = post.as_object_mut() {
         if short {
@@ -139,7 +139,7 @@ async fn aggregate_all(store: &dyn Store, posts: Vec<Value>) -> anyhow::Result<V
 /// Q3: the user's posts (a query across every partition of `posts`), each aggregated.
 pub async fn user_posts(store: &dyn Store, user_id: &str, limit: u32) -> anyhow::Result<Value> {
     let q = Query::cross_partition()
-        .eq("type", "post")
+        .of_kind(Kind::Post)
         .eq("userId", user_id)
         .order_by_creation(Order::Desc)
         .limit(limit);
@@ -151,11 +151,11 @@ pub async fn user_posts(store: &dyn Store, user_id: &str, limit: u32) -> anyhow:
 async fn in_post(
     store: &dyn Store,
     post_id: &str,
-    kind: &str,
+    kind: Kind,
     limit: u32,
 ) -> anyhow::Result<Value> {
     let q = Query::partition(post_id)
-        .eq("type", kind)
+        .of_kind(kind)
         .order_by_creation(Order::Asc)
         .limit(limit);
     let page = store.query(Container::Posts, &q).await?;
@@ -172,18 +172,18 @@ async fn in_post(
 }
 
 pub async fn comments(store: &dyn Store, post_id: &str, limit: u32) -> anyhow::Result<Value> {
-    in_post(store, post_id, "comment", limit).await
+    in_post(store, post_id, Kind::Comment, limit).await
 }
 
 pub async fn likes(store: &dyn Store, post_id: &str, limit: u32) -> anyhow::Result<Value> {
-    in_post(store, post_id, "like", limit).await
+    in_post(store, post_id, Kind::Like, limit).await
 }
 
 /// Q6: the newest posts (a query across every partition of `posts`, ordered by date), each
 /// aggregated.
 pub async fn feed(store: &dyn Store, limit: u32) -> anyhow::Result<Value> {
     let q = Query::cross_partition()
-        .eq("type", "post")
+        .of_kind(Kind::Post)
         .order_by_creation(Order::Desc)
         .limit(limit);
     let page = store.query(Container::Posts, &q).await?;

@@ -101,6 +101,9 @@ var containers = [
         {
           path: '/userUsername/?'
         }
+        {
+          path: '/deleted/?'
+        }
       ]
       excludedPaths: excludeAll
       compositeIndexes: typeThenNewest
@@ -127,6 +130,9 @@ var containers = [
         }
         {
           path: '/userUsername/?'
+        }
+        {
+          path: '/deleted/?'
         }
       ]
       excludedPaths: excludeAll
@@ -239,6 +245,10 @@ resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
         version: 2
       }
       indexingPolicy: c.indexingPolicy
+      // Time to live on, with no default expiry (-1): only items that carry a `ttl` expire.
+      // A deleted user, post, comment or like is marked (`deleted: true`, `ttl`) for the change
+      // feed to carry, and Cosmos DB removes the mark when it expires.
+      defaultTtl: -1
     }
     options: {}
   }

@@ -49,6 +49,23 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
     }
 }
 
+/// The two ids in a route's path (`{postId}` and then `{commentId}` or `{userId}`), validated.
+pub struct PathIds(pub Id, pub Id);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathIds {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path((a, b)) = Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        Ok(PathIds(
+            Id::parse("id in the path", &a)?,
+            Id::parse("id in the path", &b)?,
+        ))
+    }
+}
+
 /// Paging parameters of the list requests: `limit` (1..=100) and `continuationToken`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Paging {

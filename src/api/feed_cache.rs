@@ -11,11 +11,15 @@
 //!   `BLOG_FEED_CACHE_MS`, so each instance queries the feed at most a few times a second
 //!   whatever its request rate.
 //!
+//! A deletion in this process drops the snapshots at once ([`FeedCache::forget`]): a deleted post
+//! must not show in a later answer, even from a snapshot.
+//!
 //! A maximum age of 0 turns snapshots off on every store (the bench measures the query that way).
 //!
 //! An answer from the snapshot made no store call, and says so: `x-store-operations: 0`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -33,6 +37,8 @@ pub struct FeedCache {
     max_age: Duration,
     /// First pages by `limit` (1..=100, so at most 100 entries).
     pages: Mutex<HashMap<u32, Snapshot>>,
+    /// Bumped by [`FeedCache::forget`]: a snapshot stamped before is dropped.
+    forgotten: AtomicU64,
 }
 
 /// When a page was read: taken *before* the query, so that a commit during the query makes
@@ -40,6 +46,7 @@ pub struct FeedCache {
 #[derive(Debug, Clone, Copy)]
 pub struct Stamp {
     version: u64,
+    forgotten: u64,
     at: Instant,
 }
 
@@ -54,6 +61,7 @@ impl FeedCache {
             changes: store.change_notifier(Container::Feed),
             max_age,
             pages: Mutex::new(HashMap::new()),
+            forgotten: AtomicU64::new(0),
         }
     }
 
@@ -67,6 +75,9 @@ impl FeedCache {
     }
 
     fn holds(&self, stamp: &Stamp) -> bool {
+        if stamp.forgotten != self.forgotten.load(Ordering::Acquire) {
+            return false;
+        }
         match &self.changes {
             Some(_) => stamp.version == self.version(),
             None => stamp.at.elapsed() < self.max_age,
@@ -89,8 +100,16 @@ impl FeedCache {
     pub fn stamp(&self) -> Stamp {
         Stamp {
             version: self.version(),
+            forgotten: self.forgotten.load(Ordering::Acquire),
             at: Instant::now(),
         }
+    }
+
+    /// Drop every snapshot, and any a query already under way would keep: call after deleting
+    /// a post, whose feed entry the request itself removed.
+    pub fn forget(&self) {
+        self.forgotten.fetch_add(1, Ordering::AcqRel);
+        self.pages.lock().expect("feed cache lock").clear();
     }
 
     /// Keep `body`, the first page of `limit` items read after `stamp` was taken.

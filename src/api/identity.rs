@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::schema::{ClientConfigSchema, UserSchema};
 use super::AppState;
 use crate::auth::Caller;
-use crate::domain::public;
+use crate::domain::{public, Kind};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::store::Container;
 
@@ -33,7 +33,7 @@ pub async fn get_me(State(s): State<AppState>, caller: Caller) -> ApiResult<Json
         .read(Container::Users, id.as_str(), id.as_str())
         .await?
     {
-        Some(user) if user["type"] == "user" => Ok(Json(public(user))),
+        Some(user) if crate::domain::is_live(&user, Kind::User) => Ok(Json(public(user))),
         _ => Err(ApiError::NotFound(
             "the signed-in caller has no user yet: create it with `POST /api/users`".into(),
         )),

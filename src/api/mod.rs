@@ -1,11 +1,16 @@
 //! The HTTP API under `/api` (the README's API section), plus the readiness answer and the browser
 //! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
+mod comments;
 mod conditional;
 pub mod cors;
+mod deletes;
 mod extract;
+mod feed;
 pub mod feed_cache;
 mod identity;
+mod items;
+mod likes;
 pub mod openapi;
 mod posts;
 mod schema;
@@ -25,7 +30,7 @@ use tracing::Instrument as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use extract::{JsonBody, Paging, PathId};
+pub use extract::{JsonBody, Paging, PathId, PathIds};
 
 use crate::auth::{ActingUser, Auth};
 use crate::domain::public;
@@ -82,13 +87,23 @@ impl AppState {
 pub fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(users::create_user))
-        .routes(routes!(users::get_user, users::rename_user))
+        .routes(routes!(
+            users::get_user,
+            users::rename_user,
+            deletes::delete_user
+        ))
         .routes(routes!(users::list_user_posts))
         .routes(routes!(posts::create_post))
-        .routes(routes!(posts::get_post, posts::update_post))
-        .routes(routes!(posts::list_comments, posts::create_comment))
-        .routes(routes!(posts::list_likes, posts::create_like))
-        .routes(routes!(posts::get_feed))
+        .routes(routes!(
+            posts::get_post,
+            posts::update_post,
+            deletes::delete_post
+        ))
+        .routes(routes!(comments::list_comments, comments::create_comment))
+        .routes(routes!(likes::list_likes, likes::create_like))
+        .routes(routes!(deletes::delete_like))
+        .routes(routes!(deletes::delete_comment))
+        .routes(routes!(feed::get_feed))
         .routes(routes!(identity::get_me))
         .routes(routes!(identity::get_config))
         .routes(routes!(openapi::get_api_description))
@@ -241,7 +256,9 @@ async fn read_item(
         });
     }
     Ok(match store.read(c, id, id).await? {
+        // A tombstone is no item, whatever `If-None-Match: *` says.
         None => Read::Missing,
+        Some(item) if crate::domain::is_deleted(&item) => Read::Missing,
         Some(item) => match item.get("_etag").and_then(Value::as_str) {
             Some(etag) if if_none_match.as_ref().is_some_and(|m| m.matches(etag)) => {
                 Read::NotModified(etag.to_string())

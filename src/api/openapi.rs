@@ -57,7 +57,7 @@ fn problem(description: &str) -> Value {
 }
 
 /// The answers an operation can get besides its own, by kind of operation.
-fn common_responses(write: bool, has_input: bool) -> Vec<(&'static str, Value)> {
+fn common_responses(write: bool, has_body: bool, has_input: bool) -> Vec<(&'static str, Value)> {
     let mut out = Vec::new();
     if has_input {
         out.push((
@@ -80,6 +80,8 @@ fn common_responses(write: bool, has_input: bool) -> Vec<(&'static str, Value)> 
             "403",
             problem("The caller may not act as the body's `userId`, or has no user yet"),
         ));
+    }
+    if has_body {
         out.push(("413", problem("The body is over 1 MiB")));
         out.push(("415", problem("The body is not sent as `application/json`")));
     }
@@ -134,7 +136,7 @@ fn property_pattern(schema: &str, property: &str) -> Option<&'static str> {
 
 fn parameter_pattern(name: &str) -> Option<&'static str> {
     match name {
-        "userId" | "postId" => Some(ID_PATTERN),
+        "userId" | "postId" | "commentId" => Some(ID_PATTERN),
         "If-Match" => Some(IF_MATCH_PATTERN),
         "If-None-Match" => Some(IF_NONE_MATCH_PATTERN),
         _ => None,
@@ -173,7 +175,8 @@ fn complete(doc: &mut Value) {
             if !METHODS.contains(&method.as_str()) {
                 continue;
             }
-            let write = matches!(method.as_str(), "post" | "put");
+            let has_body = matches!(method.as_str(), "post" | "put");
+            let write = has_body || method == "delete";
             if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
                 for param in params {
                     let name = param["name"].as_str().unwrap_or_default().to_string();
@@ -193,7 +196,7 @@ fn complete(doc: &mut Value) {
             let responses = op["responses"]
                 .as_object_mut()
                 .expect("every operation has responses");
-            for (status, response) in common_responses(write, has_input) {
+            for (status, response) in common_responses(write, has_body, has_input) {
                 responses.entry(status).or_insert(response);
             }
             for response in responses.values_mut() {

@@ -11,7 +11,7 @@ use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatch
 use super::schema::{PagingParams, PostSummaryPage, UserSchema};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
-use crate::domain::{public, to_value, User, Username};
+use crate::domain::{is_deleted, is_live, public, to_value, Kind, User, Username};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
@@ -43,6 +43,7 @@ pub struct UserBody {
                 ("RenameUser" = (operation_id = "rename_user", parameters(("userId" = "$response.body#/id")))),
                 ("ListUserPosts" = (operation_id = "list_user_posts", parameters(("userId" = "$response.body#/id")))),
                 ("CreatePost" = (operation_id = "create_post", request_body = json!({"userId": "$response.body#/id", "title": "Hello", "content": "My first post"}))),
+                ("DeleteUser" = (operation_id = "delete_user", parameters(("userId" = "$response.body#/id")))),
             )),
         (status = 409, description = "The signed-in caller already has a user (`detail` names its id)", body = Problem, content_type = "application/problem+json"),
     )
@@ -61,7 +62,7 @@ pub async fn create_user(
         .await
     {
         Ok(stored) => stored,
-        Err(StoreError::Conflict) => return Err(caller.user_exists(&id)),
+        Err(StoreError::Conflict) => recreate(&*s.store, &caller, &id, &user).await?,
         Err(e) => return Err(e.into()),
     };
     let resp = (
@@ -71,6 +72,42 @@ pub async fn create_user(
     )
         .into_response();
     Ok(tagged(resp, &stored))
+}
+
+/// The id is taken: by a live user (409), or by an erased one. An erasure is complete once the
+/// users projection has marked the tombstone `erased`; then the identity may start afresh (the
+/// tombstone is replaced, if unchanged since read). Before that, 409 with `Retry-After`.
+async fn recreate(
+    store: &dyn crate::store::Store,
+    caller: &Caller,
+    id: &crate::domain::Id,
+    user: &User,
+) -> ApiResult<serde_json::Value> {
+    let existing = store
+        .read(Container::Users, id.as_str(), id.as_str())
+        .await?;
+    let Some(existing) = existing.filter(is_deleted) else {
+        return Err(caller.user_exists(id));
+    };
+    let erasing = || ApiError::Erasing(format!("user `{id}` is being erased; retry shortly"));
+    if existing.get(crate::projection::ERASED) != Some(&serde_json::Value::Bool(true)) {
+        return Err(erasing());
+    }
+    let etag = existing.get("_etag").and_then(serde_json::Value::as_str);
+    match store
+        .replace(
+            Container::Users,
+            id.as_str(),
+            id.as_str(),
+            to_value(user),
+            etag,
+        )
+        .await
+    {
+        Ok(stored) => Ok(stored),
+        Err(StoreError::PreconditionFailed | StoreError::NotFound) => Err(caller.user_exists(id)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// C1 `PUT /api/users/{userId}`: one server-side patch (conditional on `If-Match`) that sets the
@@ -109,7 +146,11 @@ pub async fn rename_user(
         .patch(Container::Users, id.as_str(), id.as_str(), &ops, etag)
         .await
     {
-        Ok(user) => Ok(tagged(Json(public(user.clone())).into_response(), &user)),
+        Ok(user) => {
+            super::deletes::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User)
+                .await?;
+            Ok(tagged(Json(public(user.clone())).into_response(), &user))
+        }
         Err(StoreError::NotFound) => Err(ApiError::not_found("user", id.as_str())),
         Err(e) => Err(e.into()),
     }
@@ -139,7 +180,7 @@ pub async fn get_user(
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
     let read = super::read_item(&*s.store, Container::Users, &id, if_none_match).await?;
-    super::item_response(read, |user| user["type"] == "user")
+    super::item_response(read, |user| is_live(user, Kind::User))
         .ok_or_else(|| ApiError::not_found("user", id.as_str()))
 }
 
@@ -162,7 +203,7 @@ pub async fn list_user_posts(
     paging: Paging,
 ) -> ApiResult<Response> {
     let q = Query::partition(id.as_str())
-        .eq("type", "post")
+        .of_kind(Kind::Post)
         .order_by_creation(Order::Desc)
         .limit(paging.limit)
         .continuation(paging.continuation);

@@ -7,13 +7,24 @@
 //! - `X-MS-CLIENT-PRINCIPAL`: base64 JSON `{"auth_typ": …, "claims": [{"typ": …, "val": …}], …}`.
 //!
 //! The identity is (provider, principal id). Only that stripping makes the headers trustworthy,
-//! so the settings allow this mode only under the Functions host.
+//! so the settings allow this mode only under the Functions host; in Azure with authentication
+//! off no header is trusted, and under `func start` (see [`forgeable`]) the start-up log says
+//! in an error that anyone can forge a write.
 
 use axum::http::HeaderMap;
 use base64::Engine as _;
 use serde::Deserialize;
 
 use super::Identity;
+use crate::settings::{AuthMode, AuthSettings};
+
+/// Whether anyone can forge the caller: `easyauth` under the Functions host outside Azure
+/// (`func start`, `WEBSITE_SITE_NAME` unset), where no App Service authentication strips the
+/// principal headers a client sends, yet they are trusted. (In Azure with authentication off no
+/// header is trusted; standalone, `easyauth` is refused.)
+pub fn forgeable(settings: &AuthSettings) -> bool {
+    settings.mode == AuthMode::EasyAuth && !settings.in_azure
+}
 
 pub const PRINCIPAL: &str = "x-ms-client-principal";
 pub const PRINCIPAL_IDP: &str = "x-ms-client-principal-idp";
@@ -111,6 +122,30 @@ mod tests {
 
     fn principal(v: serde_json::Value) -> String {
         base64::engine::general_purpose::STANDARD.encode(v.to_string())
+    }
+
+    /// Forgeable exactly when `easyauth` runs under the host outside Azure (`func start`).
+    #[test]
+    fn principal_headers_can_be_forged_under_func_start_only() {
+        let forgeable_with = |pairs: &[(&str, &str)]| {
+            let env: std::collections::HashMap<_, _> = pairs.iter().copied().collect();
+            let settings =
+                crate::settings::Settings::from_lookup(|k| env.get(k).map(|v| v.to_string()))
+                    .unwrap();
+            forgeable(&settings.auth)
+        };
+        let host = ("FUNCTIONS_CUSTOMHANDLER_PORT", "40123");
+        let site = ("WEBSITE_SITE_NAME", "func-blog");
+        let auth_on = ("WEBSITE_AUTH_ENABLED", "true");
+        // `func start`: easyauth is the default under the host, or set explicitly.
+        assert!(forgeable_with(&[host]));
+        assert!(forgeable_with(&[host, ("BLOG_AUTH", "easyauth")]));
+        // In Azure, behind App Service authentication or with it off (then nothing is trusted).
+        assert!(!forgeable_with(&[host, site, auth_on]));
+        assert!(!forgeable_with(&[host, site]));
+        // Other modes trust no principal header.
+        assert!(!forgeable_with(&[host, ("BLOG_AUTH", "none")]));
+        assert!(!forgeable_with(&[]));
     }
 
     #[test]

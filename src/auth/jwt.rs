@@ -8,9 +8,12 @@
 //! - The issuer's keys (JWKS) are fetched on the first token that needs them (from
 //!   `BLOG_AUTH_JWKS_URL`, else from the issuer's discovery document), cached, and fetched again
 //!   when a token names a key id the cache lacks — at most once per [`REFRESH_INTERVAL`], so
-//!   a stream of made-up key ids cannot hammer the issuer.
-//! - When the keys cannot be fetched the write answers 503 with `Retry-After`; a key already
-//!   cached keeps working. Reads never get here.
+//!   a stream of made-up key ids cannot hammer the issuer. Keys older than [`MAX_KEY_AGE`] are
+//!   fetched again on their next use, so a key the issuer has withdrawn stops being trusted
+//!   even if no token ever names an unknown key.
+//! - A discovery document or key set larger than [`MAX_ISSUER_DOCUMENT`] is refused unread.
+//! - When the keys cannot be fetched the write answers 503 with `Retry-After` (and the reason is
+//!   logged, never the token); a key already cached keeps working. Reads never get here.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -27,6 +30,10 @@ use super::Identity;
 
 /// The least time between two key fetches.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// Cached keys older than this are fetched again on their next use (issuers rotate keys).
+pub const MAX_KEY_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+/// The most bytes read from the issuer for one discovery document or key set.
+pub const MAX_ISSUER_DOCUMENT: usize = 1024 * 1024;
 /// Bounds on one fetch, so a write waiting on a slow issuer fails in seconds.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -62,6 +69,35 @@ struct KeyCache {
     by_kid: HashMap<String, Key>,
     /// Keys without a `kid` (usable only when a token names none).
     unnamed: Vec<Key>,
+    /// When these keys were fetched (`None` before the first fetch).
+    fetched_at: Option<Instant>,
+}
+
+/// What a token's key lookup does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Use the cached key.
+    Use,
+    /// Fetch the key set (then use the key if it is still there; when the fetch fails, a cached
+    /// key is used all the same).
+    Fetch,
+    /// Answer without a key: the last fetch is too recent to ask the issuer again.
+    Refuse,
+}
+
+/// The rule: a cached key is used while the keys are younger than [`MAX_KEY_AGE`]; a missing or
+/// too old key calls for a fetch, at most one per [`REFRESH_INTERVAL`]; until the next fetch is
+/// due a too-old key is still used and a missing one refused.
+fn next_step(cached: bool, keys_age: Duration, since_last_fetch: Option<Duration>) -> Next {
+    if cached && keys_age < MAX_KEY_AGE {
+        return Next::Use;
+    }
+    let fetch_due = since_last_fetch.is_none_or(|since| since >= REFRESH_INTERVAL);
+    match (fetch_due, cached) {
+        (true, _) => Next::Fetch,
+        (false, true) => Next::Use,
+        (false, false) => Next::Refuse,
+    }
 }
 
 #[derive(Default)]
@@ -140,31 +176,44 @@ impl JwtVerifier {
         Ok(Identity::new(claims.iss, subject))
     }
 
-    /// The cached key for `kid` usable with `alg`, fetching the key set when it is not cached.
+    /// The cached key for `kid` usable with `alg`, fetching the key set when it is not cached
+    /// or the cached keys are too old ([`next_step`]).
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, JwtError> {
-        if let Some(key) = self.cached(kid, alg).await? {
-            return Ok(key);
+        let (key, age) = self.cached(kid, alg).await?;
+        if let (Some(key), Next::Use) = (&key, next_step(true, age, None)) {
+            return Ok(key.clone());
         }
         let mut fetch = self.fetch.lock().await;
         // Another request may have fetched while this one waited.
-        if let Some(key) = self.cached(kid, alg).await? {
-            return Ok(key);
-        }
-        if let Some(last) = fetch.last_attempt {
-            let since = last.elapsed();
-            if since < REFRESH_INTERVAL {
-                // Too soon to ask again: the last answer stands.
+        let (key, age) = self.cached(kid, alg).await?;
+        let since = fetch.last_attempt.map(|last| last.elapsed());
+        match (next_step(key.is_some(), age, since), key) {
+            (Next::Use, Some(key)) => return Ok(key),
+            (Next::Fetch, key) => self.refetch(&mut fetch, key.is_some()).await?,
+            // Too soon to ask again: the last answer stands.
+            (_, _) => {
+                let since = since.unwrap_or_default();
                 return Err(if fetch.last_ok {
                     JwtError::Invalid("the token's signing key is unknown".into())
                 } else {
                     JwtError::Unavailable {
-                        retry_after: REFRESH_INTERVAL - since,
+                        retry_after: REFRESH_INTERVAL.saturating_sub(since),
                     }
                 });
             }
         }
+        drop(fetch);
+        self.cached(kid, alg)
+            .await?
+            .0
+            .ok_or_else(|| JwtError::Invalid("the token's signing key is unknown".into()))
+    }
+
+    /// Fetch the key set into the cache. When the fetch fails and the token's key was cached
+    /// (`had_key`), the cache stays as it was and that key keeps working.
+    async fn refetch(&self, fetch: &mut FetchState, had_key: bool) -> Result<(), JwtError> {
         fetch.last_attempt = Some(Instant::now());
-        let fetched = self.fetch_keys(&mut fetch).await;
+        let fetched = self.fetch_keys(fetch).await;
         fetch.last_ok = fetched.is_ok();
         match fetched {
             Ok(cache) => {
@@ -173,26 +222,32 @@ impl JwtVerifier {
                     "fetched the issuer's signing keys"
                 );
                 *self.keys.write().await = cache;
+                Ok(())
+            }
+            Err(why) if had_key => {
+                tracing::warn!(
+                    error = %why,
+                    "cannot refresh the issuer's signing keys; the cached keys stay in use"
+                );
+                Ok(())
             }
             Err(why) => {
                 tracing::warn!(error = %why, "cannot fetch the issuer's signing keys");
-                return Err(JwtError::Unavailable {
+                Err(JwtError::Unavailable {
                     retry_after: REFRESH_INTERVAL,
-                });
+                })
             }
         }
-        drop(fetch);
-        self.cached(kid, alg)
-            .await?
-            .ok_or_else(|| JwtError::Invalid("the token's signing key is unknown".into()))
     }
 
+    /// The cached key for `kid` usable with `alg`, and the age of the cached keys.
     async fn cached(
         &self,
         kid: Option<&str>,
         alg: Algorithm,
-    ) -> Result<Option<DecodingKey>, JwtError> {
+    ) -> Result<(Option<DecodingKey>, Duration), JwtError> {
         let cache = self.keys.read().await;
+        let age = cache.fetched_at.map_or(Duration::MAX, |at| at.elapsed());
         let key = match kid {
             Some(kid) => cache.by_kid.get(kid),
             // Without a `kid`, only an unambiguous key will do.
@@ -209,8 +264,8 @@ impl JwtVerifier {
             }
         };
         match key {
-            None => Ok(None),
-            Some(k) if k.alg == alg => Ok(Some(k.key.clone())),
+            None => Ok((None, age)),
+            Some(k) if k.alg == alg => Ok((Some(k.key.clone()), age)),
             Some(k) => Err(JwtError::Invalid(format!(
                 "the token says {alg:?} but its key is for {:?}",
                 k.alg
@@ -228,7 +283,10 @@ impl JwtVerifier {
             }
         };
         let set: JwkSet = self.get_json(&url).await?;
-        let mut cache = KeyCache::default();
+        let mut cache = KeyCache {
+            fetched_at: Some(Instant::now()),
+            ..KeyCache::default()
+        };
         for jwk in &set.keys {
             let Some(key) = usable(jwk) else { continue };
             match &jwk.common.key_id {
@@ -263,8 +321,9 @@ impl JwtVerifier {
         Ok(doc.jwks_uri)
     }
 
+    /// The JSON document at `url`, refused unread beyond [`MAX_ISSUER_DOCUMENT`] bytes.
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
-        let resp = self
+        let mut resp = self
             .http
             .get(url)
             .send()
@@ -274,9 +333,23 @@ impl JwtVerifier {
         if !status.is_success() {
             return Err(format!("GET {url}: {status}"));
         }
-        resp.json::<T>()
-            .await
-            .map_err(|e| format!("GET {url}: not the expected JSON: {e}"))
+        let too_large = || {
+            format!("GET {url}: the answer is larger than {MAX_ISSUER_DOCUMENT} bytes, the most accepted")
+        };
+        if resp
+            .content_length()
+            .is_some_and(|n| n > MAX_ISSUER_DOCUMENT as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
+            if body.len() + chunk.len() > MAX_ISSUER_DOCUMENT {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("GET {url}: not the expected JSON: {e}"))
     }
 }
 
@@ -332,6 +405,36 @@ mod tests {
         assert_eq!(bearer_token(&h), None);
         h.insert(header::AUTHORIZATION, "Bearer ".parse().unwrap());
         assert_eq!(bearer_token(&h), None);
+    }
+
+    #[test]
+    fn keys_are_fetched_when_missing_or_too_old_and_never_more_often_than_the_interval() {
+        let fresh = MAX_KEY_AGE - Duration::from_secs(1);
+        let old = MAX_KEY_AGE;
+        let recent = Some(REFRESH_INTERVAL - Duration::from_millis(1));
+        let due = Some(REFRESH_INTERVAL);
+        let cases = [
+            // (key cached, age of the keys, since the last fetch) -> next
+            ((true, Duration::ZERO, None), Next::Use),
+            ((true, fresh, recent), Next::Use),
+            ((true, fresh, due), Next::Use),
+            ((true, old, None), Next::Fetch),
+            ((true, old, due), Next::Fetch),
+            ((true, Duration::MAX, due), Next::Fetch),
+            // Too old, but the issuer was asked a moment ago: the key keeps working meanwhile.
+            ((true, old, recent), Next::Use),
+            ((false, Duration::MAX, None), Next::Fetch),
+            ((false, Duration::ZERO, due), Next::Fetch),
+            ((false, Duration::ZERO, recent), Next::Refuse),
+            ((false, old, recent), Next::Refuse),
+        ];
+        for ((cached, age, since), expected) in cases {
+            assert_eq!(
+                next_step(cached, age, since),
+                expected,
+                "cached {cached}, age {age:?}, since {since:?}"
+            );
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::api::AppState;
-use crate::domain::Id;
+use crate::domain::{Id, Kind};
 use crate::error::{ApiError, ApiResult};
 use crate::settings::{AuthMode, AuthSettings};
 use crate::store::{Container, Store};
@@ -246,7 +246,7 @@ impl Caller {
             .await?;
         let name = user
             .as_ref()
-            .filter(|u| u["type"] == "user")
+            .filter(|u| crate::domain::is_live(u, Kind::User))
             .and_then(|u| u["username"].as_str())
             .map(String::from);
         match (name, self) {
@@ -266,6 +266,18 @@ impl Caller {
             Caller::Verified(identity) if identity.user_id() != *user => Err(ApiError::Forbidden(
                 format!("only its owner may rename user `{user}`"),
             )),
+            _ => Ok(()),
+        }
+    }
+
+    /// May the caller delete what is owned by one of `owners` (a comment: its author and its
+    /// post's author)? Verified: only when their own user is one of them, else 403 with
+    /// `refusal`. Unverified (`BLOG_AUTH=none`): anyone, as every write there acts as anyone.
+    pub fn may_act_for(&self, owners: &[&str], refusal: impl FnOnce() -> String) -> ApiResult<()> {
+        match self {
+            Caller::Verified(identity) if !owners.contains(&identity.user_id().as_str()) => {
+                Err(ApiError::Forbidden(refusal()))
+            }
             _ => Ok(()),
         }
     }
@@ -309,6 +321,12 @@ pub fn announce(settings: &AuthSettings, addr: std::net::SocketAddr) {
             "BLOG_AUTH=easyauth but App Service authentication is off (WEBSITE_AUTH_ENABLED is \
              not true): client-sent identity headers are not stripped, so none is trusted and \
              every write answers 401. Turn authentication on (see the README's Identity section)."
+        ),
+        AuthMode::EasyAuth if easyauth::forgeable(settings) => tracing::error!(
+            "BLOG_AUTH=easyauth outside Azure (WEBSITE_SITE_NAME is not set, as under `func \
+             start`): no App Service authentication strips client-sent X-MS-CLIENT-PRINCIPAL* \
+             headers, so ANYONE can forge a write as ANY identity. Set BLOG_AUTH=none for local \
+             development, or deploy behind App Service authentication."
         ),
         AuthMode::None if !addr.ip().is_loopback() => tracing::error!(
             %addr,

@@ -6,6 +6,9 @@
 //! string-wrapped array straight from the string the parser hands it, and counts while it goes,
 //! so a batch over [`MAX_DOCUMENTS`] documents or [`MAX_VALUES`] JSON values fails at the first
 //! one too many, before the rest is built. Everything else in the envelope is skipped unread.
+//!
+//! About 450 lines before its tests: serde visitors are verbose, and the three nested shapes
+//! (envelope, binding, document array) are easier to check against each other side by side.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -159,7 +162,7 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_, '_> {
                     envelope.retry_count = metadata
                         .and_then(|m| m.retry_context)
                         .and_then(|r| r.retry_count)
-                        .and_then(|n| n.as_u64())
+                        .and_then(|n| n.0)
                         .unwrap_or(0);
                 }
                 _ => {
@@ -180,7 +183,52 @@ struct Metadata {
 #[derive(serde::Deserialize)]
 struct RetryContext {
     #[serde(rename = "RetryCount")]
-    retry_count: Option<Value>,
+    retry_count: Option<RetryCount>,
+}
+
+/// `RetryCount`: a whole number, or anything else, skipped unread (so an array or object there
+/// builds nothing, however large or deep) and taken as no retry.
+struct RetryCount(Option<u64>);
+
+impl<'de> de::Deserialize<'de> for RetryCount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RetryCountVisitor)
+    }
+}
+
+struct RetryCountVisitor;
+
+impl<'de> Visitor<'de> for RetryCountVisitor {
+    type Value = RetryCount;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a retry count")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<RetryCount, E> {
+        Ok(RetryCount(Some(v)))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RetryCount, E> {
+        Ok(RetryCount(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RetryCount, E> {
+        Ok(RetryCount(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RetryCount, E> {
+        Ok(RetryCount(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<RetryCount, E> {
+        Ok(RetryCount(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RetryCount, E> {
+        Ok(RetryCount(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RetryCount, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(RetryCount(None))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RetryCount, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(RetryCount(None))
+    }
 }
 
 /// `Data`: an object whose `<binding>` entry holds the documents.
@@ -404,6 +452,54 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Counts the bytes each thread has allocated and not yet freed, so a test can tell how much
+    /// memory a call built (the allocations of other threads do not count).
+    mod allocations {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::cell::Cell;
+
+        thread_local! {
+            static LIVE: Cell<isize> = const { Cell::new(0) };
+            static PEAK: Cell<isize> = const { Cell::new(0) };
+        }
+
+        struct Counting;
+
+        #[global_allocator]
+        static COUNTING: Counting = Counting;
+
+        fn add(bytes: isize) {
+            let _ = LIVE.try_with(|live| {
+                let now = live.get() + bytes;
+                live.set(now);
+                let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+            });
+        }
+
+        // SAFETY: every call is passed to the system allocator unchanged.
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+                let p = unsafe { System.alloc(layout) };
+                if !p.is_null() {
+                    add(layout.size() as isize);
+                }
+                p
+            }
+            unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+                unsafe { System.dealloc(p, layout) };
+                add(-(layout.size() as isize));
+            }
+        }
+
+        /// What `f` returns, and the most bytes it held at once on this thread.
+        pub fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
+            let base = LIVE.with(Cell::get);
+            PEAK.with(|peak| peak.set(base));
+            let out = f();
+            (out, (PEAK.with(Cell::get) - base).max(0) as usize)
+        }
+    }
+
     fn body(documents: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({
             "Data": { "documents": documents },
@@ -442,6 +538,39 @@ mod tests {
         // Other bindings and other envelope members are skipped.
         let b = br#"{"Other":[1],"Data":{"x":{"y":[]},"documents":[{"id":"a"}]}}"#;
         assert_eq!(decode(b, "documents").unwrap().documents.len(), 1);
+    }
+
+    /// Only a whole-number `RetryCount` is read: an array or object there, however long or deep,
+    /// is skipped without being built and the batch is decoded as a first delivery.
+    #[test]
+    fn a_huge_or_deep_retry_context_is_skipped_unbuilt() {
+        let docs = r#"{"Data":{"documents":[{"id":"p1"}]},"Metadata":{"RetryContext":"#;
+        let long = format!(
+            r#"{docs}{{"RetryCount":[{}0]}}}}}}"#,
+            "0,".repeat(1_000_000)
+        );
+        let (batch, held) = allocations::peak(|| decode(long.as_bytes(), "documents"));
+        let batch = batch.unwrap();
+        assert_eq!((batch.documents.len(), batch.retry_count), (1, 0));
+        assert!(
+            held < long.len() / 4,
+            "decoding held {held} bytes for a {} byte body",
+            long.len()
+        );
+        let depth = 100_000;
+        let deep = format!(
+            r#"{docs}{{"RetryCount":{}1{},"MaxRetryCount":-1}}}}}}"#,
+            "[{\"a\":".repeat(depth),
+            "}]".repeat(depth)
+        );
+        let batch = decode(deep.as_bytes(), "documents").unwrap();
+        assert_eq!((batch.documents.len(), batch.retry_count), (1, 0));
+        // A number is still read.
+        let counted = format!(r#"{docs}{{"RetryCount":3,"Other":[[[]]]}}}}}}"#);
+        assert_eq!(
+            decode(counted.as_bytes(), "documents").unwrap().retry_count,
+            3
+        );
     }
 
     #[test]

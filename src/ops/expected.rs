@@ -15,13 +15,13 @@
 
 use serde_json::{Map, Value};
 
-use crate::domain::short_content;
+use crate::domain::{short_content, Kind};
 use crate::store::Container;
 
 /// The fields of a post (and of its short form) that a client sees.
 pub const POST_FIELDS: [&str; 10] = [
     "id",
-    "type",
+    Kind::FIELD,
     "postId",
     "userId",
     "userUsername",
@@ -142,11 +142,11 @@ pub(super) fn show(v: Option<&Value>) -> String {
 /// `author` is the author's current `username`; `None` when the user item does not exist (then
 /// there is nothing to compare with).
 pub fn author_drift(item: &Value, author: Option<&str>) -> Option<Drift> {
-    let kind = match str_field(item, "type")? {
-        "post" => DriftKind::PostUsername,
-        "comment" => DriftKind::CommentUsername,
-        "like" => DriftKind::LikeUsername,
-        _ => return None,
+    let kind = match Kind::of(item)? {
+        Kind::Post => DriftKind::PostUsername,
+        Kind::Comment => DriftKind::CommentUsername,
+        Kind::Like => DriftKind::LikeUsername,
+        Kind::User => return None,
     };
     let expected = author?;
     let found = item.get("userUsername");

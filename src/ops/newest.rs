@@ -1,12 +1,15 @@
-//! The feed as it should be: the short forms of the [`FEED_SIZE`] newest posts, gathered while
+//! The feed as it should be: the short forms of the [`FEED_KEEP`] newest posts, gathered while
 //! the posts stream by, in bounded memory, and compared with the feed as stored.
+//!
+//! The feed may hold fewer than [`FEED_KEEP`] after deletions: it must then hold a prefix of the
+//! newest, and at least the [`FEED_SIZE`] it shows (or every post, when there are fewer).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use super::expected::{copy_drift, short_form, show, str_field, Drift, DriftKind};
-use crate::domain::FEED_SIZE;
+use crate::domain::{FEED_KEEP, FEED_SIZE};
 use crate::store::Container;
 
 /// Where a post ranks in the feed: newest first by `creationDate`, then `id`.
@@ -19,7 +22,7 @@ pub fn feed_key(post: &Value) -> Option<FeedKey> {
     ))
 }
 
-/// The [`FEED_SIZE`] newest posts seen so far, with the short forms the feed should hold.
+/// The [`FEED_KEEP`] newest posts seen so far, with the short forms the feed should hold.
 /// Memory stays bounded however many posts pass through.
 #[derive(Debug, Default, Clone)]
 pub struct Newest {
@@ -36,7 +39,7 @@ impl Newest {
             *seen = short_form(expected);
             return;
         }
-        if self.posts.len() == FEED_SIZE {
+        if self.posts.len() == FEED_KEEP {
             match self.posts.keys().next() {
                 Some(oldest) if *oldest < key => {
                     let oldest = oldest.clone();
@@ -67,7 +70,7 @@ impl Newest {
     /// Whether a post with this key belongs among the newest seen (the set is not full, or
     /// it is newer than the oldest of them).
     pub fn would_rank(&self, key: &FeedKey) -> bool {
-        self.posts.len() < FEED_SIZE || self.posts.keys().next().is_some_and(|o| o < key)
+        self.posts.len() < FEED_KEEP || self.posts.keys().next().is_some_and(|o| o < key)
     }
 
     pub fn len(&self) -> usize {
@@ -87,13 +90,20 @@ impl Newest {
             .filter_map(|v| Some((str_field(v, "id")?, v)))
             .collect();
         let mut drift = Vec::new();
-        for expected in self.posts.values().rev() {
+        // Missing entries are drift above the feed's own length (a gap) or among the shown.
+        let present = self
+            .posts
+            .values()
+            .filter(|e| by_id.contains_key(str_field(e, "id").unwrap_or_default()))
+            .count();
+        let required = present.max(FEED_SIZE);
+        for (rank, expected) in self.posts.values().rev().enumerate() {
             let id = str_field(expected, "id").unwrap_or_default();
-            drift.extend(copy_drift(
-                Container::Feed,
-                by_id.get(id).copied(),
-                expected,
-            ));
+            let found = by_id.get(id).copied();
+            if found.is_none() && rank >= required {
+                continue;
+            }
+            drift.extend(copy_drift(Container::Feed, found, expected));
         }
         let extra = by_id
             .into_iter()
@@ -105,7 +115,7 @@ impl Newest {
                     crate::domain::FEED_PK,
                     id,
                     format!(
-                        "not among the {FEED_SIZE} newest posts (creationDate {})",
+                        "not among the {FEED_KEEP} newest posts (creationDate {})",
                         show(v.get("creationDate"))
                     ),
                 )
@@ -131,28 +141,28 @@ mod tests {
     }
 
     #[test]
-    fn the_feed_is_exactly_the_newest_hundred() {
+    fn the_feed_is_the_newest_hundred_and_twenty() {
         let mut newest = Newest::default();
-        // Offered in any order; the oldest 20 of 120 fall out.
-        for i in (0..120).map(|i| (i * 37) % 120) {
+        // Offered in any order; the oldest 20 of 140 fall out.
+        for i in (0..140).map(|i| (i * 37) % 140) {
             newest.offer(&post(&format!("p{i:03}"), &date(i)));
         }
-        assert_eq!(newest.len(), FEED_SIZE);
-        assert!(newest.contains("p119") && newest.contains("p020"));
+        assert_eq!(newest.len(), FEED_KEEP);
+        assert!(newest.contains("p139") && newest.contains("p020"));
         assert!(!newest.contains("p019"));
         // Offered again (a second look), a post is updated in place and pushes nothing out.
         let mut again = post("p020", &date(20));
         again["likeCount"] = json!(5);
         newest.offer(&again);
-        assert_eq!(newest.len(), FEED_SIZE);
+        assert_eq!(newest.len(), FEED_KEEP);
         assert_eq!(newest.get("p020").unwrap()["likeCount"], 5);
-        assert!(newest.contains("p119"));
+        assert!(newest.contains("p139"));
         again["likeCount"] = json!(0);
         newest.offer(&again);
         assert!(!newest.would_rank(&(date(5), "p005".into())));
         assert!(newest.would_rank(&(date(500), "new".into())));
 
-        let mut feed: Vec<Value> = (20..120)
+        let mut feed: Vec<Value> = (20..140)
             .map(|i| short_form(&post(&format!("p{i:03}"), &date(i))))
             .collect();
         assert_eq!(newest.feed_drift(&feed), (vec![], vec![]));
@@ -177,15 +187,35 @@ mod tests {
     }
 
     #[test]
+    fn a_feed_shortened_by_deletes_is_right_while_it_shows_a_hundred() {
+        let mut newest = Newest::default();
+        for i in 0..140 {
+            newest.offer(&post(&format!("p{i:03}"), &date(i)));
+        }
+        let prefix = |n: usize| -> Vec<Value> {
+            (140 - n..140)
+                .rev()
+                .map(|i| short_form(&post(&format!("p{i:03}"), &date(i))))
+                .collect()
+        };
+        assert_eq!(newest.feed_drift(&prefix(105)), (vec![], vec![]));
+        // Fewer than it shows: the missing ones are drift (`--repair` brings them back).
+        let (drift, extra) = newest.feed_drift(&prefix(97));
+        let got: Vec<_> = drift.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(got, vec!["p042", "p041", "p040"]);
+        assert!(extra.is_empty());
+    }
+
+    #[test]
     fn feed_ties_on_creation_date_rank_by_id() {
         let mut newest = Newest::default();
-        for i in 0..=FEED_SIZE {
+        for i in 0..=FEED_KEEP {
             newest.offer(&post(&format!("p{i:03}"), &date(0)));
         }
         assert!(
             !newest.contains("p000"),
             "the smallest id of a tie falls out"
         );
-        assert!(newest.contains(&format!("p{FEED_SIZE:03}")));
+        assert!(newest.contains(&format!("p{FEED_KEEP:03}")));
     }
 }

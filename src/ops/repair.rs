@@ -20,7 +20,7 @@ use super::newest::{feed_key, FeedKey};
 use super::progress::Progress;
 use super::report::Report;
 use super::verify::CONCURRENCY;
-use crate::domain::FEED_PK;
+use crate::domain::{is_deleted, FEED_PK};
 use crate::projection::{self, INCREMENT_GRACE};
 use crate::store::metrics::{self, Usage};
 use crate::store::{retry, Container, Store, StoreError, StoreResult};
@@ -81,7 +81,9 @@ async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaire
 
     for id in &todo.extra_feed {
         let result = async {
-            let post = retry(|| store.read(Container::Posts, id, id)).await?;
+            let post = retry(|| store.read(Container::Posts, id, id))
+                .await?
+                .filter(|p| !is_deleted(p));
             if !too_old_for_the_feed(post.as_ref(), todo.oldest_newest.as_ref()) {
                 return Ok(false);
             }
@@ -126,7 +128,7 @@ async fn replay(store: &dyn Store, docs: &[Value]) -> Result<(), projection::Pro
     Ok(())
 }
 
-/// A feed entry can go when its post does not exist, or ranks at or below the oldest of the
+/// A feed entry can go when its post does not exist (or is deleted), or ranks at or below the oldest of the
 /// newest posts as gathered (posts are never back-dated, so it cannot rank again).
 fn too_old_for_the_feed(post: Option<&Value>, oldest_newest: Option<&FeedKey>) -> bool {
     match (post.and_then(feed_key), oldest_newest) {

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::expected::{str_field, Drift, DriftKind};
 use super::newest::FeedKey;
+use crate::domain::Kind;
 use crate::store::metrics::Usage;
 
 /// Examples kept per kind of drift.
@@ -57,7 +58,7 @@ impl Todo {
     /// Replay the post itself (its counters, name and copies are planned from it).
     pub fn replay_post(&mut self, post: &Value) {
         let docs = self.docs(post);
-        if !docs.iter().any(|d| str_field(d, "type") == Some("post")) {
+        if !docs.iter().any(|d| Kind::of(d) == Some(Kind::Post)) {
             docs.insert(0, notification(post));
         }
     }
@@ -106,7 +107,7 @@ impl Report {
 pub(super) fn notification(post: &Value) -> Value {
     json!({
         "id": post.get("id"),
-        "type": "post",
+        "type": Kind::Post,
         "postId": post.get("postId"),
         "userId": post.get("userId"),
     })

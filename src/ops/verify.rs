@@ -22,7 +22,7 @@ use super::expected::{self, str_field, Drift};
 use super::newest::{self, Newest};
 use super::progress::Progress;
 use super::report::{notification, Report};
-use crate::domain::FEED_PK;
+use crate::domain::{is_deleted, Kind, FEED_PK};
 use crate::store::metrics;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -52,7 +52,10 @@ impl<'s> Names<'s> {
             return Ok(hit.clone());
         }
         let user = retry(|| self.store.read(Container::Users, user_id, user_id)).await?;
-        let name = user.and_then(|u| str_field(&u, "username").map(String::from));
+        // An erased user's name is on nothing (and what is still theirs is reported elsewhere).
+        let name = user
+            .filter(|u| !is_deleted(u))
+            .and_then(|u| str_field(&u, "username").map(String::from));
         let mut cache = self.cache.lock().expect("cache");
         if cache.len() >= NAME_CACHE {
             cache.clear();
@@ -106,16 +109,16 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
     let items = pages(
         store,
         Container::Posts,
-        Query::partition(post_id).limit(1000),
+        Query::partition(post_id).live().limit(1000),
     );
     futures::pin_mut!(items);
     while let Some(page) = items.try_next().await? {
         for item in page {
-            match str_field(&item, "type") {
-                Some("comment") => comments += 1,
-                Some("like") => likes += 1,
+            match Kind::of(&item) {
+                Some(Kind::Comment) => comments += 1,
+                Some(Kind::Like) => likes += 1,
                 // The partition's post as read now is the one to check.
-                Some("post") if str_field(&item, "id") == Some(post_id) => {
+                Some(Kind::Post) if str_field(&item, "id") == Some(post_id) => {
                     post = item;
                     continue;
                 }
@@ -183,7 +186,10 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
     let posts = pages(
         store,
         Container::Posts,
-        Query::cross_partition().eq("type", "post").limit(PAGE),
+        Query::cross_partition()
+            .of_kind(Kind::Post)
+            .live()
+            .limit(PAGE),
     );
     futures::pin_mut!(posts);
     while let Some(page) = posts.try_next().await? {
@@ -197,7 +203,10 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
     let users = pages(
         store,
         Container::Users,
-        Query::cross_partition().eq("type", "user").limit(PAGE),
+        Query::cross_partition()
+            .of_kind(Kind::User)
+            .live()
+            .limit(PAGE),
     );
     futures::pin_mut!(users);
     while let Some(page) = users.try_next().await? {
@@ -238,7 +247,8 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
     for ids in suspects.chunks(PAGE as usize) {
         let mut page = Vec::new();
         for id in ids {
-            page.extend(retry(|| store.read(Container::Posts, id, id)).await?);
+            let post = retry(|| store.read(Container::Posts, id, id)).await?;
+            page.extend(post.filter(|p| !is_deleted(p)));
         }
         let checks = check_posts(store, &names, page).await?;
         progress.inc(checks.len() as u64);
@@ -247,6 +257,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
     let mut found = Vec::new();
     for (user_id, id) in &first.todo.extra_copies {
         let post = retry(|| store.read(Container::Posts, id, id)).await?;
+        let post = post.filter(|p| !is_deleted(p));
         found.extend(expected::extra_copy(user_id, id, post.as_ref()));
     }
     record_extra_copies(&mut report, found);
@@ -301,7 +312,7 @@ async fn check_feed(
     let entries = pages(
         store,
         Container::Feed,
-        Query::partition(FEED_PK).eq("type", "post").limit(PAGE),
+        Query::partition(FEED_PK).of_kind(Kind::Post).limit(PAGE),
     );
     futures::pin_mut!(entries);
     while let Some(page) = entries.try_next().await? {
@@ -323,7 +334,9 @@ async fn check_feed(
             report.checked("feed entries", 1);
         }
         // A post created after the posts were read may rightly be in the feed.
-        let post = retry(|| store.read(Container::Posts, &d.id, &d.id)).await?;
+        let post = retry(|| store.read(Container::Posts, &d.id, &d.id))
+            .await?
+            .filter(|p| !is_deleted(p));
         if post
             .as_ref()
             .and_then(newest::feed_key)
@@ -346,7 +359,7 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
         store,
         Container::Users,
         Query::partition(user_id.clone())
-            .eq("type", "post")
+            .of_kind(Kind::Post)
             .limit(PAGE),
     );
     futures::pin_mut!(copies);
@@ -355,7 +368,9 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
             let Some(id) = str_field(&copy, "id") else {
                 continue;
             };
-            let post = retry(|| store.read(Container::Posts, id, id)).await?;
+            let post = retry(|| store.read(Container::Posts, id, id))
+                .await?
+                .filter(|p| !is_deleted(p));
             found.extend(expected::extra_copy(&user_id, id, post.as_ref()));
         }
     }

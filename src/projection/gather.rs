@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::plan::{str_field, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE};
-use crate::domain::{Post, FEED_PK, FEED_SIZE};
+use crate::domain::{is_deleted, Kind, Post, FEED_KEEP, FEED_PK};
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
 /// Which of two versions of one item was written later, by the store's stamps: `_ts` (whole
@@ -37,8 +37,9 @@ pub async fn read_not_older(
     let older =
         |read: &Value| changed.is_some_and(|ch| compare_versions(read, ch) == Some(Ordering::Less));
     let read = retry(|| store.read(c, pk, id)).await?;
-    // Missing although the feed delivered it: not yet visible to this session (nothing in this
-    // service deletes a user or a post). Read once more, then take the change as the truth.
+    // Missing although the feed delivered it: not yet visible to this session (users and posts
+    // are never removed outright, only marked deleted and removed days later by their time to
+    // live). Read once more, then take the change as the truth.
     let missing = read.is_none() && changed.is_some();
     match read {
         Some(v) if !older(&v) => Ok(Some(v)),
@@ -54,10 +55,10 @@ pub async fn read_not_older(
 }
 
 /// The newest version of `id` among the changed documents (of the given `type`).
-fn newest_change<'a>(changes: &'a [Value], kind: &str, id: &str) -> Option<&'a Value> {
+fn newest_change<'a>(changes: &'a [Value], kind: Kind, id: &str) -> Option<&'a Value> {
     changes
         .iter()
-        .filter(|d| str_field(d, "type") == Some(kind) && str_field(d, "id") == Some(id))
+        .filter(|d| Kind::of(d) == Some(kind) && str_field(d, "id") == Some(id))
         .reduce(|a, b| match compare_versions(a, b) {
             Some(Ordering::Less) => b,
             _ => a,
@@ -77,8 +78,13 @@ pub async fn posts_facts(
         ..Default::default()
     };
     for id in &needs.posts {
-        let changed = newest_change(changes, "post", id);
+        let changed = newest_change(changes, Kind::Post, id);
         if let Some(v) = read_not_older(store, Container::Posts, id, id, changed).await? {
+            if is_deleted(&v) {
+                let author = str_field(&v, "userId").unwrap_or_default().to_string();
+                facts.deleted_posts.insert(id.clone(), author);
+                continue;
+            }
             if let Some(etag) = str_field(&v, "_etag") {
                 facts.etags.insert(id.clone(), etag.to_string());
             }
@@ -88,7 +94,10 @@ pub async fn posts_facts(
         }
     }
     for (id, c) in &needs.counts {
-        let q = Query::partition(id.clone()).eq("type", c.kind());
+        if facts.deleted_posts.contains_key(id) {
+            continue;
+        }
+        let q = Query::partition(id.clone()).of_kind(c.kind()).live();
         let n = retry(|| store.count(Container::Posts, &q)).await?;
         facts.counts.insert((id.clone(), *c), n);
         // Behind: when was the newest item created (is its increment plausibly on its way)?
@@ -106,7 +115,9 @@ pub async fn posts_facts(
     }
     for user in &needs.users {
         if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
-            if let Some(name) = str_field(&v, "username") {
+            if is_deleted(&v) {
+                facts.deleted_users.insert(user.clone());
+            } else if let Some(name) = str_field(&v, "username") {
                 facts.usernames.insert(user.clone(), name.to_string());
             }
         }
@@ -114,9 +125,9 @@ pub async fn posts_facts(
     if needs.feed {
         // Enough to see every entry even when concurrent batches overshot the size for a while.
         let q = Query::partition(FEED_PK)
-            .eq("type", "post")
+            .of_kind(Kind::Post)
             .order_by_creation(Order::Desc)
-            .limit(10 * FEED_SIZE as u32);
+            .limit(10 * FEED_KEEP as u32);
         let page = retry(|| store.query(Container::Feed, &q)).await?;
         facts.feed = page
             .items
@@ -138,7 +149,7 @@ pub async fn user(
     changes: &[Value],
     user_id: &str,
 ) -> StoreResult<Option<Value>> {
-    let changed = newest_change(changes, "user", user_id);
+    let changed = newest_change(changes, Kind::User, user_id);
     read_not_older(store, Container::Users, user_id, user_id, changed).await
 }
 
@@ -168,9 +179,9 @@ mod tests {
             json!({"id":"p2","type":"post","_lsn":10}),
         ];
         assert_eq!(
-            newest_change(&changes, "post", "p1").unwrap()["title"],
+            newest_change(&changes, Kind::Post, "p1").unwrap()["title"],
             "new"
         );
-        assert!(newest_change(&changes, "user", "p1").is_none());
+        assert!(newest_change(&changes, Kind::User, "p1").is_none());
     }
 }

@@ -9,10 +9,12 @@
 //! - [`plan`]: pure; changed documents plus the facts read for them in, the writes out.
 //! - [`gather`]: reads those facts, never older than the change being handled.
 //! - [`apply`]: executes writes through the store, retrying transient errors.
+//! - [`erase`]: what a deletion implies, shared with the requests that delete.
 //!
 //! [`project`] is the one entry: the standalone pump and the Functions triggers both call it.
 
 pub mod apply;
+pub mod erase;
 pub mod gather;
 pub mod plan;
 
@@ -24,6 +26,7 @@ use serde_json::{json, Value};
 pub use apply::apply;
 pub use plan::{plan_posts, posts_needs, FeedEntry, PostsFacts, Write, INCREMENT_GRACE};
 
+use crate::domain::Kind;
 use crate::store::{Container, Query, Store, StoreError};
 
 /// A batch that could not be applied in full.
@@ -48,7 +51,7 @@ pub struct Report {
 
 /// The change a driver projects to look at a post's counters again.
 pub fn recheck(post_id: &str) -> Value {
-    json!({ "id": post_id, "postId": post_id, "type": "post" })
+    json!({ "id": post_id, "postId": post_id, "type": Kind::Post })
 }
 
 /// For a driver that keeps nothing between batches (the Functions triggers): project
@@ -153,9 +156,17 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
             format!("{} failed: {e}", writes[i].target()),
         )
     })?;
+    // A deleted post's comments and likes go with it (the request that deleted it marked them
+    // already unless it was cut short; then this finds them).
+    let mut marked = 0;
+    for post_id in facts.deleted_posts.keys() {
+        marked += erase::tombstone_matching(store, Container::Posts, Query::partition(post_id))
+            .await
+            .map_err(|e| failed(Container::Posts, changes, e))?;
+    }
     Ok(Report {
         changes: changes.len(),
-        writes: writes.len(),
+        writes: writes.len() + marked,
         deferred: plan::deferred(changes, &facts),
     })
 }
@@ -191,6 +202,9 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
     let Some(user) = gather::user(store, changes, user_id).await? else {
         return Ok(0);
     };
+    if crate::domain::is_deleted(&user) {
+        return erase_user(store, user_id, &user).await;
+    }
     let Some(owed) = plan::fan_out_owed(&user) else {
         return Ok(0);
     };
@@ -201,12 +215,15 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
         ),
         (
             Container::Users,
-            Query::partition(user_id).eq("type", "post"),
+            Query::partition(user_id).of_kind(Kind::Post),
         ),
     ];
     let mut written = 0;
     for (container, q) in targets {
-        let q = q.ne("userUsername", owed.username).limit(FAN_OUT_PAGE);
+        let q = q
+            .ne("userUsername", owed.username)
+            .live()
+            .limit(FAN_OUT_PAGE);
         // Page by page, patching each page before reading the next. Patched items stop matching,
         // which may shift what a continuation token points at, so passes repeat until one finds
         // nothing left to patch.
@@ -248,6 +265,27 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
     apply::apply_one(store, &plan::mark_fanned_out(user_id, owed.version, etag)).await?;
     Ok(written)
 }
+
+/// An erased user (their item is a tombstone): everything of theirs goes, then the tombstone
+/// records that (`erased: true`), after which the account's identity may create a user again.
+async fn erase_user(store: &dyn Store, user_id: &str, user: &Value) -> Result<usize, StoreError> {
+    if user.get(ERASED) == Some(&Value::Bool(true)) {
+        return Ok(0);
+    }
+    let written = erase::user_items(store, user_id).await?;
+    let done = Write::Patch {
+        container: Container::Users,
+        pk: user_id.into(),
+        id: user_id.into(),
+        ops: vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)],
+        if_match: plan::str_field(user, "_etag").map(String::from),
+    };
+    apply::apply_one(store, &done).await?;
+    Ok(written + 1)
+}
+
+/// Set on a user's tombstone once everything of theirs is deleted.
+pub const ERASED: &str = "erased";
 
 /// Whether the user was renamed again after the rename of `version` (one point read).
 async fn renamed_since(store: &dyn Store, user_id: &str, version: u64) -> Result<bool, StoreError> {

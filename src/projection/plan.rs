@@ -1,12 +1,15 @@
 //! Pure planning: the changed documents plus the facts read for them in, the writes they imply
 //! out. Nothing here touches the store, so every rule is unit-tested with tables of cases.
+//!
+//! Every rule of the projections is in this one file (about 450 lines before its tests), so that
+//! how counters, names, copies, the feed and deletions interact can be read in one place.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::domain::{Post, FEED_PK, FEED_SIZE};
+use crate::domain::{is_deleted, tombstone_ops, Kind, Post, FEED_KEEP, FEED_PK, FEED_SIZE};
 use crate::store::{Container, PatchOp};
 
 /// One write a projection implies.
@@ -83,11 +86,11 @@ pub enum Counted {
 impl Counted {
     pub const BOTH: [Counted; 2] = [Counted::Comments, Counted::Likes];
 
-    /// The `type` of the items counted.
-    pub fn kind(self) -> &'static str {
+    /// The kind of the items counted.
+    pub fn kind(self) -> Kind {
         match self {
-            Counted::Comments => "comment",
-            Counted::Likes => "like",
+            Counted::Comments => Kind::Comment,
+            Counted::Likes => Kind::Like,
         }
     }
 
@@ -143,6 +146,10 @@ pub struct PostsFacts {
     /// Items created before this instant (`creationDate` form) are past [`INCREMENT_GRACE`].
     pub settled_before: String,
     pub usernames: HashMap<String, String>,
+    /// Posts read as deleted (tombstones), with their authors: not in `posts`.
+    pub deleted_posts: HashMap<String, String>,
+    /// Authors read as deleted (erased accounts): not in `usernames`.
+    pub deleted_users: HashSet<String>,
     /// The feed's entries, newest first.
     pub feed: Vec<FeedEntry>,
 }
@@ -150,25 +157,25 @@ pub struct PostsFacts {
 pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
     let mut needs = PostsNeeds::default();
     for doc in changes {
-        let (Some(post_id), Some(kind)) = (str_field(doc, "postId"), str_field(doc, "type")) else {
+        let (Some(post_id), Some(kind)) = (str_field(doc, "postId"), Kind::of(doc)) else {
             continue;
         };
         match kind {
             // A post change recounts both: an increment arrives as a post change, and so does
             // the recount a deferred counter needs later.
-            "post" => {
+            Kind::Post => {
                 needs.feed = true;
                 for c in Counted::BOTH {
                     needs.counts.insert((post_id.into(), c));
                 }
             }
-            "comment" => {
+            Kind::Comment => {
                 needs.counts.insert((post_id.into(), Counted::Comments));
             }
-            "like" => {
+            Kind::Like => {
                 needs.counts.insert((post_id.into(), Counted::Likes));
             }
-            _ => continue,
+            Kind::User => continue,
         }
         needs.posts.insert(post_id.into());
         if let Some(u) = str_field(doc, "userId") {
@@ -232,17 +239,33 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     let mut seen = BTreeSet::new();
     for doc in changes {
         let (Some(kind), Some(post_id), Some(id)) = (
-            str_field(doc, "type"),
+            Kind::of(doc),
             str_field(doc, "postId"),
             str_field(doc, "id"),
         ) else {
             continue;
         };
-        if !matches!(kind, "comment" | "like") || !seen.insert((post_id, id)) {
+        if !matches!(kind, Kind::Comment | Kind::Like)
+            || !seen.insert((post_id, id))
+            || is_deleted(doc)
+        {
             continue;
         }
-        if let (Some(user), Some(name)) = (str_field(doc, "userId"), str_field(doc, "userUsername"))
+        // On a deleted post or by an erased user (it raced the deletion): it goes too.
+        let author = str_field(doc, "userId");
+        if facts.deleted_posts.contains_key(post_id)
+            || author.is_some_and(|u| facts.deleted_users.contains(u))
         {
+            writes.push(Write::Patch {
+                container: Container::Posts,
+                pk: post_id.into(),
+                id: id.into(),
+                ops: tombstone_ops(kind),
+                if_match: None,
+            });
+            continue;
+        }
+        if let (Some(user), Some(name)) = (author, str_field(doc, "userUsername")) {
             if let Some(current) = facts.usernames.get(user) {
                 if current != name {
                     writes.push(Write::Patch {
@@ -257,11 +280,28 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
         }
     }
 
-    // Posts: counters and author name made true on the post, then its copies written.
+    // Posts: counters and author name made true on the post, then its copies written. A
+    // deleted post's copies go; a post by an erased author (it raced the erasure) is deleted.
+    let mut deleted: BTreeSet<String> = BTreeSet::new();
     for post_id in posts_needs(changes).posts {
+        if let Some(author) = facts.deleted_posts.get(&post_id) {
+            writes.extend(super::erase::remove_copies(&post_id, author));
+            deleted.insert(post_id);
+            continue;
+        }
         let Some(post) = facts.posts.get(&post_id) else {
             continue;
         };
+        if facts.deleted_users.contains(&post.user_id) {
+            writes.push(Write::Patch {
+                container: Container::Posts,
+                pk: post_id.clone(),
+                id: post_id.clone(),
+                ops: tombstone_ops(Kind::Post),
+                if_match: None,
+            });
+            continue;
+        }
         let mut post = post.clone();
         let mut ops = Vec::new();
         for c in Counted::BOTH {
@@ -276,9 +316,9 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
                 post.user_username = name.clone();
             }
         }
-        let post_changed = changes.iter().any(|d| {
-            str_field(d, "type") == Some("post") && str_field(d, "postId") == Some(&post_id)
-        });
+        let post_changed = changes
+            .iter()
+            .any(|d| Kind::of(d) == Some(Kind::Post) && str_field(d, "postId") == Some(&post_id));
         if !ops.is_empty() {
             // The patch comes back through the change feed, which then refreshes the copies.
             writes.push(Write::Patch {
@@ -302,24 +342,45 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
             item: summary,
         });
     }
-    writes.extend(plan_feed(changed_posts.values(), &facts.feed));
+    // The feed entries of deleted posts went with their copies above.
+    let feed: Vec<FeedEntry> = facts
+        .feed
+        .iter()
+        .filter(|e| !deleted.contains(&e.id))
+        .cloned()
+        .collect();
+    writes.extend(plan_feed(changed_posts.values(), &feed));
     writes
 }
 
-/// Insert the changed posts that belong among the [`FEED_SIZE`] newest; delete what falls beyond.
+/// Insert the changed posts that belong among the [`FEED_KEEP`] newest; delete what falls beyond.
 /// Never deletes a post that is among the newest, whatever else runs concurrently: anything
 /// beyond the newest of a subset is beyond the newest of the whole.
+///
+/// A post older than every entry is inserted only while the feed holds fewer than
+/// [`FEED_SIZE`]: with at least that many, posts older than the oldest entry were pushed out by
+/// newer ones, and bringing one back would skip those between (deletions shrink the feed without
+/// making it wrong, never by leaving a gap).
 pub fn plan_feed<'a>(posts: impl Iterator<Item = &'a Post>, feed: &[FeedEntry]) -> Vec<Write> {
+    let oldest = feed
+        .iter()
+        .map(|e| (e.creation_date.clone(), e.id.clone()))
+        .min();
     let mut all: BTreeMap<(String, String), Option<&Post>> = feed
         .iter()
         .map(|e| ((e.creation_date.clone(), e.id.clone()), None))
         .collect();
     for p in posts {
-        all.insert((p.creation_date.clone(), p.id.clone()), Some(p));
+        let key = (p.creation_date.clone(), p.id.clone());
+        let in_feed = feed.iter().any(|e| e.id == p.id);
+        let newer = oldest.as_ref().is_none_or(|o| key > *o);
+        if in_feed || newer || feed.len() < FEED_SIZE {
+            all.insert(key, Some(p));
+        }
     }
     let mut writes = Vec::new();
     for (rank, ((_, id), post)) in all.iter().rev().enumerate() {
-        match (rank < FEED_SIZE, post) {
+        match (rank < FEED_KEEP, post) {
             (true, Some(p)) => writes.push(Write::Upsert {
                 container: Container::Feed,
                 pk: FEED_PK.into(),
@@ -392,7 +453,7 @@ pub fn mark_fanned_out(user_id: &str, version: u64, etag: Option<&str>) -> Write
 pub fn users_needs(changes: &[Value]) -> BTreeSet<String> {
     changes
         .iter()
-        .filter(|d| str_field(d, "type") == Some("user"))
+        .filter(|d| Kind::of(d) == Some(Kind::User))
         .filter_map(|d| str_field(d, "userId").map(String::from))
         .collect()
 }
@@ -405,7 +466,7 @@ mod tests {
     fn post(id: &str, user: &str, name: &str, date: &str, comments: u64, likes: u64) -> Post {
         Post {
             id: id.into(),
-            kind: "post".into(),
+            kind: Kind::Post,
             post_id: id.into(),
             user_id: user.into(),
             user_username: name.into(),
@@ -612,9 +673,9 @@ mod tests {
     }
 
     #[test]
-    fn the_feed_keeps_the_newest_hundred() {
+    fn the_feed_keeps_the_newest_hundred_and_a_margin() {
         // A full feed and a post newer than all of it: insert it, delete the oldest.
-        let feed = entries(FEED_SIZE);
+        let feed = entries(FEED_KEEP);
         let p = post("new", "u1", "ana", &date(500), 0, 0);
         let writes = plan_feed([&p].into_iter(), &feed);
         assert_eq!(writes.len(), 2);
@@ -642,8 +703,8 @@ mod tests {
 
     #[test]
     fn an_overfull_feed_is_trimmed_and_a_feed_post_is_refreshed() {
-        let feed = entries(FEED_SIZE + 3);
-        let p = post("f102", "u1", "ana", &date(102), 0, 7);
+        let feed = entries(FEED_KEEP + 3);
+        let p = post("f122", "u1", "ana", &date(122), 0, 7);
         let writes = plan_feed([&p].into_iter(), &feed);
         assert!(matches!(&writes[0], Write::Upsert { item, .. } if item["likeCount"] == 7));
         let deleted: Vec<_> = writes
@@ -654,6 +715,112 @@ mod tests {
             })
             .collect();
         assert_eq!(deleted, vec!["f2", "f1", "f0"]);
+    }
+
+    #[test]
+    fn an_old_post_fills_a_feed_only_while_it_shows_fewer_than_a_hundred() {
+        // Fewer than a hundred entries: the blog has no more posts, so an older one belongs.
+        let feed: Vec<FeedEntry> = entries(FEED_SIZE + 10).into_iter().take(5).collect();
+        let p = post("old", "u1", "ana", &date(0), 0, 0);
+        assert_eq!(
+            upserts(&plan_feed([&p].into_iter(), &feed), Container::Feed).len(),
+            1
+        );
+        // Between a hundred and the margin: still not, posts in between may be missing.
+        let feed: Vec<FeedEntry> = entries(FEED_KEEP).into_iter().take(FEED_SIZE + 5).collect();
+        assert!(plan_feed([&p].into_iter(), &feed).is_empty());
+    }
+
+    #[test]
+    fn a_deleted_post_loses_its_copies_and_nothing_is_written_for_it() {
+        let p = post("p1", "u1", "", &date(5), 0, 0);
+        let mut tombstone = change(&p);
+        tombstone["deleted"] = json!(true);
+        let facts = PostsFacts {
+            deleted_posts: HashMap::from([("p1".into(), "u1".into())]),
+            feed: vec![FeedEntry {
+                id: "p1".into(),
+                creation_date: date(5),
+            }],
+            ..Default::default()
+        };
+        let writes = plan_posts(&[tombstone], &facts);
+        assert_eq!(
+            writes,
+            vec![
+                Write::Delete {
+                    container: Container::Users,
+                    pk: "u1".into(),
+                    id: "p1".into()
+                },
+                Write::Delete {
+                    container: Container::Feed,
+                    pk: "post".into(),
+                    id: "p1".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn what_raced_a_deletion_is_deleted_too() {
+        // A comment on a deleted post, a like by an erased user, a post by an erased user.
+        let comment =
+            json!({"id":"c1","type":"comment","postId":"p1","userId":"u2","userUsername":"bo"});
+        let like =
+            json!({"id":"like-u3","type":"like","postId":"p2","userId":"u3","userUsername":"cy"});
+        let p3 = post("p3", "u3", "cy", &date(5), 0, 0);
+        let facts = PostsFacts {
+            posts: HashMap::from([
+                ("p2".into(), post("p2", "u2", "bo", &date(1), 0, 1)),
+                ("p3".into(), p3.clone()),
+            ]),
+            deleted_posts: HashMap::from([("p1".into(), "u1".into())]),
+            deleted_users: HashSet::from(["u3".to_string()]),
+            usernames: HashMap::from([("u2".into(), "bo".into())]),
+            counts: counts("p2", 0, 1),
+            ..Default::default()
+        };
+        let writes = plan_posts(&[comment, like, change(&p3)], &facts);
+        let marked: Vec<(&str, &str)> = writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Patch { pk, id, ops, .. }
+                    if ops.contains(&PatchOp::set("/deleted", true)) =>
+                {
+                    Some((pk.as_str(), id.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(marked, vec![("p1", "c1"), ("p2", "like-u3"), ("p3", "p3")]);
+        // The post by the erased author is not copied anywhere.
+        assert!(upserts(&writes, Container::Users).is_empty());
+        assert!(upserts(&writes, Container::Feed).is_empty());
+    }
+
+    #[test]
+    fn a_deleted_comment_only_recounts() {
+        let p = post("p1", "u1", "ana", &date(5), 1, 0);
+        let tombstone = json!({"id":"c1","type":"comment","postId":"p1","userId":"u2",
+            "userUsername":"","deleted":true});
+        let facts = PostsFacts {
+            posts: HashMap::from([("p1".into(), p)]),
+            counts: counts("p1", 0, 0),
+            usernames: HashMap::from([("u2".into(), "bo".into())]),
+            etags: HashMap::from([("p1".into(), "\"e\"".into())]),
+            ..Default::default()
+        };
+        assert_eq!(
+            plan_posts(&[tombstone], &facts),
+            vec![Write::Patch {
+                container: Container::Posts,
+                pk: "p1".into(),
+                id: "p1".into(),
+                ops: vec![PatchOp::set("/commentCount", 0)],
+                if_match: Some("\"e\"".into()),
+            }]
+        );
     }
 
     #[test]

@@ -11,7 +11,10 @@
 pub mod cosmos;
 pub mod embedded;
 pub mod metrics;
+mod query;
 mod retry;
+
+pub use query::{Cmp, Filter, Order, Page, Query, Scope};
 
 pub use retry::{retry, ATTEMPTS};
 
@@ -143,128 +146,6 @@ pub enum BatchOp {
     Create {
         item: Value,
     },
-    Upsert {
-        item: Value,
-    },
-    Replace {
-        id: String,
-        item: Value,
-    },
-    Delete {
-        id: String,
-    },
-}
-
-/// Comparison in a query filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cmp {
-    Eq,
-    Ne,
-}
-
-/// `c.<field> <cmp> <value>`; fields are top-level property names.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Filter {
-    pub field: String,
-    pub cmp: Cmp,
-    pub value: Value,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    Asc,
-    Desc,
-}
-
-/// Which partitions a query reads.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Scope {
-    /// One partition: the only kind the request path uses.
-    Partition(String),
-    /// Every partition: only the username fan-out in the change feed uses this.
-    CrossPartition,
-}
-
-/// A query on one container: `SELECT * FROM c WHERE <filters, ANDed>
-/// [ORDER BY c.creationDate <order>, c.id <order>] [OFFSET offset] LIMIT limit`, paged by an
-/// opaque continuation token. `count_only` turns it into `SELECT VALUE COUNT(1)`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Query {
-    pub scope: Scope,
-    pub filters: Vec<Filter>,
-    /// Order by `creationDate` (ties broken by `id`); `None` means store order.
-    pub order_by_creation: Option<Order>,
-    /// Items to skip first (only used without a continuation token).
-    pub offset: Option<u32>,
-    /// Page size.
-    pub limit: u32,
-    pub continuation: Option<String>,
-}
-
-impl Query {
-    pub fn partition(pk: impl Into<String>) -> Self {
-        Query {
-            scope: Scope::Partition(pk.into()),
-            filters: Vec::new(),
-            order_by_creation: None,
-            offset: None,
-            limit: 100,
-            continuation: None,
-        }
-    }
-
-    pub fn cross_partition() -> Self {
-        Query {
-            scope: Scope::CrossPartition,
-            ..Query::partition("")
-        }
-    }
-
-    pub fn eq(mut self, field: &str, value: impl Into<Value>) -> Self {
-        self.filters.push(Filter {
-            field: field.into(),
-            cmp: Cmp::Eq,
-            value: value.into(),
-        });
-        self
-    }
-
-    pub fn ne(mut self, field: &str, value: impl Into<Value>) -> Self {
-        self.filters.push(Filter {
-            field: field.into(),
-            cmp: Cmp::Ne,
-            value: value.into(),
-        });
-        self
-    }
-
-    pub fn order_by_creation(mut self, order: Order) -> Self {
-        self.order_by_creation = Some(order);
-        self
-    }
-
-    pub fn offset(mut self, offset: u32) -> Self {
-        self.offset = Some(offset);
-        self
-    }
-
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    pub fn continuation(mut self, token: Option<String>) -> Self {
-        self.continuation = token;
-        self
-    }
-}
-
-/// One page of query results.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page {
-    pub items: Vec<Value>,
-    /// `Some` when more items may follow.
-    pub continuation: Option<String>,
 }
 
 /// One page of a container's change feed in "latest version" mode: each item changed since the
@@ -356,11 +237,12 @@ pub trait Store: Send + Sync + 'static {
 
     async fn query(&self, c: Container, q: &Query) -> StoreResult<Page>;
 
-    /// `SELECT VALUE COUNT(1)` over the query's scope and filters (order, offset, limit ignored).
+    /// `SELECT VALUE COUNT(1)` over the query's scope and filters (order and limit ignored).
     async fn count(&self, c: Container, q: &Query) -> StoreResult<u64>;
 
     /// Transactional batch in one partition: every operation or none. Returns one result per
-    /// operation (the item for Read/Create/Upsert/Replace, `Null` for Delete).
+    /// operation (the item read or created). Only what the service needs is offered: a read
+    /// as an atomic existence check, and creates.
     async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>>;
 
     /// Read the change feed of a whole container from `continuation` (`None`: from the beginning),

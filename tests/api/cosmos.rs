@@ -77,15 +77,20 @@ mod store {
         patch_keeps_identity,
         partition_key_must_match, query_filters_orders_and_stays_in_its_partition,
         query_pages_with_continuation_tokens, bad_continuation_token_is_a_bad_request,
-        query_offset_skips, count_counts_matching_items, cross_partition_query_finds_every_partition,
+        count_counts_matching_items, cross_partition_query_finds_every_partition,
         batch_succeeds_as_a_whole, batch_fails_as_a_whole, change_feed_latest_version_in_commit_order,
         change_feeds_are_per_container, system_properties_are_stamped, conditional_reads,
-        patch_honours_etags);
+        patch_honours_etags, live_queries_leave_marked_items_out);
 }
 
 mod api {
     use super::*;
     crate::api_suite!(cosmos_fixture);
+}
+
+mod deletes {
+    use super::*;
+    crate::deletes_suite!(cosmos_fixture);
 }
 
 mod client {
@@ -182,7 +187,7 @@ async fn patch_is_atomic_under_contention_on_an_existing_counter() {
 }
 
 #[tokio::test]
-async fn batch_replace_and_delete_results() {
+async fn a_failed_batch_names_its_operation() {
     let store = cosmos_store().await;
     let c = Container::Posts;
     store
@@ -193,46 +198,22 @@ async fn batch_replace_and_delete_results() {
         .create(c, "p1", comment("p1", "c1", &date(1)))
         .await
         .unwrap();
-    let mut c1 = comment("p1", "c1", &date(1));
-    c1["content"] = json!("edited");
-    let results = store
-        .batch(
-            c,
-            "p1",
-            vec![
-                BatchOp::Upsert {
-                    item: comment("p1", "c2", &date(2)),
-                },
-                BatchOp::Replace {
-                    id: "c1".into(),
-                    item: c1,
-                },
-                BatchOp::Delete { id: "c2".into() },
-            ],
-        )
-        .await
-        .unwrap();
-    assert_eq!(results[0]["id"], "c2");
-    assert_eq!(results[1]["content"], "edited");
-    assert_eq!(results[2], Value::Null);
-    assert_eq!(store.read(c, "p1", "c2").await.unwrap(), None);
-    // Replacing a missing item names the operation.
+    // Creating an item that exists names the operation.
     let err = store
         .batch(
             c,
             "p1",
             vec![
                 BatchOp::Read { id: "p1".into() },
-                BatchOp::Replace {
-                    id: "c9".into(),
-                    item: comment("p1", "c9", &date(9)),
+                BatchOp::Create {
+                    item: comment("p1", "c1", &date(9)),
                 },
             ],
         )
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, StoreError::BatchFailed { index: 1, source } if matches!(**source, StoreError::NotFound)),
+        matches!(&err, StoreError::BatchFailed { index: 1, source } if matches!(**source, StoreError::Conflict)),
         "{err:?}"
     );
     assert!(store.batch(c, "p1", Vec::new()).await.unwrap().is_empty());
@@ -495,6 +476,21 @@ async fn the_feed_snapshot_holds_for_its_maximum_age() {
     eventually("the later post projected", || projected(&later)).await;
     let r = app.get("/api/feed").await;
     assert_eq!((r.store_operations(), r.items().len()), (0, 1));
+
+    // A deletion in this process is seen at once all the same: the snapshot is dropped.
+    assert_eq!(
+        app.delete(&format!("/api/posts/{}", id(&post)))
+            .await
+            .status,
+        204
+    );
+    let r = app.get("/api/feed").await;
+    assert_eq!(r.store_operations(), 1, "the snapshot was dropped");
+    assert!(
+        r.items().iter().all(|p| p["id"] != post["id"]),
+        "{:?}",
+        r.body
+    );
 
     // With a maximum age of 0 there is no snapshot: every read asks the store.
     let app = TestApp::spawn_with_feed_cache(cosmos_fixture().await, Duration::ZERO).await;

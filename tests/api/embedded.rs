@@ -12,6 +12,11 @@ mod api {
     crate::api_suite!(embedded_fixture);
 }
 
+mod deletes {
+    use super::*;
+    crate::deletes_suite!(embedded_fixture);
+}
+
 mod client {
     use super::*;
     crate::client_suite!(embedded_fixture);
@@ -73,6 +78,90 @@ mod restart {
     }
 }
 
+mod time_to_live {
+    use std::time::Duration;
+
+    use blog::store::embedded::EmbeddedStore;
+    use blog::store::{Container, Store};
+    use serde_json::json;
+
+    /// Like Cosmos DB, an item with a positive `ttl` is removed that many seconds after its last
+    /// write (here: by the first write after that); `-1` or no `ttl` never expires; the removal
+    /// is not in the change feed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn expired_items_are_removed_and_others_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
+        let item = |id: &str, ttl: Option<i64>| {
+            let mut v = json!({"id": id, "postId": "p", "type": "comment", "deleted": true});
+            if let Some(t) = ttl {
+                v["ttl"] = json!(t);
+            }
+            v
+        };
+        for (id, ttl) in [
+            ("short", Some(1)),
+            ("long", Some(3600)),
+            ("never", Some(-1)),
+            ("none", None),
+        ] {
+            store
+                .create(Container::Posts, "p", item(id, ttl))
+                .await
+                .unwrap();
+        }
+        let feed = store.changes(Container::Posts, None, 100).await.unwrap();
+        assert_eq!(feed.items.len(), 4);
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        // Any write purges what has expired.
+        store
+            .create(Container::Posts, "q", json!({"id": "q", "postId": "q"}))
+            .await
+            .unwrap();
+        assert!(store
+            .read(Container::Posts, "p", "short")
+            .await
+            .unwrap()
+            .is_none());
+        for id in ["long", "never", "none"] {
+            assert!(
+                store
+                    .read(Container::Posts, "p", id)
+                    .await
+                    .unwrap()
+                    .is_some(),
+                "{id}"
+            );
+        }
+        let after = store
+            .changes(Container::Posts, Some(&feed.continuation), 100)
+            .await
+            .unwrap();
+        let ids: Vec<&str> = after
+            .items
+            .iter()
+            .map(|v| v["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["q"], "the removal is not a change");
+        // A rewrite restarts the clock: `long` rewritten with ttl 1 expires in turn.
+        let ops = [blog::store::PatchOp::set("/ttl", 1)];
+        store
+            .patch(Container::Posts, "p", "long", &ops, None)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        store
+            .create(Container::Posts, "r", json!({"id": "r", "postId": "r"}))
+            .await
+            .unwrap();
+        assert!(store
+            .read(Container::Posts, "p", "long")
+            .await
+            .unwrap()
+            .is_none());
+    }
+}
+
 mod cors_off {
     use crate::helpers::spawn_app;
 
@@ -114,13 +203,11 @@ mod push {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use async_trait::async_trait;
-    use blog::store::{
-        BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query, Store, StoreResult,
-    };
-    use serde_json::{json, Value};
+    use blog::store::Container;
+    use serde_json::json;
 
     use crate::helpers::{embedded_fixture, eventually, id, Fixture, TestApp};
+    use crate::hooks::Hooked;
 
     #[tokio::test]
     async fn a_commit_signals_its_own_container_only() {
@@ -150,90 +237,12 @@ mod push {
         );
     }
 
-    /// The embedded store, with an idle poll that never comes round in a test's lifetime.
-    struct NoPoll(Arc<dyn Store>);
-
-    #[async_trait]
-    impl Store for NoPoll {
-        fn kind(&self) -> &'static str {
-            "no-poll"
-        }
-        fn idle_poll(&self) -> Duration {
-            Duration::from_secs(3600)
-        }
-        fn change_notifier(&self, c: Container) -> Option<ChangeNotifier> {
-            self.0.change_notifier(c)
-        }
-        async fn read_if_none_match(
-            &self,
-            c: Container,
-            pk: &str,
-            id: &str,
-            etag: &str,
-        ) -> StoreResult<blog::store::ConditionalRead> {
-            self.0.read_if_none_match(c, pk, id, etag).await
-        }
-        async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
-            self.0.read(c, pk, id).await
-        }
-        async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-            self.0.create(c, pk, item).await
-        }
-        async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-            self.0.upsert(c, pk, item).await
-        }
-        async fn replace(
-            &self,
-            c: Container,
-            pk: &str,
-            id: &str,
-            item: Value,
-            if_match: Option<&str>,
-        ) -> StoreResult<Value> {
-            self.0.replace(c, pk, id, item, if_match).await
-        }
-        async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
-            self.0.delete(c, pk, id).await
-        }
-        async fn patch(
-            &self,
-            c: Container,
-            pk: &str,
-            id: &str,
-            ops: &[PatchOp],
-            if_match: Option<&str>,
-        ) -> StoreResult<Value> {
-            self.0.patch(c, pk, id, ops, if_match).await
-        }
-        async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
-            self.0.query(c, q).await
-        }
-        async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
-            self.0.count(c, q).await
-        }
-        async fn batch(
-            &self,
-            c: Container,
-            pk: &str,
-            ops: Vec<BatchOp>,
-        ) -> StoreResult<Vec<Value>> {
-            self.0.batch(c, pk, ops).await
-        }
-        async fn changes(
-            &self,
-            c: Container,
-            continuation: Option<&str>,
-            max_items: u32,
-        ) -> StoreResult<ChangePage> {
-            self.0.changes(c, continuation, max_items).await
-        }
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_pump_projects_on_the_commit_signal_without_polling() {
         let fixture = embedded_fixture().await;
+        // An idle poll that never comes round in the test's lifetime.
         let fixture = Fixture {
-            store: Arc::new(NoPoll(fixture.store)),
+            store: Arc::new(Hooked::new(fixture.store).polling_every(Duration::from_secs(3600))),
             dir: fixture.dir,
         };
         let app = TestApp::spawn(fixture, true).await;

@@ -174,6 +174,10 @@ impl TestApp {
         self.send(self.client.put(self.url(path)).json(&body)).await
     }
 
+    pub async fn delete(&self, path: &str) -> Resp {
+        self.send(self.client.delete(self.url(path))).await
+    }
+
     /// C1, asserting success; returns the user.
     pub async fn create_user(&self, name: &str) -> Value {
         let r = self.post("/api/users", json!({ "username": name })).await;

@@ -10,6 +10,7 @@
 //! - `identity`: who is calling (`BLOG_AUTH`): bearer tokens from a local OpenID Connect issuer,
 //!   Easy Auth principals, on both stores, and what the binary logs about them;
 //! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load;
+//! - `deletes_suite`: unlike, delete a comment or a post, erase an account, on both stores;
 //! - `web`: the browser client's files as the handler serves them.
 //!
 //! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
@@ -19,6 +20,7 @@ mod hooks;
 
 mod api_suite;
 mod client_suite;
+mod deletes_suite;
 mod ops_suite;
 mod store_suite;
 

@@ -14,11 +14,13 @@ use std::time::Duration;
 use blog::ops::expected::DriftKind;
 use blog::ops::progress::Progress;
 use blog::ops::{verify_and_repair, Outcome};
-use blog::store::{BatchOp, ChangePage, Container, Page, PatchOp, Query, Store, StoreResult};
+use blog::store::{Container, PatchOp, Store};
+use futures::FutureExt as _;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use crate::helpers::{eventually, id, Fixture, TestApp};
+use crate::hooks::Hooked;
 
 /// Instantiate the suite over stores made by `$fixture`.
 #[macro_export]
@@ -380,90 +382,27 @@ pub async fn stale_name_everywhere(fixture: Fixture) {
 }
 
 /// A store that, right after the first read of the feed (the end of verify's first look), writes
-/// one item: a change the change feed delivers while verify runs.
-struct ChangesDuringVerify {
-    inner: Arc<dyn Store>,
-    pending: Mutex<Option<(Container, String, Value)>>,
-}
+/// the item in `pending`: a change the change feed delivers while verify runs.
+type Pending = Arc<Mutex<Option<(Container, String, Value)>>>;
 
-#[async_trait::async_trait]
-impl Store for ChangesDuringVerify {
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-    fn idle_poll(&self) -> Duration {
-        self.inner.idle_poll()
-    }
-    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
-        self.inner.change_notifier(c)
-    }
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<blog::store::ConditionalRead> {
-        self.inner.read_if_none_match(c, pk, id, etag).await
-    }
-    async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
-        self.inner.read(c, pk, id).await
-    }
-    async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-        self.inner.create(c, pk, item).await
-    }
-    async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-        self.inner.upsert(c, pk, item).await
-    }
-    async fn replace(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        item: Value,
-        if_match: Option<&str>,
-    ) -> StoreResult<Value> {
-        self.inner.replace(c, pk, id, item, if_match).await
-    }
-    async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
-        self.inner.delete(c, pk, id).await
-    }
-    async fn patch(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        ops: &[PatchOp],
-        if_match: Option<&str>,
-    ) -> StoreResult<Value> {
-        self.inner.patch(c, pk, id, ops, if_match).await
-    }
-    async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
-        let page = self.inner.query(c, q).await;
-        let pending = self
-            .pending
-            .lock()
-            .unwrap()
-            .take_if(|_| c == Container::Feed);
-        if let Some((container, pk, item)) = pending {
-            self.inner.upsert(container, &pk, item).await?;
+fn changes_during_verify(inner: Arc<dyn Store>) -> (Hooked, Pending) {
+    let pending: Pending = Arc::default();
+    let (p, writer) = (pending.clone(), inner.clone());
+    let store = Hooked::new(inner).after(move |call| {
+        let (p, writer) = (p.clone(), writer.clone());
+        async move {
+            let write = p
+                .lock()
+                .unwrap()
+                .take_if(|_| call.op == "query" && call.container == Container::Feed);
+            if let Some((container, pk, item)) = write {
+                writer.upsert(container, &pk, item).await?;
+            }
+            Ok(())
         }
-        page
-    }
-    async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
-        self.inner.count(c, q).await
-    }
-    async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {
-        self.inner.batch(c, pk, ops).await
-    }
-    async fn changes(
-        &self,
-        c: Container,
-        continuation: Option<&str>,
-        max_items: u32,
-    ) -> StoreResult<ChangePage> {
-        self.inner.changes(c, continuation, max_items).await
-    }
+        .boxed()
+    });
+    (store, pending)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -485,12 +424,8 @@ async fn drift_mended_before_the_second_look_is_not_reported() {
         json!("old title"),
     )
     .await;
-    let store = ChangesDuringVerify {
-        inner: d.store.clone(),
-        pending: Mutex::new(None),
-    };
-    let arm =
-        || *store.pending.lock().unwrap() = Some((Container::Users, d.ana.clone(), good.clone()));
+    let (store, pending) = changes_during_verify(d.store.clone());
+    let arm = || *pending.lock().unwrap() = Some((Container::Users, d.ana.clone(), good.clone()));
 
     // Without a second look, the copy the change feed is about to rewrite counts as drift.
     arm();
@@ -511,10 +446,7 @@ async fn drift_mended_before_the_second_look_is_not_reported() {
     arm();
     let second = run(&store, false).await;
     assert!(second.before.is_clean(), "{}", second.render());
-    assert!(
-        store.pending.lock().unwrap().is_none(),
-        "the change was written"
-    );
+    assert!(pending.lock().unwrap().is_none(), "the change was written");
 }
 
 /// A repair while comments keep arriving: nothing acknowledged is lost or counted twice, and the

@@ -2,20 +2,18 @@
 //! go back and forth, reads older than the change handled, a fan-out over many items, an overfull
 //! feed, counters whose increment is still on its way, and a hot post under load.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use blog::domain::{FEED_PK, FEED_SIZE};
+use blog::domain::{FEED_KEEP, FEED_PK, FEED_SIZE};
 use blog::projection::{self, Report};
-use blog::store::{
-    BatchOp, ChangePage, ConditionalRead, Container, Page, PatchOp, Query, Store, StoreResult,
-};
+use blog::store::{BatchOp, Container, PatchOp, Query, Store};
+use futures::FutureExt as _;
 use serde_json::{json, Value};
 
 use crate::helpers::{eventually, id, Fixture, TestApp};
+use crate::hooks::Hooked;
 
 /// Follows one container's change feed from its start, projecting every page, like a pump that
 /// runs only when told to.
@@ -53,121 +51,46 @@ impl Follower {
     }
 }
 
-/// A store that can serve older versions of chosen items to point reads (a read through a
-/// lagging session), and records the order of queries and patches and how many patches were in
-/// flight at once.
-pub struct Spy {
-    inner: Arc<dyn Store>,
-    stale: Mutex<HashMap<(&'static str, String), Value>>,
+/// What a spy saw: the order of queries and patches, and how many patches were in flight at once.
+#[derive(Default)]
+pub struct Seen {
     log: Mutex<Vec<&'static str>>,
     patching: AtomicUsize,
     max_patching: AtomicUsize,
 }
 
-impl Spy {
-    pub fn new(inner: Arc<dyn Store>) -> Self {
-        Spy {
-            inner,
-            stale: Mutex::new(HashMap::new()),
-            log: Mutex::new(Vec::new()),
-            patching: AtomicUsize::new(0),
-            max_patching: AtomicUsize::new(0),
-        }
-    }
-
-    /// Point reads of this item answer `old` from now on.
-    fn serve_stale(&self, c: Container, id: &str, old: Value) {
-        self.stale
-            .lock()
-            .unwrap()
-            .insert((c.name(), id.to_string()), old);
-    }
-
-    fn log(&self) -> Vec<&'static str> {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl Store for Spy {
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-    fn idle_poll(&self) -> Duration {
-        self.inner.idle_poll()
-    }
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead> {
-        self.inner.read_if_none_match(c, pk, id, etag).await
-    }
-    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
-        self.inner.change_notifier(c)
-    }
-    async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
-        if let Some(old) = self.stale.lock().unwrap().get(&(c.name(), id.to_string())) {
-            return Ok(Some(old.clone()));
-        }
-        self.inner.read(c, pk, id).await
-    }
-    async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-        self.inner.create(c, pk, item).await
-    }
-    async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-        self.inner.upsert(c, pk, item).await
-    }
-    async fn replace(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        item: Value,
-        if_match: Option<&str>,
-    ) -> StoreResult<Value> {
-        self.inner.replace(c, pk, id, item, if_match).await
-    }
-    async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
-        self.inner.delete(c, pk, id).await
-    }
-    async fn patch(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        ops: &[PatchOp],
-        if_match: Option<&str>,
-    ) -> StoreResult<Value> {
-        self.log.lock().unwrap().push("patch");
-        let now = self.patching.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max_patching.fetch_max(now, Ordering::SeqCst);
-        // Long enough for concurrent patches to overlap.
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        let r = self.inner.patch(c, pk, id, ops, if_match).await;
-        self.patching.fetch_sub(1, Ordering::SeqCst);
-        r
-    }
-    async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
-        self.log.lock().unwrap().push("query");
-        self.inner.query(c, q).await
-    }
-    async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
-        self.inner.count(c, q).await
-    }
-    async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {
-        self.inner.batch(c, pk, ops).await
-    }
-    async fn changes(
-        &self,
-        c: Container,
-        continuation: Option<&str>,
-        max_items: u32,
-    ) -> StoreResult<ChangePage> {
-        self.inner.changes(c, continuation, max_items).await
-    }
+/// `inner`, recording its queries and patches in the returned [`Seen`]; each patch lasts long
+/// enough for concurrent patches to overlap.
+pub fn spy(inner: Arc<dyn Store>) -> (Hooked, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let (before, after) = (seen.clone(), seen.clone());
+    let store = Hooked::new(inner)
+        .before(move |call| {
+            let seen = before.clone();
+            async move {
+                if call.op == "query" || call.op == "patch" {
+                    seen.log.lock().unwrap().push(call.op);
+                }
+                if call.op == "patch" {
+                    let now = seen.patching.fetch_add(1, Ordering::SeqCst) + 1;
+                    seen.max_patching.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Ok(())
+            }
+            .boxed()
+        })
+        .after(move |call| {
+            let seen = after.clone();
+            async move {
+                if call.op == "patch" {
+                    seen.patching.fetch_sub(1, Ordering::SeqCst);
+                }
+                Ok(())
+            }
+            .boxed()
+        });
+    (store, seen)
 }
 
 async fn rename(app: &TestApp, user: &str, name: &str) {
@@ -242,11 +165,86 @@ pub async fn a_rename_back_and_forth_ends_on_the_last_name(fixture: Fixture) {
     }
 }
 
+/// A fan-out of "B" that a rename to "C" overtakes: while it runs, the user becomes "C" and every
+/// item it patches to "B" is written back to "C" at once (the newer fan-out and the requests
+/// racing it). The stale fan-out stops without an error instead of fighting the newer name, and
+/// the newer rename's change leaves every copy on "C".
+pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let (mut posts, mut users) = (
+        Follower::new(Container::Posts),
+        Follower::new(Container::Users),
+    );
+    let u = id(&app.create_user("A").await);
+    let p = id(&app.create_post(&u, "t", "c").await);
+    assert_eq!(app.comment(&p, &u, "hi").await.status, 201);
+    assert_eq!(app.like(&p, &u).await.status, 201);
+    posts.drain(&*store).await;
+    users.drain(&*store).await;
+    rename(&app, &u, "B").await;
+
+    let renamed = Arc::new(AtomicBool::new(false));
+    let racing = Hooked::new(store.clone()).after({
+        let (inner, u, renamed) = (store.clone(), u.clone(), renamed.clone());
+        move |call| {
+            let (inner, u, renamed) = (inner.clone(), u.clone(), renamed.clone());
+            async move {
+                if call.op != "patch" || call.id == u {
+                    return Ok(());
+                }
+                if !renamed.swap(true, Ordering::SeqCst) {
+                    let ops = [
+                        PatchOp::set("/username", "C"),
+                        PatchOp::incr("/renameVersion", 1),
+                    ];
+                    inner.patch(Container::Users, &u, &u, &ops, None).await?;
+                }
+                let ops = [PatchOp::set("/userUsername", "C")];
+                inner
+                    .patch(call.container, &call.pk, &call.id, &ops, None)
+                    .await?;
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    let page = store
+        .changes(Container::Users, users.continuation.as_deref(), 100)
+        .await
+        .unwrap();
+    assert!(
+        page.items.iter().any(|d| d["username"] == "B"),
+        "{:?}",
+        page.items
+    );
+    let projected = projection::project(&racing, Container::Users, &page.items).await;
+    assert!(renamed.load(Ordering::SeqCst), "the fan-out of B ran");
+    assert!(
+        projected.is_ok(),
+        "the overtaken fan-out failed: {projected:?}"
+    );
+    users.continuation = Some(page.continuation);
+
+    // The newer rename's own change, then the posts feed carrying it into the feed.
+    users.drain(&*store).await;
+    posts.drain(&*store).await;
+    let names = names_of(&*store, &u, &p).await;
+    assert!(names.len() >= 5, "{names:?}");
+    for (at, name) in &names {
+        assert_eq!(name, "\"C\"", "{at} carries {name}");
+    }
+    assert_eq!(
+        app.get(&format!("/api/users/{u}")).await.body["username"],
+        "C"
+    );
+}
+
 /// A projection whose point read returns a version older than the change it handles must not
 /// write that version into a view.
 pub async fn a_read_older_than_the_change_is_never_projected(fixture: Fixture) {
     let app = TestApp::spawn(fixture, false).await;
-    let spy = Spy::new(app.store.clone());
+    let spy = Hooked::new(app.store.clone());
     let (mut posts, mut users) = (
         Follower::new(Container::Posts),
         Follower::new(Container::Users),
@@ -295,7 +293,7 @@ pub async fn a_read_older_than_the_change_is_never_projected(fixture: Fixture) {
 pub async fn a_large_fan_out_goes_page_by_page(fixture: Fixture) {
     const ITEMS: usize = 1_000;
     let app = TestApp::spawn(fixture, false).await;
-    let spy = Spy::new(app.store.clone());
+    let (spy, seen) = spy(app.store.clone());
     let (mut posts, mut users) = (
         Follower::new(Container::Posts),
         Follower::new(Container::Users),
@@ -321,7 +319,7 @@ pub async fn a_large_fan_out_goes_page_by_page(fixture: Fixture) {
     rename(&app, &u, "bea").await;
     users.drain(&spy).await;
 
-    let log = spy.log();
+    let log = seen.log.lock().unwrap().clone();
     let first_patch = log.iter().position(|e| *e == "patch").expect("patches");
     assert_eq!(
         log[..first_patch].iter().filter(|e| **e == "query").count(),
@@ -329,7 +327,7 @@ pub async fn a_large_fan_out_goes_page_by_page(fixture: Fixture) {
         "one page read before its patches"
     );
     assert!(log.iter().filter(|e| **e == "patch").count() >= ITEMS);
-    let max = spy.max_patching.load(Ordering::SeqCst);
+    let max = seen.max_patching.load(Ordering::SeqCst);
     assert!(
         (1..=projection::FAN_OUT_CONCURRENCY).contains(&max),
         "{max} patches at once"
@@ -350,7 +348,7 @@ pub async fn the_feed_never_pages_past_the_hundred_newest(fixture: Fixture) {
                 "commentCount": 0, "likeCount": 0,
                 "creationDate": format!("2026-01-01T00:00:{:02}.000Z", i % 60) })
     };
-    let overfull = FEED_SIZE + 5;
+    let overfull = FEED_KEEP + 5;
     for i in 0..overfull {
         app.store
             .upsert(Container::Feed, FEED_PK, entry(i))
@@ -388,13 +386,13 @@ pub async fn the_feed_never_pages_past_the_hundred_newest(fixture: Fixture) {
     }
     assert_eq!(paged, newest);
 
-    // A new post's projection trims the container back to 100, the new post among them.
+    // A new post's projection trims the container back to its 120, the new post among them.
     let p = id(&app.create_post(&u, "new", "c").await);
     posts.drain(&*app.store).await;
     let q = Query::partition(FEED_PK).eq("type", "post");
     assert_eq!(
         app.store.count(Container::Feed, &q).await.unwrap(),
-        FEED_SIZE as u64
+        FEED_KEEP as u64
     );
     assert_eq!(
         app.get("/api/feed?limit=1").await.items()[0]["id"],
@@ -556,6 +554,11 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_overtaken_by_a_newer_rename_stops() {
+        super::a_fan_out_overtaken_by_a_newer_rename_stops(embedded_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_older_than_the_change_is_never_projected() {
         super::a_read_older_than_the_change_is_never_projected(embedded_fixture().await).await;
     }
@@ -592,6 +595,11 @@ mod cosmos {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_rename_back_and_forth_ends_on_the_last_name() {
         super::a_rename_back_and_forth_ends_on_the_last_name(cosmos_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_overtaken_by_a_newer_rename_stops() {
+        super::a_fan_out_overtaken_by_a_newer_rename_stops(cosmos_fixture().await).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -77,6 +77,31 @@ async fn opens_serves_and_keeps_working(file: &str) {
         c.items()[0]["userUsername"] == "bo3" && l.items()[0]["userUsername"] == "bo3"
     })
     .await;
+    // Deletes work on the rows written before deletes existed: the like goes, and the post.
+    let r = app.delete(&format!("/api/posts/{POST}/likes/{BO}")).await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    assert!(app
+        .get(&format!("/api/posts/{POST}/likes"))
+        .await
+        .items()
+        .is_empty());
+    assert_eq!(
+        app.get(&format!("/api/posts/{POST}")).await.body["likeCount"],
+        0
+    );
+    assert_eq!(app.delete(&format!("/api/posts/{POST}")).await.status, 204);
+    eventually(
+        "the deleted post leaves the feed and its author's list",
+        || async {
+            app.get("/api/feed").await.items().is_empty()
+                && app
+                    .get(&format!("/api/users/{ANA}/posts"))
+                    .await
+                    .items()
+                    .is_empty()
+        },
+    )
+    .await;
     let dir = app.stop().await.unwrap();
 
     // Opened again, it is at the current version and nothing more happens to it.
@@ -88,6 +113,11 @@ async fn opens_serves_and_keeps_working(file: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_from_commit_a38adcc_opens() {
     opens_serves_and_keeps_working("a38adcc-user-id.db").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_from_schema_2_gains_deletes() {
+    opens_serves_and_keeps_working("00a4957-schema-2.db").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

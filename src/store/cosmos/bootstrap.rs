@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use azure_data_cosmos::models::{ContainerProperties, IndexingMode, IndexingPolicy};
+use azure_data_cosmos::models::{ContainerProperties, IndexingMode, IndexingPolicy, TimeToLive};
 use azure_data_cosmos::CosmosClient;
 
 use super::errors::Failure;
@@ -14,14 +14,17 @@ use crate::store::{Container, StoreError, StoreResult};
 /// that indexes only the paths the store's queries filter or sort on, so writes stay cheap.
 pub(super) fn container_properties(c: Container) -> ContainerProperties {
     let paths: &[&str] = match c {
-        Container::Users => &["type", "creationDate", "userUsername"],
-        Container::Posts => &["type", "creationDate", "userId", "userUsername"],
+        Container::Users => &["type", "creationDate", "userUsername", "deleted"],
+        Container::Posts => &["type", "creationDate", "userId", "userUsername", "deleted"],
         Container::Feed => &["type", "creationDate"],
         // Checkpoints are only read by id; keep the default policy (every path).
         Container::Leases => &[],
     };
     let pk = format!("/{}", c.partition_key_field());
-    let props = ContainerProperties::new(Cow::Borrowed(c.name()), pk.into());
+    // Time to live on, with no default expiry: only items that carry a `ttl` (deleted items'
+    // marks) expire, as in infra.
+    let props = ContainerProperties::new(Cow::Borrowed(c.name()), pk.into())
+        .with_default_ttl(TimeToLive::NoDefault);
     if paths.is_empty() {
         return props;
     }
@@ -93,8 +96,16 @@ mod tests {
             .collect();
         assert_eq!(
             included,
-            ["/type/?", "/creationDate/?", "/userId/?", "/userUsername/?"]
+            [
+                "/type/?",
+                "/creationDate/?",
+                "/userId/?",
+                "/userUsername/?",
+                "/deleted/?"
+            ]
         );
+        // Items expire only when they carry a `ttl` (deleted items' marks).
+        assert_eq!(posts["defaultTtl"], -1);
         assert_eq!(policy["excludedPaths"][0]["path"], "/*");
         assert_eq!(
             json(Container::Feed)["partitionKey"]["paths"],

@@ -6,6 +6,9 @@
 //! - [`sql`]: query text and parameters; [`feed`]: the full-container change feed.
 //! - [`errors`]: HTTP statuses to [`StoreError`]s.
 //!
+//! This file is the trait's implementation, one method per store operation (about 550 lines);
+//! everything that is not a store operation lives in the modules above.
+//!
 //! Every call records itself once, with the request units it consumed (successful or not), in
 //! the per-request [`metrics`]. Items are read as `serde_json::Value`, so an odd document in a
 //! mixed container never fails a read or a page.
@@ -469,10 +472,7 @@ impl Store for CosmosStore {
         };
         let mut batch = TransactionalBatch::new(pk(key));
         for (index, op) in ops.into_iter().enumerate() {
-            if let BatchOp::Create { item }
-            | BatchOp::Upsert { item }
-            | BatchOp::Replace { item, .. } = &op
-            {
+            if let BatchOp::Create { item } = &op {
                 check_partition_key(c, key, item).map_err(|e| StoreError::BatchFailed {
                     index,
                     source: Box::new(e),
@@ -483,13 +483,6 @@ impl Store for CosmosStore {
                 BatchOp::Create { item } => {
                     batch.create_item(item).map_err(|e| serialize(index, e))?
                 }
-                BatchOp::Upsert { item } => batch
-                    .upsert_item(item, None)
-                    .map_err(|e| serialize(index, e))?,
-                BatchOp::Replace { id, item } => batch
-                    .replace_item(id, item, None)
-                    .map_err(|e| serialize(index, e))?,
-                BatchOp::Delete { id } => batch.delete_item(id, None),
             };
         }
         let container = self.container(c).await?;

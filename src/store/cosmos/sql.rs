@@ -5,10 +5,6 @@ use serde_json::Value;
 
 use crate::store::{Cmp, Order, Query, StoreError, StoreResult};
 
-/// `LIMIT` of a query with an `OFFSET`: Cosmos needs both, but paging is by page size and
-/// continuation token, so the window is "everything after the offset".
-const NO_LIMIT: i64 = i32::MAX as i64;
-
 /// Query text and its `@name` parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Sql {
@@ -45,16 +41,10 @@ pub(super) fn select(q: &Query) -> StoreResult<Sql> {
             Order::Desc => " ORDER BY c.creationDate DESC",
         });
     }
-    // The offset applies to a fresh query only; a continuation token carries its own position.
-    if let (Some(offset), None) = (q.offset, &q.continuation) {
-        sql.text.push_str(" OFFSET @offset LIMIT @limit");
-        sql.params.push(("@offset".into(), Value::from(offset)));
-        sql.params.push(("@limit".into(), Value::from(NO_LIMIT)));
-    }
     Ok(sql)
 }
 
-/// `SELECT VALUE COUNT(1) FROM c WHERE …` (order, offset and page size do not apply).
+/// `SELECT VALUE COUNT(1) FROM c WHERE …` (order and page size do not apply).
 pub(super) fn count(q: &Query) -> StoreResult<Sql> {
     filtered("SELECT VALUE COUNT(1) FROM c", q)
 }
@@ -71,12 +61,17 @@ fn filtered(head: &str, q: &Query) -> StoreResult<Sql> {
     for (i, f) in q.filters.iter().enumerate() {
         check_field(&f.field)?;
         let name = format!("@p{i}");
-        let op = match f.cmp {
-            Cmp::Eq => "=",
-            Cmp::Ne => "!=",
-        };
         text.push_str(if i == 0 { " WHERE " } else { " AND " });
-        text.push_str(&format!("{} {op} {name}", property(&f.field)));
+        let prop = property(&f.field);
+        match f.cmp {
+            Cmp::Eq => text.push_str(&format!("{prop} = {name}")),
+            Cmp::Ne => text.push_str(&format!("{prop} != {name}")),
+            // `c.x != true` would drop items without `x` (undefined compares as undefined).
+            Cmp::NotTrue => {
+                text.push_str(&format!("(NOT IS_DEFINED({prop}) OR {prop} != true)"));
+                continue;
+            }
+        }
         params.push((name, f.value.clone()));
     }
     Ok(Sql { text, params })
@@ -167,12 +162,13 @@ fn check_field(field: &str) -> StoreResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Kind;
     use serde_json::json;
 
     #[test]
     fn cosmos_select_builds_parameterized_partition_queries() {
         let q = Query::partition("u1")
-            .eq("type", "post")
+            .of_kind(Kind::Post)
             .ne("userUsername", "ann")
             .order_by_creation(Order::Desc)
             .limit(20);
@@ -191,25 +187,10 @@ mod tests {
     }
 
     #[test]
-    fn cosmos_offset_applies_only_to_a_fresh_query() {
-        let q = Query::partition("post")
-            .order_by_creation(Order::Desc)
-            .offset(100);
-        let sql = select(&q).unwrap();
-        assert!(sql
-            .text
-            .ends_with("ORDER BY c.creationDate DESC OFFSET @offset LIMIT @limit"));
-        assert!(sql.params.contains(&("@offset".into(), json!(100))));
-        let resumed = select(&q.continuation(Some("t".into()))).unwrap();
-        assert!(!resumed.text.contains("OFFSET"));
-    }
-
-    #[test]
     fn cosmos_count_ignores_order_and_paging() {
         let q = Query::partition("p1")
-            .eq("type", "like")
+            .of_kind(Kind::Like)
             .order_by_creation(Order::Asc)
-            .offset(3)
             .limit(7);
         let sql = count(&q).unwrap();
         assert_eq!(sql.text, "SELECT VALUE COUNT(1) FROM c WHERE c.type = @p0");
@@ -237,5 +218,16 @@ mod tests {
             sql.text,
             "SELECT * FROM c WHERE c[\"value\"] = @p0 AND c[\"Order\"] = @p1"
         );
+    }
+
+    #[test]
+    fn cosmos_live_keeps_items_without_the_marker() {
+        let sql = count(&Query::partition("p1").of_kind(Kind::Comment).live()).unwrap();
+        assert_eq!(
+            sql.text,
+            "SELECT VALUE COUNT(1) FROM c WHERE c.type = @p0 \
+             AND (NOT IS_DEFINED(c.deleted) OR c.deleted != true)"
+        );
+        assert_eq!(sql.params, vec![("@p0".into(), json!("comment"))]);
     }
 }

@@ -42,6 +42,20 @@ const MIGRATIONS: &[&str] = &[
         WHERE json_type(body, '$.userId') = 'text';
     CREATE INDEX items_by_user ON items (container, user_id, pk, id);
     ",
+    // 2 → 3: soft deletes. `deleted` (1 for `deleted: true`) ends the partition index, so the
+    // queries that hide deleted items and the counts stay index-only; `expires` (unix seconds,
+    // `_ts + ttl`) is set for items with a positive `ttl`, which the store purges once past it.
+    "
+    ALTER TABLE items ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE items ADD COLUMN expires INTEGER;
+    UPDATE items SET deleted = 1 WHERE json_type(body, '$.deleted') = 'true';
+    UPDATE items SET expires = json_extract(body, '$._ts') + json_extract(body, '$.ttl')
+        WHERE json_type(body, '$.ttl') = 'integer' AND json_extract(body, '$.ttl') > 0
+          AND json_type(body, '$._ts') = 'integer';
+    DROP INDEX items_by_partition;
+    CREATE INDEX items_by_partition ON items (container, pk, type, creation_date, id, deleted);
+    CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
+    ",
 ];
 
 /// The schema version this build writes.
@@ -86,12 +100,20 @@ fn detect_unversioned(conn: &Connection) -> Result<u32, SchemaError> {
     if has_items.is_none() {
         return Ok(0);
     }
-    let has_user_id: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = 'user_id')",
-        [],
-        |r| r.get(0),
-    )?;
-    Ok(if has_user_id { 2 } else { 1 })
+    let has_column = |name: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = ?1)",
+            [name],
+            |r| r.get(0),
+        )
+    };
+    Ok(if has_column("deleted")? {
+        3
+    } else if has_column("user_id")? {
+        2
+    } else {
+        1
+    })
 }
 
 /// Put the file in WAL mode and bring it to [`CURRENT`] ([`migrate`]); returns the version the
@@ -221,7 +243,13 @@ mod tests {
     }
 
     /// The stages of a new file's creation, as the child process below names them.
-    const STAGES: [&str; 4] = ["Wal", "Step(1)", "Step(2)", "Committed"];
+    fn stages() -> Vec<String> {
+        let steps = (1..=CURRENT).map(|to| format!("{:?}", Stage::Step(to)));
+        std::iter::once(format!("{:?}", Stage::Wal))
+            .chain(steps)
+            .chain([format!("{:?}", Stage::Committed)])
+            .collect()
+    }
 
     /// A process killed at any stage of a new file's creation (which does not sync) leaves no
     /// schema or the whole schema, and the next start brings the file to the current version.
@@ -229,15 +257,14 @@ mod tests {
     #[test]
     fn a_crash_while_a_new_file_is_created_leaves_all_of_the_schema_or_none() {
         use std::os::unix::process::ExitStatusExt as _;
-        assert_eq!(MIGRATIONS.len(), 2, "name every step in STAGES");
-        for at in STAGES {
+        for at in stages() {
             let dir = tempfile::tempdir().unwrap();
             let db = dir.path().join("blog.db");
             let status = std::process::Command::new(std::env::current_exe().unwrap())
                 .args(["--exact", "--ignored", "--test-threads=1"])
                 .arg("store::embedded::schema::tests::create_and_crash")
                 .env("SCHEMA_CRASH_DB", &db)
-                .env("SCHEMA_CRASH_AT", at)
+                .env("SCHEMA_CRASH_AT", &at)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .status()
@@ -304,12 +331,45 @@ mod tests {
                 .unwrap()
         };
         prepare_marked(&mut c, &mut |stage| seen.push(format!("{stage:?}"))).unwrap();
-        assert_eq!(seen, STAGES);
+        assert_eq!(seen, stages());
         assert_eq!(sync_at(&c), 1, "back to NORMAL");
         // A file that exists is migrated as before, with no stage of a creation.
         let mut seen = Vec::new();
         prepare_marked(&mut c, &mut |stage| seen.push(format!("{stage:?}"))).unwrap();
         assert!(seen.is_empty(), "{seen:?}");
+    }
+
+    #[test]
+    fn a_version_2_file_gains_the_deletion_columns_filled_from_the_bodies() {
+        let mut c = Connection::open_in_memory().unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.execute_batch(MIGRATIONS[1]).unwrap();
+        c.pragma_update(None, "user_version", 2).unwrap();
+        c.execute(
+            "INSERT INTO items (container, pk, id, type, lsn, body) VALUES
+             ('posts', 'p', 'c1', 'comment', 1, '{\"id\":\"c1\",\"deleted\":true,\"ttl\":60,\"_ts\":1000}'),
+             ('posts', 'p', 'c2', 'comment', 2, '{\"id\":\"c2\",\"deleted\":false,\"ttl\":-1,\"_ts\":1000}'),
+             ('posts', 'p', 'c3', 'comment', 3, '{\"id\":\"c3\",\"_ts\":1000}')",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut c).unwrap(), 2);
+        let mut s = c
+            .prepare("SELECT id, deleted, expires FROM items ORDER BY lsn")
+            .unwrap();
+        let rows: Vec<(String, i64, Option<i64>)> = s
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("c1".to_string(), 1, Some(1060)),
+                ("c2".to_string(), 0, None),
+                ("c3".to_string(), 0, None)
+            ]
+        );
     }
 
     #[test]

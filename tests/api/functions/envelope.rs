@@ -4,16 +4,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use blog::store::{
-    BatchOp, ChangePage, ConditionalRead, Container, Page, PatchOp, Query, Store, StoreError,
-    StoreResult,
-};
+use blog::store::{Container, PatchOp, Query, Store, StoreError};
+use futures::FutureExt as _;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::common::{envelope, fixture, spawn_hosted, spawn_hosted_with};
 use crate::helpers::{id, TestApp};
+use crate::hooks::Hooked;
 
 const POST_FIXTURES: [&str; 3] = [
     "posts-array.json",
@@ -226,110 +224,23 @@ async fn a_stale_post_after_a_newer_one_leaves_the_copies_current() {
     assert_eq!(projected_state(&app, &ana, &post).await, newer);
 }
 
-/// A store whose writes fail as an unreachable Cosmos DB does, while `failing` is set.
-struct FlakyWrites {
-    inner: Arc<dyn Store>,
-    failing: Arc<AtomicBool>,
-}
-
-impl FlakyWrites {
-    fn check(&self) -> StoreResult<()> {
-        if self.failing.load(Ordering::SeqCst) {
-            Err(StoreError::Unavailable("injected: writes fail".into()))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-#[async_trait]
-impl Store for FlakyWrites {
-    fn kind(&self) -> &'static str {
-        "flaky"
-    }
-    fn idle_poll(&self) -> std::time::Duration {
-        self.inner.idle_poll()
-    }
-
-    fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
-        self.inner.change_notifier(c)
-    }
-    async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
-        self.inner.read(c, pk, id).await
-    }
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead> {
-        self.inner.read_if_none_match(c, pk, id, etag).await
-    }
-    async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-        self.check()?;
-        self.inner.create(c, pk, item).await
-    }
-    async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
-        self.check()?;
-        self.inner.upsert(c, pk, item).await
-    }
-    async fn replace(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        item: Value,
-        if_match: Option<&str>,
-    ) -> StoreResult<Value> {
-        self.check()?;
-        self.inner.replace(c, pk, id, item, if_match).await
-    }
-    async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
-        self.check()?;
-        self.inner.delete(c, pk, id).await
-    }
-    async fn patch(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        ops: &[PatchOp],
-        if_match: Option<&str>,
-    ) -> StoreResult<Value> {
-        self.check()?;
-        self.inner.patch(c, pk, id, ops, if_match).await
-    }
-    async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
-        self.inner.query(c, q).await
-    }
-    async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
-        self.inner.count(c, q).await
-    }
-    async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {
-        self.check()?;
-        self.inner.batch(c, pk, ops).await
-    }
-    async fn changes(
-        &self,
-        c: Container,
-        continuation: Option<&str>,
-        max_items: u32,
-    ) -> StoreResult<ChangePage> {
-        self.inner.changes(c, continuation, max_items).await
-    }
-}
-
 #[tokio::test]
 async fn a_batch_that_cannot_be_written_fails_naming_its_ids_and_is_applied_when_redelivered() {
     let failing = Arc::new(AtomicBool::new(false));
     let flag = failing.clone();
-    let app = spawn_hosted_with(move |inner| {
-        Arc::new(FlakyWrites {
-            inner,
-            failing: flag,
-        })
-    })
+    // Writes fail as they do on an unreachable Cosmos DB while `failing` is set.
+    let app = spawn_hosted_with(Hooked::wrap(move |call| {
+        let failing = flag.load(Ordering::SeqCst);
+        async move {
+            let write = !matches!(call.op, "read" | "query" | "count" | "changes");
+            if failing && write {
+                Err(StoreError::Unavailable("injected: writes fail".into()))
+            } else {
+                Ok(())
+            }
+        }
+        .boxed()
+    }))
     .await;
     seed_fixture_world(&*app.store).await;
 

@@ -1,7 +1,7 @@
 //! A local OpenID Connect issuer on `127.0.0.1:0`: a discovery document and a JWKS, with keys
 //! generated at test time (RS256 and ES256), tokens signed here by hand (so the tests do not
-//! rely on the library under test to make them), a switch that takes the JWKS down, and a
-//! count of key fetches.
+//! rely on the library under test to make them), a switch that takes the JWKS down, one that pads
+//! it past any sane size, and a count of key fetches.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -150,6 +150,8 @@ struct IssuerState {
     keys: Mutex<Vec<Value>>,
     up: AtomicBool,
     jwks_fetches: AtomicUsize,
+    /// Bytes of padding in the JWKS, and whether it is streamed (no `Content-Length`).
+    padding: Mutex<(usize, bool)>,
 }
 
 /// The issuer, serving until dropped.
@@ -173,6 +175,7 @@ impl Issuer {
             keys: Mutex::new(Vec::new()),
             up: AtomicBool::new(true),
             jwks_fetches: AtomicUsize::new(0),
+            padding: Mutex::new((0, false)),
         });
         let app = Router::new()
             .route(
@@ -200,6 +203,12 @@ impl Issuer {
     /// Take the discovery document and the JWKS down (503) or bring them back.
     pub fn set_up(&self, up: bool) {
         self.state.up.store(up, Ordering::SeqCst);
+    }
+
+    /// Pad the JWKS (still valid JSON, the same keys) with `bytes` of filler, streamed in chunks
+    /// without a `Content-Length` when `streamed`.
+    pub fn pad(&self, bytes: usize, streamed: bool) {
+        *self.state.padding.lock().unwrap() = (bytes, streamed);
     }
 
     /// How many times the JWKS was asked for (also while down).
@@ -264,5 +273,24 @@ async fn jwks(State(s): State<Arc<IssuerState>>) -> Response {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
     let keys = s.keys.lock().unwrap().clone();
-    Json(json!({ "keys": keys })).into_response()
+    let (padding, streamed) = *s.padding.lock().unwrap();
+    if padding == 0 {
+        return Json(json!({ "keys": keys })).into_response();
+    }
+    let head = format!(r#"{{"keys":{},"padding":""#, Value::Array(keys));
+    let chunk = "x".repeat(64 * 1024);
+    let mut parts = vec![head];
+    parts.extend(std::iter::repeat_n(chunk, padding.div_ceil(64 * 1024)));
+    parts.push("\"}".into());
+    let json = [("content-type", "application/json")];
+    if streamed {
+        let stream = futures::stream::iter(
+            parts
+                .into_iter()
+                .map(|p| Ok::<_, std::io::Error>(axum::body::Bytes::from(p))),
+        );
+        (json, axum::body::Body::from_stream(stream)).into_response()
+    } else {
+        (json, parts.concat()).into_response()
+    }
 }

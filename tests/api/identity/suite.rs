@@ -17,7 +17,7 @@ macro_rules! identity_suite {
             jwt_issuer_down_refuses_writes_with_503_and_reads_still_work,
             easyauth_principals_act_as_themselves,
             easyauth_trusts_no_header_when_app_service_authentication_is_off,
-            none_mode_is_as_before);
+            none_mode_is_as_before, jwt_deletes_are_the_owners_own);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -672,6 +672,51 @@ pub async fn jwt_issuer_down_refuses_writes_with_503_and_reads_still_work(fixtur
     assert_eq!(app.get("/api/feed").await.status, 200);
 }
 
+/// An issuer whose key set is over 1 MiB (a hostile or broken one): the write that needed the keys
+/// answers 503 with `Retry-After`, whether the size is announced or only streamed, and nothing
+/// is written; once the key set is of a sane size again, writes go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_an_oversized_key_set_is_refused_with_503() {
+    let issuer = Issuer::start().await;
+    let rsa = SigningKey::rsa("rsa-1");
+    issuer.publish(&[&rsa]);
+    issuer.pad(2 * 1024 * 1024, true);
+    let fixture = crate::helpers::embedded_fixture().await;
+    let auth = jwt_auth(&issuer, Some(issuer.jwks_url.clone()));
+    let app = TestApp::spawn_with_auth(fixture, true, auth).await;
+    let ana = issuer.token(&rsa, "ana");
+    let create = || app.as_bearer("POST", "/api/users", &ana, json!({"username": "ana"}));
+
+    let r = create().await;
+    r.assert_problem(503);
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(issuer.jwks_fetches(), 1);
+    // Announced with a Content-Length this time, once the next fetch is due.
+    issuer.pad(2 * 1024 * 1024, false);
+    eventually("the key set is fetched again", || async {
+        create().await.assert_problem(503);
+        issuer.jwks_fetches() == 2
+    })
+    .await;
+    app.as_bearer("GET", "/api/me", &ana, Value::Null)
+        .await
+        .assert_problem(503);
+
+    issuer.pad(0, false);
+    eventually("writes go through once the key set is sane", || async {
+        let r = create().await;
+        assert!(r.status == 201 || r.status == 503, "{:?}", r.body);
+        r.status == 201
+    })
+    .await;
+    assert_eq!(
+        app.as_bearer("GET", "/api/me", &ana, Value::Null)
+            .await
+            .body["username"],
+        "ana"
+    );
+}
+
 pub async fn easyauth_principals_act_as_themselves(fixture: Fixture) {
     // As under the host: no pump, the principal headers set by the platform.
     let app = TestApp::spawn_with_auth(fixture, false, Auth::easy_auth()).await;
@@ -809,4 +854,131 @@ pub async fn none_mode_is_as_before(fixture: Fixture) {
     )
     .await
     .assert_problem(422);
+}
+
+pub async fn jwt_deletes_are_the_owners_own(fixture: Fixture) {
+    let (app, issuer, rsa, ec) = jwt_app(fixture).await;
+    let (ana, bob) = (issuer.token(&rsa, "ana-del"), issuer.token(&ec, "bob-del"));
+    let cy = issuer.token(&rsa, "cy-del");
+    let user = |t: &str, name: &str| {
+        let (app, t) = (&app, t.to_string());
+        let name = name.to_string();
+        async move {
+            created(
+                &app.as_bearer("POST", "/api/users", &t, json!({ "username": name }))
+                    .await,
+            )
+        }
+    };
+    let ana_id = user(&ana, "ana").await;
+    let bob_id = user(&bob, "bob").await;
+    user(&cy, "cy").await;
+    let post = created(
+        &app.as_bearer(
+            "POST",
+            "/api/posts",
+            &ana,
+            json!({"title": "t", "content": "c"}),
+        )
+        .await,
+    );
+    let on_post = |t: &str, what: &str, body: Value| {
+        let (app, t, path) = (&app, t.to_string(), format!("/api/posts/{post}/{what}"));
+        async move { app.as_bearer("POST", &path, &t, body).await }
+    };
+    let by_bob = created(&on_post(&bob, "comments", json!({"content": "b1"})).await);
+    let by_bob_2 = created(&on_post(&bob, "comments", json!({"content": "b2"})).await);
+    created(&on_post(&bob, "likes", json!({})).await);
+
+    let del = |t: &str, path: String| {
+        let (app, t) = (&app, t.to_string());
+        async move { app.as_bearer("DELETE", &path, &t, Value::Null).await }
+    };
+    // Anonymous: 401 with the challenge, and nothing changes.
+    let r = app.delete(&format!("/api/posts/{post}")).await;
+    r.assert_problem(401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    // Someone else's like, comment, post, user: 403.
+    del(&cy, format!("/api/posts/{post}/likes/{bob_id}"))
+        .await
+        .assert_problem(403);
+    del(&cy, format!("/api/posts/{post}/comments/{by_bob}"))
+        .await
+        .assert_problem(403);
+    del(&bob, format!("/api/posts/{post}"))
+        .await
+        .assert_problem(403);
+    del(&bob, format!("/api/users/{ana_id}"))
+        .await
+        .assert_problem(403);
+    let after = app.get(&format!("/api/posts/{post}")).await.body;
+    assert_eq!(
+        (after["commentCount"].as_u64(), after["likeCount"].as_u64()),
+        (Some(2), Some(1))
+    );
+    // The comment's author, and the post's author, may delete a comment.
+    assert_eq!(
+        del(&bob, format!("/api/posts/{post}/comments/{by_bob}"))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        del(&ana, format!("/api/posts/{post}/comments/{by_bob_2}"))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        del(&bob, format!("/api/posts/{post}/likes/{bob_id}"))
+            .await
+            .status,
+        204
+    );
+    let after = app.get(&format!("/api/posts/{post}")).await.body;
+    assert_eq!(
+        (after["commentCount"].as_u64(), after["likeCount"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(del(&ana, format!("/api/posts/{post}")).await.status, 204);
+
+    // Erasing oneself; the identity may start afresh once the erasure is complete.
+    assert_eq!(del(&bob, format!("/api/users/{bob_id}")).await.status, 204);
+    app.get(&format!("/api/users/{bob_id}"))
+        .await
+        .assert_problem(404);
+    app.as_bearer("GET", "/api/me", &bob, Value::Null)
+        .await
+        .assert_problem(404);
+    app.as_bearer(
+        "POST",
+        "/api/posts",
+        &bob,
+        json!({"title": "t", "content": "c"}),
+    )
+    .await
+    .assert_problem(403);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let again = loop {
+        let r = app
+            .as_bearer("POST", "/api/users", &bob, json!({"username": "bob2"}))
+            .await;
+        if r.status == 201 {
+            break r;
+        }
+        r.assert_problem(409);
+        assert!(r.header("retry-after").is_some(), "{:?}", r.body);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the erasure never completed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(id(&again.body), bob_id, "the same identity, the same id");
+    assert_eq!(again.body["username"], "bob2");
+    assert!(app
+        .get(&format!("/api/users/{bob_id}/posts"))
+        .await
+        .items()
+        .is_empty());
 }

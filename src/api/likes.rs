@@ -1,0 +1,139 @@
+//! C4 and Q5: likes (in their post's partition of `posts`; a like's id is its user's).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::items::{add_to_post, in_post, increment, Added};
+use super::schema::{LikePage, LikeSchema, PagingParams};
+use super::{list, AppState, JsonBody, Paging, PathId};
+use crate::auth::Caller;
+use crate::domain::{self, is_live, public, to_value, Id, Kind, Like};
+use crate::error::Problem;
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Container, Store, StoreError};
+
+/// A like.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LikeBody {
+    /// Who likes the post: the caller's own user (optional when signed in).
+    user_id: Option<String>,
+}
+
+/// C4 `POST /api/posts/{postId}/likes`: the like's id is derived from the user, so a repeat is
+/// a conflict; it answers 200 with the existing like and leaves the count alone.
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/likes",
+    tag = "posts",
+    summary = "Like a post",
+    params(("postId" = String, Path, description = "The post's id")),
+    request_body = LikeBody,
+    responses(
+        (status = 201, description = "The new like", body = LikeSchema,
+            links(
+                ("ListLikes" = (operation_id = "list_likes", parameters(("postId" = "$response.body#/postId")))),
+                ("DeleteLike" = (operation_id = "delete_like", parameters(("postId" = "$response.body#/postId"), ("userId" = "$response.body#/userId")))),
+            )),
+        (status = 200, description = "The user already likes the post: the same like, the count unchanged", body = LikeSchema),
+        (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The like changed concurrently; retry", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`userId` names no user", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_like(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(post_id): PathId,
+    JsonBody(body): JsonBody<LikeBody>,
+) -> ApiResult<Response> {
+    let user_id = caller.acts_as(body.user_id.as_deref())?;
+    let username = caller.username(&*s.store, &user_id).await?;
+    let like = Like::new(&post_id, &user_id, username);
+    match add_to_post(&*s.store, &post_id, to_value(&like), "/likeCount").await? {
+        Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
+        Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
+        Added::AlreadyThere => {
+            let changed = || ApiError::Conflict("the like changed concurrently; retry".into());
+            let existing = s
+                .store
+                .read(Container::Posts, post_id.as_str(), &like.id)
+                .await?
+                .ok_or_else(changed)?;
+            if domain::is_deleted(&existing) {
+                if let Some(created) =
+                    like_again(&*s.store, &post_id, &existing, to_value(&like)).await?
+                {
+                    return Ok((StatusCode::CREATED, Json(public(created))).into_response());
+                }
+                let now = s
+                    .store
+                    .read(Container::Posts, post_id.as_str(), &like.id)
+                    .await?
+                    .filter(|l| is_live(l, Kind::Like))
+                    .ok_or_else(changed)?;
+                return Ok((StatusCode::OK, Json(public(now))).into_response());
+            }
+            Ok((StatusCode::OK, Json(public(existing))).into_response())
+        }
+    }
+}
+
+/// A like again after an unlike: the like's id is the user's, so its deleted predecessor is
+/// still there until its time to live; it is replaced by the new like (if still the deleted
+/// version read, so two concurrent likes count once) once the post is known to be live.
+/// `None` when the existing like is live after all (a repeat like).
+async fn like_again(
+    store: &dyn Store,
+    post_id: &Id,
+    existing: &Value,
+    like: Value,
+) -> ApiResult<Option<Value>> {
+    let post = store
+        .read(Container::Posts, post_id.as_str(), post_id.as_str())
+        .await?;
+    if !post.as_ref().is_some_and(|p| is_live(p, Kind::Post)) {
+        return Err(ApiError::not_found("post", post_id.as_str()));
+    }
+    let id = existing["id"].as_str().unwrap_or_default();
+    let etag = existing["_etag"].as_str();
+    match store
+        .replace(Container::Posts, post_id.as_str(), id, like, etag)
+        .await
+    {
+        Ok(created) => {
+            increment(store, post_id, "/likeCount").await;
+            Ok(Some(created))
+        }
+        // Someone else liked (or unliked) it meanwhile: answer with what is there now.
+        Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Q5 `GET /api/posts/{postId}/likes`: one query in the post's partition, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/likes",
+    tag = "posts",
+    summary = "List a post's likes, oldest first",
+    description = "One query in the post's partition: an unknown post has an empty list.",
+    params(("postId" = String, Path, description = "The post's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of likes", body = LikePage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn list_likes(
+    State(s): State<AppState>,
+    PathId(post_id): PathId,
+    paging: Paging,
+) -> ApiResult<Response> {
+    let q = in_post(&post_id, Kind::Like, paging);
+    Ok(list(s.store.query(Container::Posts, &q).await?))
+}

@@ -1,0 +1,213 @@
+//! The four kinds of item and their shapes. Stored items carry their kind in `type` and their
+//! partition key; responses drop system properties (see `public`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{now, short_content, Id, Text, Username};
+
+/// What an item is: its `type` property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    User,
+    Post,
+    Comment,
+    Like,
+}
+
+impl Kind {
+    /// The property that holds an item's kind.
+    pub const FIELD: &'static str = "type";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::User => "user",
+            Kind::Post => "post",
+            Kind::Comment => "comment",
+            Kind::Like => "like",
+        }
+    }
+
+    /// The kind of a stored item (or of a change-feed document), if it is one of the four.
+    pub fn of(item: &Value) -> Option<Kind> {
+        match item.get(Self::FIELD)?.as_str()? {
+            "user" => Some(Kind::User),
+            "post" => Some(Kind::Post),
+            "comment" => Some(Kind::Comment),
+            "like" => Some(Kind::Like),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Kind> for Value {
+    fn from(k: Kind) -> Value {
+        Value::String(k.as_str().into())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub user_id: String,
+    pub username: String,
+    /// Bumped by every rename, in the rename's own patch.
+    #[serde(default)]
+    pub rename_version: u64,
+    /// The `renameVersion` whose name the fan-out has carried to every item of this user. A
+    /// fan-out is owed while it is missing or lower than `renameVersion`. Internal: neither
+    /// version is returned to clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagated_version: Option<u64>,
+}
+
+impl User {
+    /// A new user: nothing carries their name yet, so there is nothing to propagate either.
+    pub fn new(id: &Id, username: &Username) -> Self {
+        User {
+            id: id.to_string(),
+            kind: Kind::User,
+            user_id: id.to_string(),
+            username: username.as_str().to_string(),
+            rename_version: 0,
+            propagated_version: Some(0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Post {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub title: String,
+    pub content: String,
+    pub comment_count: u64,
+    pub like_count: u64,
+    pub creation_date: String,
+}
+
+impl Post {
+    /// A new post by `author` (whose current name is `username`): no comments or likes yet.
+    pub fn new(author: &Id, username: String, title: &Text, content: &Text) -> Self {
+        let id = Id::new();
+        Post {
+            id: id.to_string(),
+            kind: Kind::Post,
+            post_id: id.to_string(),
+            user_id: author.to_string(),
+            user_username: username,
+            title: title.as_str().into(),
+            content: content.as_str().into(),
+            comment_count: 0,
+            like_count: 0,
+            creation_date: now(),
+        }
+    }
+
+    /// The short form kept in `users` and `feed`: the same post with `content` cut.
+    pub fn summary(&self) -> Post {
+        Post {
+            content: short_content(&self.content),
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comment {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub content: String,
+    pub creation_date: String,
+}
+
+impl Comment {
+    /// A new comment on `post` by `author` (whose current name is `username`).
+    pub fn new(post: &Id, author: &Id, username: String, content: &Text) -> Self {
+        Comment {
+            id: Id::new().to_string(),
+            kind: Kind::Comment,
+            post_id: post.to_string(),
+            user_id: author.to_string(),
+            user_username: username,
+            content: content.as_str().into(),
+            creation_date: now(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Like {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub creation_date: String,
+}
+
+impl Like {
+    /// `author`'s like of `post` (whose current name is `username`). Its id is derived from the
+    /// user ([`Like::id_of`]), so a repeat like is a conflict.
+    pub fn new(post: &Id, author: &Id, username: String) -> Self {
+        Like {
+            id: Like::id_of(author.as_str()),
+            kind: Kind::Like,
+            post_id: post.to_string(),
+            user_id: author.to_string(),
+            user_username: username,
+            creation_date: now(),
+        }
+    }
+
+    /// The id of `user_id`'s like on a post.
+    pub fn id_of(user_id: &str) -> String {
+        format!("like-{user_id}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kinds_are_stored_in_type() {
+        let ana = Id::parse("id", "u1").unwrap();
+        let like = super::super::to_value(&Like::new(
+            &Id::parse("id", "p1").unwrap(),
+            &ana,
+            "ana".into(),
+        ));
+        assert_eq!(like["type"], "like");
+        assert_eq!(like["id"], "like-u1");
+        assert_eq!(Kind::of(&like), Some(Kind::Like));
+        assert_eq!(Kind::of(&json!({"type": "other"})), None);
+        assert_eq!(Kind::of(&json!({})), None);
+        for k in [Kind::User, Kind::Post, Kind::Comment, Kind::Like] {
+            assert_eq!(Kind::of(&json!({ "type": k })), Some(k));
+        }
+    }
+}

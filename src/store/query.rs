@@ -1,0 +1,128 @@
+//! Queries as the store trait takes them: partition-scoped (or, for the few sweeps by author,
+//! cross-partition) filters, ordered by creation date, paged by opaque continuation tokens.
+
+use serde_json::Value;
+
+/// Comparison in a query filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    /// The property is anything but `true`, missing included (the filter's value is ignored).
+    /// Unlike `Ne`, it matches items without the property: in Cosmos DB a comparison with a
+    /// missing property is undefined, which no filter matches.
+    NotTrue,
+}
+
+/// `c.<field> <cmp> <value>`; fields are top-level property names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    pub field: String,
+    pub cmp: Cmp,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// Which partitions a query reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    /// One partition: the only kind the request path uses.
+    Partition(String),
+    /// Every partition: only the username fan-out in the change feed uses this.
+    CrossPartition,
+}
+
+/// A query on one container: `SELECT * FROM c WHERE <filters, ANDed>
+/// [ORDER BY c.creationDate <order>, c.id <order>] LIMIT limit`, paged by an
+/// opaque continuation token. `count_only` turns it into `SELECT VALUE COUNT(1)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub scope: Scope,
+    pub filters: Vec<Filter>,
+    /// Order by `creationDate` (ties broken by `id`); `None` means store order.
+    pub order_by_creation: Option<Order>,
+    /// Page size.
+    pub limit: u32,
+    pub continuation: Option<String>,
+}
+
+impl Query {
+    pub fn partition(pk: impl Into<String>) -> Self {
+        Query {
+            scope: Scope::Partition(pk.into()),
+            filters: Vec::new(),
+            order_by_creation: None,
+            limit: 100,
+            continuation: None,
+        }
+    }
+
+    pub fn cross_partition() -> Self {
+        Query {
+            scope: Scope::CrossPartition,
+            ..Query::partition("")
+        }
+    }
+
+    pub fn eq(mut self, field: &str, value: impl Into<Value>) -> Self {
+        self.filters.push(Filter {
+            field: field.into(),
+            cmp: Cmp::Eq,
+            value: value.into(),
+        });
+        self
+    }
+
+    pub fn ne(mut self, field: &str, value: impl Into<Value>) -> Self {
+        self.filters.push(Filter {
+            field: field.into(),
+            cmp: Cmp::Ne,
+            value: value.into(),
+        });
+        self
+    }
+
+    /// Only items of this kind (`c.type = kind`).
+    pub fn of_kind(self, kind: crate::domain::Kind) -> Self {
+        self.eq(crate::domain::Kind::FIELD, kind.as_str())
+    }
+
+    /// Only items that are not soft-deleted (no `deleted: true`, see [`crate::domain::DELETED`]):
+    /// every read hides deleted items in the same query that finds the others.
+    pub fn live(mut self) -> Self {
+        self.filters.push(Filter {
+            field: crate::domain::DELETED.into(),
+            cmp: Cmp::NotTrue,
+            value: Value::Bool(true),
+        });
+        self
+    }
+
+    pub fn order_by_creation(mut self, order: Order) -> Self {
+        self.order_by_creation = Some(order);
+        self
+    }
+
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    pub fn continuation(mut self, token: Option<String>) -> Self {
+        self.continuation = token;
+        self
+    }
+}
+
+/// One page of query results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub items: Vec<Value>,
+    /// `Some` when more items may follow.
+    pub continuation: Option<String>,
+}

@@ -1,0 +1,441 @@
+//! Deletes as a client sees them (the README's "Deletes"): each visible at once, each converging
+//! once the change feed has carried it, races with new comments and likes included. Written once
+//! and instantiated per store with `deletes_suite!(path::to::fixture_fn);`.
+
+use blog::store::{Container, Query};
+use serde_json::{json, Value};
+
+use crate::helpers::{eventually, id, TestApp};
+
+#[macro_export]
+macro_rules! deletes_suite {
+    ($fixture:path) => {
+        $crate::deletes_suite!(@tests $fixture;
+            unlike_is_idempotent_and_counts_at_once, delete_a_comment, delete_a_post,
+            erase_an_account, an_erased_account_may_start_afresh,
+            comments_and_likes_racing_a_post_delete_go_too, writes_racing_an_erasure_go_too,
+            the_feed_keeps_a_hundred_after_deletes, deletes_name_what_they_did_not_find);
+    };
+    (@tests $fixture:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let app = $crate::helpers::TestApp::spawn($fixture().await, true).await;
+                $crate::deletes_suite::$name(&app).await;
+            }
+        )*
+    };
+}
+
+async fn post_of(app: &TestApp, post_id: &str) -> Value {
+    let r = app.get(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    r.body
+}
+
+fn ids(r: &crate::helpers::Resp) -> Vec<String> {
+    r.items().iter().map(id).collect()
+}
+
+/// Every item of a container the store still holds live (tombstones excluded), across
+/// partitions.
+async fn live_items(app: &TestApp, c: Container, field: &str, value: &str) -> Vec<Value> {
+    let q = Query::cross_partition().eq(field, value).live().limit(1000);
+    app.store.query(c, &q).await.unwrap().items
+}
+
+/// The post's copies in `users` and `feed` carry these counts (the change feed has caught up).
+async fn copies_count(app: &TestApp, author: &str, post_id: &str, comments: u64, likes: u64) {
+    eventually("the copies' counters", || async {
+        let mine = app
+            .get(&format!("/api/users/{author}/posts?limit=100"))
+            .await;
+        let feed = app.get("/api/feed?limit=100").await;
+        [mine, feed].iter().all(|r| {
+            r.items().iter().any(|p| {
+                p["id"] == post_id && p["commentCount"] == comments && p["likeCount"] == likes
+            })
+        })
+    })
+    .await;
+}
+
+pub async fn unlike_is_idempotent_and_counts_at_once(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bo = id(&app.create_user("bo").await);
+    let p = id(&app.create_post(&ana, "t", "c").await);
+    assert_eq!(app.like(&p, &bo).await.status, 201);
+    assert_eq!(app.like(&p, &ana).await.status, 201);
+
+    let unlike = format!("/api/posts/{p}/likes/{bo}");
+    let r = app.delete(&unlike).await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    assert_eq!(r.body, Value::Null);
+    assert_eq!(r.store_operations(), 3, "read, mark, lower the count");
+    // At once: the list and the count.
+    let likes = app.get(&format!("/api/posts/{p}/likes")).await;
+    assert_eq!(ids(&likes), vec![format!("like-{ana}")]);
+    assert_eq!(post_of(app, &p).await["likeCount"], 1);
+    // Again: still 204, nothing changes.
+    let again = app.delete(&unlike).await;
+    assert_eq!((again.status, again.store_operations()), (204, 1));
+    assert_eq!(post_of(app, &p).await["likeCount"], 1);
+    // A user who never liked it, on a post that does not exist: 204 all the same.
+    assert_eq!(
+        app.delete(&format!("/api/posts/{p}/likes/nobody"))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        app.delete(&format!("/api/posts/no-post/likes/{bo}"))
+            .await
+            .status,
+        204
+    );
+    copies_count(app, &ana, &p, 0, 1).await;
+
+    // Liking again after unliking is a new like, counted once.
+    assert_eq!(app.like(&p, &bo).await.status, 201);
+    assert_eq!(app.like(&p, &bo).await.status, 200);
+    assert_eq!(post_of(app, &p).await["likeCount"], 2);
+    let likes = app.get(&format!("/api/posts/{p}/likes")).await;
+    assert_eq!(likes.items().len(), 2);
+    copies_count(app, &ana, &p, 0, 2).await;
+}
+
+pub async fn delete_a_comment(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bo = id(&app.create_user("bo").await);
+    let p = id(&app.create_post(&ana, "t", "c").await);
+    let first = app.comment(&p, &bo, "first").await.body;
+    let second = app.comment(&p, &ana, "second").await.body;
+    assert_eq!(post_of(app, &p).await["commentCount"], 2);
+
+    let path = format!("/api/posts/{p}/comments/{}", id(&first));
+    let r = app.delete(&path).await;
+    assert_eq!((r.status, r.store_operations()), (204, 3));
+    let comments = app.get(&format!("/api/posts/{p}/comments")).await;
+    assert_eq!(ids(&comments), vec![id(&second)]);
+    assert_eq!(post_of(app, &p).await["commentCount"], 1);
+    // It is gone: a second delete finds nothing.
+    app.delete(&path).await.assert_problem(404);
+    // Its text is gone from the store, not only hidden.
+    let stored = app
+        .store
+        .read(Container::Posts, &p, &id(&first))
+        .await
+        .unwrap()
+        .expect("the mark stays until its time to live");
+    assert_eq!(
+        (stored["content"].as_str(), stored["deleted"].as_bool()),
+        (Some(""), Some(true))
+    );
+    copies_count(app, &ana, &p, 1, 0).await;
+}
+
+pub async fn delete_a_post(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bo = id(&app.create_user("bo").await);
+    let keep = id(&app.create_post(&ana, "kept", "c").await);
+    let p = id(&app.create_post(&ana, "gone", "c").await);
+    for i in 0..5 {
+        assert_eq!(app.comment(&p, &bo, &format!("c{i}")).await.status, 201);
+    }
+    app.like(&p, &bo).await;
+    copies_count(app, &ana, &p, 5, 1).await;
+
+    assert_eq!(app.delete(&format!("/api/posts/{p}")).await.status, 204);
+    // At once: the post, its comments and likes, its copies.
+    app.get(&format!("/api/posts/{p}"))
+        .await
+        .assert_problem(404);
+    assert!(app
+        .get(&format!("/api/posts/{p}/comments"))
+        .await
+        .items()
+        .is_empty());
+    assert!(app
+        .get(&format!("/api/posts/{p}/likes"))
+        .await
+        .items()
+        .is_empty());
+    assert_eq!(
+        ids(&app.get(&format!("/api/users/{ana}/posts")).await),
+        vec![keep.clone()]
+    );
+    assert!(!ids(&app.get("/api/feed").await).contains(&p));
+    // Nothing more can be added to it, edited in it, or deleted again.
+    app.comment(&p, &bo, "late").await.assert_problem(404);
+    app.like(&p, &ana).await.assert_problem(404);
+    app.put(
+        &format!("/api/posts/{p}"),
+        json!({"userId": ana, "title": "t", "content": "c"}),
+    )
+    .await
+    .assert_problem(404);
+    app.delete(&format!("/api/posts/{p}"))
+        .await
+        .assert_problem(404);
+    // And it stays so once the change feed has carried it: no live item left in its partition.
+    eventually("the deleted post's copies stay gone", || async {
+        let q = Query::partition(p.clone()).live();
+        app.store
+            .query(Container::Posts, &q)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+            && !ids(&app.get("/api/feed").await).contains(&p)
+            && ids(&app.get(&format!("/api/users/{ana}/posts")).await) == vec![keep.clone()]
+    })
+    .await;
+    assert_eq!(post_of(app, &keep).await["title"], "kept");
+}
+
+pub async fn erase_an_account(app: &TestApp) {
+    let ana = id(&app.create_user("ana-to-erase").await);
+    let bo = id(&app.create_user("bo").await);
+    let hers = id(&app.create_post(&ana, "hers", "c").await);
+    let his = id(&app.create_post(&bo, "his", "c").await);
+    app.comment(&his, &ana, "from ana").await;
+    app.comment(&his, &bo, "from bo").await;
+    app.like(&his, &ana).await;
+    app.comment(&hers, &bo, "on hers").await;
+    app.like(&hers, &bo).await;
+    copies_count(app, &bo, &his, 2, 1).await;
+
+    assert_eq!(app.delete(&format!("/api/users/{ana}")).await.status, 204);
+    // At once.
+    app.get(&format!("/api/users/{ana}"))
+        .await
+        .assert_problem(404);
+    app.get(&format!("/api/posts/{hers}"))
+        .await
+        .assert_problem(404);
+    assert!(app
+        .get(&format!("/api/users/{ana}/posts"))
+        .await
+        .items()
+        .is_empty());
+    let comments = app.get(&format!("/api/posts/{his}/comments")).await;
+    assert_eq!(comments.items().len(), 1);
+    assert_eq!(comments.items()[0]["userId"], bo);
+    assert!(app
+        .get(&format!("/api/posts/{his}/likes"))
+        .await
+        .items()
+        .is_empty());
+    // The erased user can write nothing more.
+    app.comment(&his, &ana, "ghost").await.assert_problem(422);
+    app.put(&format!("/api/users/{ana}"), json!({"username": "back"}))
+        .await
+        .assert_problem(404);
+    app.delete(&format!("/api/users/{ana}"))
+        .await
+        .assert_problem(404);
+
+    // Converged: counters exact, copies gone, the name on nothing (marks included).
+    copies_count(app, &bo, &his, 1, 0).await;
+    eventually("nothing of the erased user remains", || async {
+        live_items(app, Container::Posts, "userId", &ana)
+            .await
+            .is_empty()
+            && live_items(app, Container::Posts, "userUsername", "ana-to-erase")
+                .await
+                .is_empty()
+            && app
+                .store
+                .query(
+                    Container::Posts,
+                    &Query::cross_partition().eq("userUsername", "ana-to-erase"),
+                )
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+            && !ids(&app.get("/api/feed").await).contains(&hers)
+    })
+    .await;
+    assert_eq!(post_of(app, &his).await["commentCount"], 1);
+}
+
+pub async fn an_erased_account_may_start_afresh(app: &TestApp) {
+    // With BLOG_AUTH=none ids are fresh anyway; what matters is that erasing completes: the
+    // projection marks the tombstone erased.
+    let ana = id(&app.create_user("ana").await);
+    app.create_post(&ana, "t", "c").await;
+    assert_eq!(app.delete(&format!("/api/users/{ana}")).await.status, 204);
+    eventually("the erasure completes", || async {
+        let u = app.store.read(Container::Users, &ana, &ana).await.unwrap();
+        u.is_some_and(|u| u["erased"] == true && u["username"] == "")
+    })
+    .await;
+}
+
+pub async fn comments_and_likes_racing_a_post_delete_go_too(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let p = id(&app.create_post(&ana, "t", "c").await);
+    let mut fans = Vec::new();
+    for i in 0..8 {
+        fans.push(id(&app.create_user(&format!("fan{i}")).await));
+    }
+    let mut tasks = Vec::new();
+    for fan in fans {
+        let (origin, client, p) = (app.origin.clone(), app.client.clone(), p.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10 {
+                let body = json!({ "userId": fan, "content": format!("c{i}") });
+                let url = format!("{origin}/api/posts/{p}/comments");
+                let s = client.post(url).json(&body).send().await.unwrap().status();
+                assert!(s == 201 || s == 404, "{s}");
+                let url = format!("{origin}/api/posts/{p}/likes");
+                let s = client
+                    .post(url)
+                    .json(&json!({"userId": fan}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status();
+                assert!(s == 201 || s == 200 || s == 404, "{s}");
+            }
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    assert_eq!(app.delete(&format!("/api/posts/{p}")).await.status, 204);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    eventually("nothing live remains in the deleted post", || async {
+        let q = Query::partition(p.clone()).live();
+        app.store
+            .query(Container::Posts, &q)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    })
+    .await;
+    assert!(app
+        .get(&format!("/api/posts/{p}/comments"))
+        .await
+        .items()
+        .is_empty());
+    assert!(app
+        .get(&format!("/api/posts/{p}/likes"))
+        .await
+        .items()
+        .is_empty());
+}
+
+pub async fn writes_racing_an_erasure_go_too(app: &TestApp) {
+    let ana = id(&app.create_user("ana-racing").await);
+    let bo = id(&app.create_user("bo").await);
+    let his = id(&app.create_post(&bo, "his", "c").await);
+    for i in 0..20 {
+        app.create_post(&ana, &format!("t{i}"), "c").await;
+        app.comment(&his, &ana, "c").await;
+    }
+    let (origin, client, a, h) = (
+        app.origin.clone(),
+        app.client.clone(),
+        ana.clone(),
+        his.clone(),
+    );
+    let writer = tokio::spawn(async move {
+        for i in 0..30 {
+            let _ = client
+                .post(format!("{origin}/api/posts"))
+                .json(&json!({ "userId": a, "title": format!("n{i}"), "content": "c" }))
+                .send()
+                .await;
+            let _ = client
+                .post(format!("{origin}/api/posts/{h}/comments"))
+                .json(&json!({ "userId": a, "content": "c" }))
+                .send()
+                .await;
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert_eq!(app.delete(&format!("/api/users/{ana}")).await.status, 204);
+    writer.await.unwrap();
+    eventually("nothing of the erased user remains", || async {
+        live_items(app, Container::Posts, "userId", &ana)
+            .await
+            .is_empty()
+            && app
+                .get(&format!("/api/users/{ana}/posts"))
+                .await
+                .items()
+                .is_empty()
+            && post_of(app, &his).await["commentCount"] == 0
+            && app
+                .get("/api/feed?limit=100")
+                .await
+                .items()
+                .iter()
+                .all(|p| p["userId"] != ana)
+    })
+    .await;
+}
+
+pub async fn the_feed_keeps_a_hundred_after_deletes(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let mut posts = Vec::new();
+    for i in 0..115 {
+        posts.push(id(&app.create_post(&ana, &format!("t{i}"), "c").await));
+    }
+    eventually("the feed is full", || async {
+        app.get("/api/feed?limit=1").await.items().first().map(id) == posts.last().cloned()
+    })
+    .await;
+    // Delete the ten newest: the feed still shows a hundred, the next newest.
+    for p in posts.iter().rev().take(10) {
+        assert_eq!(app.delete(&format!("/api/posts/{p}")).await.status, 204);
+    }
+    let expected: Vec<String> = posts.iter().rev().skip(10).take(100).cloned().collect();
+    eventually(
+        "the feed shows the hundred newest remaining posts",
+        || async {
+            let mut got = Vec::new();
+            let mut path = "/api/feed?limit=100".to_string();
+            loop {
+                let r = app.get(&path).await;
+                got.extend(ids(&r));
+                match r.body["continuationToken"].as_str() {
+                    Some(t) => path = format!("/api/feed?limit=100&continuationToken={t}"),
+                    None => break,
+                }
+            }
+            got == expected
+        },
+    )
+    .await;
+}
+
+pub async fn deletes_name_what_they_did_not_find(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let p = id(&app.create_post(&ana, "t", "c").await);
+    let r = app.delete(&format!("/api/posts/{p}/comments/nope")).await;
+    r.assert_problem(404);
+    assert!(r.body["detail"].as_str().unwrap().contains("nope"));
+    // A post's id is no comment's.
+    app.delete(&format!("/api/posts/{p}/comments/{p}"))
+        .await
+        .assert_problem(404);
+    app.delete("/api/posts/nope").await.assert_problem(404);
+    app.delete("/api/users/nope").await.assert_problem(404);
+    // A user's id is no post's, nor the other way round.
+    app.delete(&format!("/api/posts/{ana}"))
+        .await
+        .assert_problem(404);
+    app.delete(&format!("/api/users/{p}"))
+        .await
+        .assert_problem(404);
+    // Bad ids are 400, as everywhere.
+    app.delete("/api/posts/a%23b").await.assert_problem(400);
+    app.delete(&format!("/api/posts/{p}/comments/a%5Cb"))
+        .await
+        .assert_problem(400);
+    assert_eq!(post_of(app, &p).await["title"], "t");
+}
