@@ -5,7 +5,8 @@
 #   2. dist/app/<FunctionName>/function.json exists, identical, for every functions/<FunctionName>/,
 #      and dist/app holds no other function folder;
 #   3. dist/app/handler is an executable, statically linked x86-64 ELF (no dynamic loader, no
-#      shared libraries), so it runs on whatever image the Functions host uses;
+#      shared libraries), so it runs on whatever image the Functions host uses, with its symbols
+#      stripped;
 #   4. the packaged handler starts as the host starts it (FUNCTIONS_CUSTOMHANDLER_PORT) and
 #      answers the readiness probe at /, and forwarded requests under /api as Easy Auth (its
 #      default there) has it: an anonymous write is refused, a principal's write is taken.
@@ -56,6 +57,9 @@ if [[ "$desc" == *"ELF 64-bit"* && "$desc" == *"x86-64"* && ( "$desc" == *"stati
 else
     fail "handler is not a static x86-64 ELF: $desc"
 fi
+# Symbols stripped (the `dist` profile's `strip = true`; a profile override naming the root
+# package silently turns it into stripping debug information only).
+if [[ "$desc" == *", stripped"* ]]; then ok "handler is stripped"; else fail "handler is not stripped: $desc"; fi
 # ldd exits non-zero for a binary without dynamic dependencies; its message is what counts.
 linkage=$(ldd "$BIN" 2>&1 || true)
 if [[ "$linkage" == *"not a dynamic executable"* || "$linkage" == *"statically linked"* ]]; then

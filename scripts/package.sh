@@ -42,7 +42,15 @@ fi
 export CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}"
 export AR_x86_64_unknown_linux_musl="${AR_x86_64_unknown_linux_musl:-ar}"
 
-# The `dist` profile (Cargo.toml): LTO, one codegen unit, stripped.
+# Relative relocations packed (RELR, which musl's static-PIE start-up applies): a static PIE
+# otherwise carries 24 bytes per pointer in its data, about 0.7 MB here.
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="${CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS:-} -C link-arg=-Wl,-z,pack-relative-relocs"
+# The bundled SQLite without the extensions the store never uses (full-text search, R-tree,
+# dbstat, soundex).
+export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_SOUNDEX"
+
+# The `dist` profile (Cargo.toml): LTO, one codegen unit, stripped; dependencies off the request
+# path optimized for size.
 log "building handler for $TARGET (profile dist)"
 cargo build --profile dist --locked --target "$TARGET" --bin handler
 

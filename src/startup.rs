@@ -101,13 +101,16 @@ impl Application {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let pump = self.pump.then(|| pump::spawn(self.state.store.clone()));
+        let store = self.state.store.clone();
         let mut router = api::router(self.state, self.hosted, self.limits.request_timeout);
         // Outermost, so that preflights are answered before routing and every answer, errors
         // included, carries the CORS headers.
         if let Some(cors) = api::cors::layer(&self.cors_origins) {
             router = router.layer(cors);
         }
+        // The pump starts once the routes are built, just before serving: its first reads do not
+        // compete with building them (the readiness answer does not need the pump).
+        let pump = self.pump.then(|| pump::spawn(store));
         server::serve(self.listener, router, self.limits, shutdown).await;
         if let Some(pump) = pump {
             pump.stop().await;

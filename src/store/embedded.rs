@@ -72,10 +72,9 @@ impl EmbeddedStore {
             std::fs::create_dir_all(dir)?;
         }
         let mut writer = Connection::open(path)?;
-        // `synchronous` first: switching a new file to WAL then syncs less.
         configure(&writer)?;
-        writer.pragma_update(None, "journal_mode", "WAL")?;
-        schema::migrate(&mut writer)?;
+        // WAL mode and the schema; a new file is created without waiting for the disk.
+        schema::prepare(&mut writer)?;
         let next_expiry = AtomicI64::new(i64::MIN);
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
