@@ -164,8 +164,21 @@ pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Route
         .fallback(|| async { ApiError::NotFound("no such resource".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        // Inside `meter`, so that a panic is answered, counted and logged like any failure.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .layer(axum::middleware::from_fn(meter))
         .with_state(state)
+}
+
+/// A handler that panicked answers 500 problem+json (the panic's message is logged, never
+/// returned) instead of closing the connection without an answer.
+fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    ApiError::internal(format!("the request's handler panicked: {message}")).into_response()
 }
 
 /// Count the store operations (and request units) a request used into response headers, and log

@@ -116,3 +116,35 @@ async fn a_failure_is_logged_in_the_requests_span_with_its_cause() {
     assert_eq!(f["span"]["path"], path.as_str(), "{f}");
     assert!(f["error"].as_str().unwrap().contains("corrupt item"), "{f}");
 }
+
+/// A handler that panics (here: in the store call it makes) answers 500 problem+json, says
+/// nothing of the panic, and the server goes on answering, on the same connection too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_a_request_answers_500_and_the_server_goes_on() {
+    let fixture = embedded_fixture().await;
+    let store = Hooked::wrap(|call| {
+        async move {
+            if call.op == "read" && call.id == "boom" {
+                panic!("secret-panic-detail");
+            }
+            Ok(())
+        }
+        .boxed()
+    })(fixture.store);
+    let app = TestApp::spawn(
+        Fixture {
+            store,
+            dir: fixture.dir,
+        },
+        false,
+    )
+    .await;
+    let r = app.get("/api/users/boom").await;
+    r.assert_problem(500);
+    assert!(
+        !r.body["detail"].as_str().unwrap().contains("secret"),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(app.get("/api/users/other").await.status, 404);
+}
