@@ -81,32 +81,75 @@ impl AppState {
     }
 }
 
-/// The API's routes under `/api`: the one table both the router and the OpenAPI document are
-/// built from (each handler's `#[utoipa::path]` gives its method and path), and from which the
-/// Functions app's HTTP functions are checked ([`operations`]).
-pub fn api_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(openapi::base())
-        .routes(routes!(users::create_user))
-        .routes(routes!(
+/// Every operation under `/api`: the one table both the router ([`api_router`]) and the OpenAPI
+/// document ([`api_routes`]) are built from, and from which the Functions app's HTTP functions
+/// are checked ([`operations`]). Each handler's `#[utoipa::path]` gives its method and path
+/// (handlers sharing a path are merged into one route).
+macro_rules! api_table {
+    ($build:ident) => {
+        $build![
+            users::create_user,
             users::get_user,
             users::rename_user,
-            deletes::delete_user
-        ))
-        .routes(routes!(users::list_user_posts))
-        .routes(routes!(posts::create_post))
-        .routes(routes!(
+            users::list_user_posts,
+            posts::create_post,
             posts::get_post,
             posts::update_post,
-            deletes::delete_post
-        ))
-        .routes(routes!(comments::list_comments, comments::create_comment))
-        .routes(routes!(likes::list_likes, likes::create_like))
-        .routes(routes!(deletes::delete_like))
-        .routes(routes!(deletes::delete_comment))
-        .routes(routes!(feed::get_feed))
-        .routes(routes!(identity::get_me))
-        .routes(routes!(identity::get_config))
-        .routes(routes!(openapi::get_api_description))
+            comments::list_comments,
+            comments::create_comment,
+            likes::list_likes,
+            likes::create_like,
+            deletes::delete_user,
+            deletes::delete_post,
+            deletes::delete_comment,
+            deletes::delete_like,
+            feed::get_feed,
+            identity::get_me,
+            identity::get_config,
+            openapi::get_api_description,
+        ]
+    };
+}
+
+/// The table with each operation's description: utoipa-axum's router, which builds the OpenAPI
+/// document alongside the routes.
+macro_rules! documented_routes {
+    ($($handler:path),+ $(,)?) => {
+        OpenApiRouter::with_openapi(openapi::base())$(.routes(routes!($handler)))+
+    };
+}
+
+/// The table as plain axum routes, each at the path and methods its `#[utoipa::path]` states
+/// (read from `__path_<handler>`, the type that attribute generates, as utoipa-axum's `routes!`
+/// does) without building any description: describing the operations is most of what building
+/// the routes would cost at start-up, and the document is built only when first asked for.
+macro_rules! served_routes {
+    ($($module:ident :: $handler:ident),+ $(,)?) => {{
+        use utoipa::Path as _;
+        use utoipa_axum::PathItemExt as _;
+        let router = Router::new();
+        $(
+            let router = utoipa_axum::paste! {{
+                let methods = $module::[<__path_ $handler>]::methods()
+                    .iter()
+                    .fold(axum::routing::MethodRouter::new(), |methods, method| {
+                        methods.on(method.to_method_filter(), $module::$handler)
+                    });
+                router.route(&$module::[<__path_ $handler>]::path(), methods)
+            }};
+        )+
+        router
+    }};
+}
+
+/// The API's routes with the OpenAPI document they describe (`split_for_parts` gives both).
+pub fn api_routes() -> OpenApiRouter<AppState> {
+    api_table!(documented_routes)
+}
+
+/// The API's routes, to serve.
+fn api_router() -> Router<AppState> {
+    api_table!(served_routes)
 }
 
 /// One operation of the API: `method` (upper case) on `route` (relative to `/api`, as the
@@ -144,8 +187,7 @@ pub fn operations() -> Vec<Operation> {
 /// exist standalone.
 pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Router {
     // Only API requests are timed: a trigger batch is applied or refused, never cut off.
-    let (api, _) = api_routes().split_for_parts();
-    let api = api.route_layer(axum::middleware::from_fn(
+    let api = api_router().route_layer(axum::middleware::from_fn(
         move |req: Request, next: Next| async move {
             match tokio::time::timeout(request_timeout, next.run(req)).await {
                 Ok(resp) => resp,
