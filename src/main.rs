@@ -1,7 +1,10 @@
-//! `handler`: settings, telemetry, bind, serve; or an operations command (`blog::ops`).
+//! `handler`: an operations command (`blog::ops`), or: settings, start opening the store,
+//! telemetry, bind, serve (`blog::startup`).
+
+use std::process::ExitCode;
 
 use blog::settings::Settings;
-use blog::startup::Application;
+use blog::startup::{Application, StoreOpening};
 
 /// See Cargo.toml: mimalloc in the static musl build.
 #[cfg(all(target_env = "musl", not(feature = "system-allocator")))]
@@ -13,33 +16,39 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// allocator heap). tokio's default allows 512.
 const MAX_BLOCKING_THREADS: usize = 32;
 
-fn main() -> std::process::ExitCode {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(MAX_BLOCKING_THREADS)
-        .build()
-        .expect("the async runtime starts")
-        .block_on(run())
-}
-
-async fn run() -> std::process::ExitCode {
+fn main() -> ExitCode {
     // `handler verify …` / `handler backup …`; without a command, serve.
-    if let Some(code) = blog::ops::dispatch().await {
-        return code;
+    if let Some(command) = blog::ops::command() {
+        return runtime().block_on(blog::ops::run(command));
     }
     let settings = match Settings::from_env() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("handler: {e}");
-            return std::process::ExitCode::from(2);
+            return ExitCode::from(2);
         }
     };
+    // First of all, so that a new database's file and schema are created while the runtime
+    // starts, logging is set up, the port is bound and the routes are built.
+    let opening = StoreOpening::start(&settings);
+    runtime().block_on(serve(settings, opening))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .build()
+        .expect("the async runtime starts")
+}
+
+async fn serve(settings: Settings, opening: anyhow::Result<StoreOpening>) -> ExitCode {
     blog::telemetry::init(settings.log_format);
-    let app = match Application::build(&settings).await {
+    let app = match async { Application::build(&settings, opening?).await }.await {
         Ok(app) => app,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "start-up failed");
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
     tracing::info!(
@@ -51,10 +60,10 @@ async fn run() -> std::process::ExitCode {
         "listening"
     );
     match app.run_until(shutdown_signal()).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "server stopped");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }

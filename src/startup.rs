@@ -1,11 +1,15 @@
-//! Bind first, then build the store and start the pump, then serve: the Functions host probes
-//! the port from the moment it starts the process.
+//! Start opening the store, bind, build the routes, then wait for the store, start the pump and
+//! serve. The Functions host probes the port from the moment it starts the process; on a fresh
+//! embedded database, creating its file and schema is most of the time a start takes, so it runs
+//! on a thread of its own from the first moment ([`StoreOpening`]) while the rest is set up.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use axum::Router;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
 use crate::auth::Auth;
 use crate::server::{self, ServerLimits};
@@ -22,21 +26,31 @@ pub struct Application {
     cors_origins: Vec<String>,
     hosted: bool,
     limits: ServerLimits,
+    /// The routes, built by [`Application::build`] while the store opened; `None` when a builder
+    /// method changed what they are, and then built by [`Application::run_until`].
+    routes: Option<Router<AppState>>,
 }
 
 impl Application {
-    pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
+    /// The application the settings describe, over the store `opening` (started from the same
+    /// settings, as early as possible): binds and builds the routes while the store opens.
+    pub async fn build(settings: &Settings, opening: StoreOpening) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(settings.addr)
             .await
             .with_context(|| format!("cannot listen on {}", settings.addr))?;
-        let store = open_store(settings).await?;
+        let routes = routes(settings.hosted, settings.server, &settings.cors_origins);
+        let store = opening.finish().await?;
         crate::auth::announce(&settings.auth, settings.addr);
-        Ok(Self::new(listener, store, settings.pump)
+        let app = Self::new(listener, store, settings.pump)
             .with_auth(Auth::new(&settings.auth))
             .with_cors(settings.cors_origins.clone())
             .with_feed_cache(settings.feed_cache)
             .hosted(settings.hosted)
-            .limits(settings.server))
+            .limits(settings.server);
+        Ok(Application {
+            routes: Some(routes),
+            ..app
+        })
     }
 
     /// A standalone application with the default limits over an already bound listener and an
@@ -50,12 +64,14 @@ impl Application {
             cors_origins: Vec::new(),
             hosted: false,
             limits: ServerLimits::default(),
+            routes: None,
         }
     }
 
     /// Answer cross-origin requests from these origins (`["*"]`: any); none by default.
     pub fn with_cors(mut self, origins: Vec<String>) -> Self {
         self.cors_origins = origins;
+        self.routes = None;
         self
     }
 
@@ -79,11 +95,13 @@ impl Application {
     /// As under the Functions host: with the trigger endpoints.
     pub fn hosted(mut self, hosted: bool) -> Self {
         self.hosted = hosted;
+        self.routes = None;
         self
     }
 
     pub fn limits(mut self, limits: ServerLimits) -> Self {
         self.limits = limits;
+        self.routes = None;
         self
     }
 
@@ -102,12 +120,10 @@ impl Application {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let store = self.state.store.clone();
-        let mut router = api::router(self.state, self.hosted, self.limits.request_timeout);
-        // Outermost, so that preflights are answered before routing and every answer, errors
-        // included, carries the CORS headers.
-        if let Some(cors) = api::cors::layer(&self.cors_origins) {
-            router = router.layer(cors);
-        }
+        let router = self
+            .routes
+            .unwrap_or_else(|| routes(self.hosted, self.limits, &self.cors_origins))
+            .with_state(self.state);
         // The pump starts once the routes are built, just before serving: its first reads do not
         // compete with building them (the readiness answer does not need the pump).
         let pump = self.pump.then(|| pump::spawn(store));
@@ -119,23 +135,71 @@ impl Application {
     }
 }
 
-/// Open the store the settings choose (the bench opens its store through this too).
+/// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer.
+fn routes(hosted: bool, limits: ServerLimits, cors_origins: &[String]) -> Router<AppState> {
+    let routes = api::routes(hosted, limits.request_timeout);
+    // Outermost, so that preflights are answered before routing and every answer, errors
+    // included, carries the CORS headers.
+    match api::cors::layer(cors_origins) {
+        Some(cors) => routes.layer(cors),
+        None => routes,
+    }
+}
+
+/// Open the store the settings choose (the bench and the operations commands open theirs
+/// through this too).
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Arc<dyn Store>> {
-    match settings.store {
-        StoreKind::Embedded => {
-            let path = settings.db_path.clone();
-            let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&path))
-                .await?
-                .with_context(|| {
-                    format!(
-                        "cannot open the embedded store at {}",
-                        settings.db_path.display()
-                    )
-                })?;
-            Ok(Arc::new(store))
+    StoreOpening::start(settings)?.finish().await
+}
+
+/// A store being opened: the embedded store opens (creating its file and schema when new) on a
+/// thread of its own from [`StoreOpening::start`] on, which needs no async runtime, so that
+/// `handler` can start it before anything else. The Cosmos store does no I/O to open: it
+/// connects on its first call, so a slow or unreachable account never delays binding; until it
+/// answers, requests get 503 + Retry-After.
+pub struct StoreOpening(Opening);
+
+enum Opening {
+    Embedded {
+        path: std::path::PathBuf,
+        opened: oneshot::Receiver<anyhow::Result<EmbeddedStore>>,
+    },
+    Cosmos(crate::settings::CosmosSettings),
+}
+
+impl StoreOpening {
+    /// Start opening the store the settings choose; fails only when no thread can be started.
+    pub fn start(settings: &Settings) -> anyhow::Result<Self> {
+        Ok(StoreOpening(match settings.store {
+            StoreKind::Embedded => {
+                let path = settings.db_path.clone();
+                let (done, opened) = oneshot::channel();
+                let at = path.clone();
+                std::thread::Builder::new()
+                    .name("open-store".into())
+                    .spawn(move || {
+                        let _ = done.send(EmbeddedStore::open(&at));
+                    })
+                    .context("cannot start a thread to open the embedded store")?;
+                Opening::Embedded { path, opened }
+            }
+            StoreKind::Cosmos => Opening::Cosmos(settings.cosmos.clone()),
+        }))
+    }
+
+    /// The open store, once it is.
+    pub async fn finish(self) -> anyhow::Result<Arc<dyn Store>> {
+        match self.0 {
+            Opening::Embedded { path, opened } => {
+                let store = opened
+                    .await
+                    .context("the thread opening the embedded store ended without an answer")?
+                    .with_context(|| {
+                        format!("cannot open the embedded store at {}", path.display())
+                    })?;
+                Ok(Arc::new(store))
+            }
+            Opening::Cosmos(settings) => Ok(Arc::new(CosmosStore::new(settings))),
         }
-        // No I/O here: the Cosmos store connects on its first call, so a slow or unreachable
-        // account never delays binding; until it answers, requests get 503 + Retry-After.
-        StoreKind::Cosmos => Ok(Arc::new(CosmosStore::new(settings.cosmos.clone()))),
     }
 }

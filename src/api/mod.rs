@@ -186,6 +186,11 @@ pub fn operations() -> Vec<Operation> {
 /// accounting; under the Functions host (`hosted`) also the trigger invocations, which do not
 /// exist standalone.
 pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Router {
+    routes(hosted, request_timeout).with_state(state)
+}
+
+/// [`router`] before it is given its state (start-up builds it while the store opens).
+pub fn routes(hosted: bool, request_timeout: Duration) -> Router<AppState> {
     // Only API requests are timed: a trigger batch is applied or refused, never cut off.
     let api = api_router().route_layer(axum::middleware::from_fn(
         move |req: Request, next: Next| async move {
@@ -209,7 +214,6 @@ pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Route
         // Inside `meter`, so that a panic is answered, counted and logged like any failure.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
         .layer(axum::middleware::from_fn(meter))
-        .with_state(state)
 }
 
 /// A handler that panicked answers 500 problem+json (the panic's message is logged, never

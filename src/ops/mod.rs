@@ -40,7 +40,7 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+pub enum Command {
     /// Check every derived copy (post copies, feed, usernames, counters) against the posts and
     /// users; exit 0 without drift, 1 with drift, 2 when it cannot run.
     Verify {
@@ -62,9 +62,13 @@ enum Command {
 const DRIFT: u8 = 1;
 const CANNOT_RUN: u8 = 2;
 
-/// Run the subcommand named on the command line, if any; `None` means: serve.
-pub async fn dispatch() -> Option<ExitCode> {
-    let command = Cli::parse().command?;
+/// The subcommand named on the command line, if any; `None` means: serve.
+pub fn command() -> Option<Command> {
+    Cli::parse().command
+}
+
+/// Run `command`.
+pub async fn run(command: Command) -> ExitCode {
     // The service's settings, less who may call it: these commands serve no requests, so an
     // authentication mode that is valid only under the Functions host does not stop them.
     let settings = match Settings::from_lookup(|k| {
@@ -73,16 +77,16 @@ pub async fn dispatch() -> Option<ExitCode> {
         Ok(s) => s,
         Err(e) => {
             eprintln!("handler: {e}");
-            return Some(ExitCode::from(CANNOT_RUN));
+            return ExitCode::from(CANNOT_RUN);
         }
     };
     crate::telemetry::init(settings.log_format);
-    Some(match command {
+    match command {
         Command::Verify { repair, settle } => {
             run_verify(&settings, repair, Duration::from_secs(settle)).await
         }
         Command::Backup { path } => run_backup(&settings, path).await,
-    })
+    }
 }
 
 /// Open the service's store for an operations command, without creating anything.

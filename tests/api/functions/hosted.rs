@@ -38,7 +38,8 @@ async fn hosted_mode_listens_on_the_hosts_port_answers_the_probe_and_serves_the_
     let expected: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     assert_eq!(settings.addr, expected);
 
-    let app = Application::build(&settings).await.unwrap();
+    let opening = blog::startup::StoreOpening::start(&settings).unwrap();
+    let app = Application::build(&settings, opening).await.unwrap();
     assert_eq!(app.local_addr(), expected);
     let store = app.state().store.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
