@@ -177,8 +177,18 @@ impl StoreOpening {
                 let at = path.clone();
                 std::thread::Builder::new()
                     .name("open-store".into())
-                    .spawn(move || {
-                        let _ = done.send(EmbeddedStore::open(&at));
+                    .spawn(move || match EmbeddedStore::open(&at) {
+                        Ok(store) => {
+                            let readers = store.clone();
+                            let _ = done.send(Ok(store));
+                            // While the first request is on its way.
+                            if let Err(e) = readers.open_readers() {
+                                tracing::warn!(error = %e, "cannot open the embedded store's readers yet");
+                            }
+                        }
+                        Err(e) => {
+                            let _ = done.send(Err(e));
+                        }
                     })
                     .context("cannot start a thread to open the embedded store")?;
                 Opening::Embedded { path, opened }

@@ -38,7 +38,8 @@ use writer::Writer;
 
 const READERS: usize = 4;
 
-/// The SQLite-backed store. Cheap to share behind an `Arc`.
+/// The SQLite-backed store. Cheap to clone (clones share the connections).
+#[derive(Clone)]
 pub struct EmbeddedStore {
     inner: Arc<Inner>,
 }
@@ -46,7 +47,7 @@ pub struct EmbeddedStore {
 struct Inner {
     path: std::path::PathBuf,
     writer: Mutex<Connection>,
-    /// Opened on first use: start-up opens only the writer.
+    /// Opened on first use, or by [`EmbeddedStore::open_readers`].
     readers: Vec<OnceLock<Mutex<Connection>>>,
     next_reader: AtomicUsize,
     /// Commits per container, in [`Container::ALL`] order.
@@ -54,6 +55,20 @@ struct Inner {
     /// When the next item expires (unix seconds; `i64::MAX`: none): the next write after it
     /// purges what expired (see [`Writer::purge_expired`]).
     next_expiry: AtomicI64,
+}
+
+impl Inner {
+    /// Reader connection `i`, opened on first use.
+    fn reader(&self, i: usize) -> StoreResult<&Mutex<Connection>> {
+        if let Some(reader) = self.readers[i].get() {
+            return Ok(reader);
+        }
+        let c = Connection::open(&self.path).map_err(sql)?;
+        configure(&c).map_err(sql)?;
+        // Another thread may have opened it meanwhile: keep the first, drop this one.
+        let _ = self.readers[i].set(Mutex::new(c));
+        Ok(self.readers[i].get().expect("set above"))
+    }
 }
 
 fn slot(c: Container) -> usize {
@@ -89,6 +104,13 @@ impl EmbeddedStore {
         })
     }
 
+    /// Open every reader connection not open yet. `handler` calls this on its start-up thread
+    /// once it has handed the store over, so that the first reads (the first request, the pump's
+    /// first look) do not each wait for a connection to open.
+    pub fn open_readers(&self) -> StoreResult<()> {
+        (0..READERS).try_for_each(|i| self.inner.reader(i).map(drop))
+    }
+
     async fn with_reader<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
@@ -97,17 +119,7 @@ impl EmbeddedStore {
         metrics::record(0.0);
         tokio::task::spawn_blocking(move || {
             let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-            let reader = match inner.readers[i].get() {
-                Some(r) => r,
-                None => {
-                    let c = Connection::open(&inner.path).map_err(sql)?;
-                    configure(&c).map_err(sql)?;
-                    // Another task may have opened it meanwhile: keep the first, drop this one.
-                    let _ = inner.readers[i].set(Mutex::new(c));
-                    inner.readers[i].get().expect("set above")
-                }
-            };
-            let conn = reader.lock().map_err(|_| poisoned())?;
+            let conn = inner.reader(i)?.lock().map_err(|_| poisoned())?;
             f(&conn)
         })
         .await
@@ -143,7 +155,6 @@ impl EmbeddedStore {
 
 fn configure(c: &Connection) -> rusqlite::Result<()> {
     c.pragma_update(None, "synchronous", "NORMAL")?;
-    c.pragma_update(None, "foreign_keys", "ON")?;
     c.busy_timeout(std::time::Duration::from_secs(10))?;
     Ok(())
 }

@@ -58,6 +58,32 @@ const MIGRATIONS: &[&str] = &[
     ",
 ];
 
+/// What [`MIGRATIONS`] add up to, created in one step on a new file: the migrations' `ALTER`s
+/// and index rebuilds would be most of the time a fresh start spends on its schema. A test
+/// (`the_new_file_schema_is_what_the_migrations_build`) holds the two equal, column by column and
+/// index by index; a schema change edits both.
+const NEW_FILE: &str = "
+    CREATE TABLE items (
+        container     TEXT    NOT NULL,
+        pk            TEXT    NOT NULL,
+        id            TEXT    NOT NULL,
+        type          TEXT    NOT NULL DEFAULT '',
+        creation_date TEXT    NOT NULL DEFAULT '',
+        lsn           INTEGER NOT NULL,
+        body          TEXT    NOT NULL,
+        user_id       TEXT    NOT NULL DEFAULT '',
+        deleted       INTEGER NOT NULL DEFAULT 0,
+        expires       INTEGER,
+        PRIMARY KEY (container, pk, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX items_by_lsn ON items (container, lsn);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO meta (key, value) VALUES ('lsn', 0);
+    CREATE INDEX items_by_user ON items (container, user_id, pk, id);
+    CREATE INDEX items_by_partition ON items (container, pk, type, creation_date, id, deleted);
+    CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
+";
+
 /// The schema version this build writes.
 pub const CURRENT: u32 = MIGRATIONS.len() as u32;
 
@@ -159,14 +185,16 @@ fn prepare_marked(conn: &mut Connection, mark: &mut dyn FnMut(Stage)) -> Result<
 enum Stage {
     /// In WAL mode, no schema yet.
     Wal,
+    /// The whole schema ([`NEW_FILE`]) created inside the still open transaction.
+    Created,
     /// Migration step `n` applied inside the still open transaction.
     Step(u32),
     /// The schema committed, still without syncing.
     Committed,
 }
 
-/// Bring the file to [`CURRENT`], all steps in one transaction (a crash leaves the old version).
-/// Returns the version the file was at.
+/// Bring the file to [`CURRENT`], all steps in one transaction (a crash leaves the old version);
+/// a file without a schema gets [`NEW_FILE`]. Returns the version the file was at.
 pub fn migrate(conn: &mut Connection) -> Result<u32, SchemaError> {
     migrate_marked(conn, &mut |_| {})
 }
@@ -177,11 +205,20 @@ fn migrate_marked(conn: &mut Connection, mark: &mut dyn FnMut(Stage)) -> Result<
     if from > CURRENT {
         return Err(SchemaError::Newer { found: from });
     }
-    for (step, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
-        let to = step as u32 + 1;
-        tx.execute_batch(sql)
-            .map_err(|source| SchemaError::Migration { to, source })?;
-        mark(Stage::Step(to));
+    if from == 0 {
+        tx.execute_batch(NEW_FILE)
+            .map_err(|source| SchemaError::Migration {
+                to: CURRENT,
+                source,
+            })?;
+        mark(Stage::Created);
+    } else {
+        for (step, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+            let to = step as u32 + 1;
+            tx.execute_batch(sql)
+                .map_err(|source| SchemaError::Migration { to, source })?;
+            mark(Stage::Step(to));
+        }
     }
     tx.pragma_update(None, "user_version", CURRENT)?;
     tx.commit()?;
@@ -200,6 +237,63 @@ mod tests {
             .unwrap()
             .map(Result::unwrap)
             .collect()
+    }
+
+    /// Everything about a file's schema that reads and writes depend on, as text: every table's
+    /// columns (name, type, not null, default, key position), every index (unique, partial, its
+    /// columns in order with direction and collation, its statement), and the rows of `meta`.
+    fn shape(c: &Connection) -> Vec<String> {
+        let rows = |sql: &str| -> Vec<String> {
+            let mut s = c.prepare(sql).unwrap();
+            let n = s.column_count();
+            s.query_map([], |r| {
+                Ok((0..n)
+                    .map(|i| match r.get_ref(i).unwrap() {
+                        rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" | "))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+        };
+        let mut out = rows("SELECT type, name, tbl_name FROM sqlite_master ORDER BY name");
+        for table in ["items", "meta"] {
+            out.extend(rows(&format!(
+                "SELECT * FROM pragma_table_xinfo('{table}')"
+            )));
+            for index in rows(&format!(
+                "SELECT name FROM pragma_index_list('{table}') ORDER BY name"
+            )) {
+                out.extend(rows(&format!(
+                    "SELECT name, \"unique\", origin, partial FROM pragma_index_list('{table}')
+                     WHERE name = '{index}'"
+                )));
+                out.extend(rows(&format!(
+                    "SELECT * FROM pragma_index_xinfo('{index}')"
+                )));
+            }
+        }
+        out.extend(rows(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name",
+        ));
+        out.extend(rows("SELECT * FROM meta ORDER BY key"));
+        out
+    }
+
+    #[test]
+    fn the_new_file_schema_is_what_the_migrations_build() {
+        let migrated = Connection::open_in_memory().unwrap();
+        for sql in MIGRATIONS {
+            migrated.execute_batch(sql).unwrap();
+        }
+        let created = Connection::open_in_memory().unwrap();
+        created.execute_batch(NEW_FILE).unwrap();
+        let (migrated, created) = (shape(&migrated), shape(&created));
+        assert!(migrated.len() > 40, "{migrated:#?}");
+        assert_eq!(created, migrated);
     }
 
     #[test]
@@ -244,10 +338,9 @@ mod tests {
 
     /// The stages of a new file's creation, as the child process below names them.
     fn stages() -> Vec<String> {
-        let steps = (1..=CURRENT).map(|to| format!("{:?}", Stage::Step(to)));
-        std::iter::once(format!("{:?}", Stage::Wal))
-            .chain(steps)
-            .chain([format!("{:?}", Stage::Committed)])
+        [Stage::Wal, Stage::Created, Stage::Committed]
+            .iter()
+            .map(|stage| format!("{stage:?}"))
             .collect()
     }
 
