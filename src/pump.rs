@@ -9,6 +9,7 @@
 //! lets each follower finish and checkpoint the batch in hand, then stops it.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,10 +40,28 @@ pub struct Pump {
 
 /// Start one supervised follower per watched container.
 pub fn spawn(store: Arc<dyn Store>) -> Pump {
+    spawn_after(store, std::future::ready(()))
+}
+
+/// [`spawn`], the followers starting once `start` resolves (or never, when stopped first).
+pub fn spawn_after(
+    store: Arc<dyn Store>,
+    start: impl Future<Output = ()> + Send + 'static,
+) -> Pump {
     let (stop, stopped) = watch::channel(false);
+    let start = start.shared();
     let supervisors = WATCHED
         .into_iter()
-        .map(|c| tokio::spawn(supervise(store.clone(), c, stopped.clone())))
+        .map(|c| {
+            let (store, start, stopped) = (store.clone(), start.clone(), stopped.clone());
+            let mut waiting = stopped.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = start => supervise(store, c, stopped).await,
+                    () = async { drop(waiting.wait_for(|stop| *stop).await) } => {}
+                }
+            })
+        })
         .collect();
     Pump { stop, supervisors }
 }

@@ -1,15 +1,20 @@
-//! Start opening the store, bind, build the routes, then wait for the store, start the pump and
-//! serve. The Functions host probes the port from the moment it starts the process; on a fresh
-//! embedded database, creating its file and schema is most of the time a start takes, so it runs
-//! on a thread of its own from the first moment ([`StoreOpening`]) while the rest is set up.
+//! Start opening the store, bind, build the routes, then wait for the store and serve; the
+//! change-feed pump starts once the first request is answered (or soon after serving began).
+//! The Functions host probes the port from the moment it starts the process; on a fresh embedded
+//! database, creating its file and schema is most of the time a start takes, so it runs on a
+//! thread of its own from the first moment ([`StoreOpening`]) while the rest is set up.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
+use axum::response::Response;
 use axum::Router;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
+use tower::util::MapResponseLayer;
 
 use crate::auth::Auth;
 use crate::server::{self, ServerLimits};
@@ -18,6 +23,9 @@ use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
 use crate::{api, pump, AppState};
+
+/// The longest the change-feed pump waits for the first request to be answered before it starts.
+const PUMP_START_DELAY: Duration = Duration::from_millis(100);
 
 pub struct Application {
     listener: TcpListener,
@@ -124,9 +132,24 @@ impl Application {
             .routes
             .unwrap_or_else(|| routes(self.hosted, self.limits, &self.cors_origins))
             .with_state(self.state);
-        // The pump starts once the routes are built, just before serving: its first reads do not
-        // compete with building them (the readiness answer does not need the pump).
-        let pump = self.pump.then(|| pump::spawn(store));
+        // The pump starts once the first request has been answered, or PUMP_START_DELAY after
+        // serving began if none came: its first reads (a checkpoint and a page of changes per
+        // container it follows) would otherwise compete with that first answer, which does not
+        // need them, on a small machine.
+        let answered = Arc::new(Notify::new());
+        let first = answered.clone();
+        let once = Arc::new(AtomicBool::new(false));
+        let router = router.layer(MapResponseLayer::new(move |response: Response| {
+            if !once.load(Ordering::Relaxed) && !once.swap(true, Ordering::Relaxed) {
+                first.notify_one();
+            }
+            response
+        }));
+        let pump = self.pump.then(|| {
+            pump::spawn_after(store, async move {
+                let _ = tokio::time::timeout(PUMP_START_DELAY, answered.notified()).await;
+            })
+        });
         server::serve(self.listener, router, self.limits, shutdown).await;
         if let Some(pump) = pump {
             pump.stop().await;

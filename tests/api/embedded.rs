@@ -255,6 +255,23 @@ mod push {
         })
         .await;
     }
+    /// The pump waits for the server's first answer before it starts, but not for long: on a
+    /// server nobody asks anything it starts on its own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_pump_starts_without_waiting_for_a_request() {
+        let fixture = embedded_fixture().await;
+        let store = fixture.store.clone();
+        let writes = TestApp::spawn(fixture, false).await;
+        let user = writes.create_user("ana").await;
+        let post = writes.create_post(&id(&user), "waiting", "c").await;
+        // A second server over the same store, with the pump; it is never sent a request.
+        let pumping = TestApp::spawn(Fixture { store, dir: None }, true).await;
+        eventually("the post reaches the feed", || async {
+            writes.get("/api/feed").await.body["items"][0]["id"] == post["id"]
+        })
+        .await;
+        pumping.stop().await;
+    }
 }
 
 /// The feed's first pages are answered from a snapshot that holds until the projection writes
