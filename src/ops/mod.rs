@@ -64,6 +64,11 @@ const CANNOT_RUN: u8 = 2;
 
 /// The subcommand named on the command line, if any; `None` means: serve.
 pub fn command() -> Option<Command> {
+    // Without arguments there is nothing to parse (the service's every start): skip building the
+    // command-line parser.
+    if std::env::args_os().len() <= 1 {
+        return None;
+    }
     Cli::parse().command
 }
 
