@@ -171,6 +171,9 @@ fn sql(e: rusqlite::Error) -> StoreError {
                 rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
             ) =>
         {
+            // Answered 503 + Retry-After, which says nothing of the cause: one process is the only
+            // writer, so this is rare and worth a line (with SQLite's extended code).
+            tracing::warn!(error = %e, extended_code = f.extended_code, "the embedded store was busy");
             StoreError::Unavailable(e.to_string())
         }
         _ => StoreError::Other(e.to_string()),
