@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -137,7 +137,15 @@ impl EmbeddedStore {
         metrics::record(0.0);
         tokio::task::spawn_blocking(move || {
             let mut conn = inner.writer.lock().map_err(|_| poisoned())?;
-            let tx = conn.transaction().map_err(sql)?;
+            // IMMEDIATE: the write lock is taken at the start, where SQLite waits for it (the busy
+            // timeout). A deferred transaction reads first and takes the lock at its first write;
+            // if another connection holds it for a moment then (an operations command writing,
+            // or a reader that met a half-written WAL index and takes the lock to read it again),
+            // SQLite fails at once with "database is locked" rather than wait, and the request
+            // answered 503.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql)?;
             let mut w = Writer {
                 tx,
                 next_expiry: &inner.next_expiry,

@@ -78,6 +78,46 @@ mod restart {
     }
 }
 
+/// Another connection to the file holding the write lock for a moment (an operations command
+/// writing, or SQLite itself: a reader that meets a half-written WAL index takes the write lock
+/// to read it again) makes a write wait, never fail.
+mod write_lock {
+    use std::time::{Duration, Instant};
+
+    use blog::store::embedded::EmbeddedStore;
+    use blog::store::{Container, Store};
+    use serde_json::json;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_waits_for_a_lock_held_for_a_moment_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blog.db");
+        let store = EmbeddedStore::open(&path).unwrap();
+        let user = |id: &str| json!({"id": id, "userId": id, "type": "user", "username": id});
+        store
+            .create(Container::Users, "a", user("a"))
+            .await
+            .unwrap();
+
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let held = Instant::now();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            other.execute_batch("COMMIT").unwrap();
+        });
+        let written = store.create(Container::Users, "b", user("b")).await;
+        release.join().unwrap();
+        assert!(written.is_ok(), "{written:?}");
+        assert!(held.elapsed() >= Duration::from_millis(300), "it waited");
+        assert!(store
+            .read(Container::Users, "b", "b")
+            .await
+            .unwrap()
+            .is_some());
+    }
+}
+
 mod time_to_live {
     use std::time::Duration;
 
