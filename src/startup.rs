@@ -224,6 +224,10 @@ impl StoreOpening {
     pub async fn finish(self) -> anyhow::Result<Arc<dyn Store>> {
         match self.0 {
             Opening::Embedded { path, opened } => {
+                // A blocking-pool thread, started while the store opens: the first request's
+                // store call finds it idle instead of starting one (tokio keeps an idle thread
+                // for 10 s).
+                tokio::task::spawn_blocking(|| ());
                 let store = opened
                     .await
                     .context("the thread opening the embedded store ended without an answer")?

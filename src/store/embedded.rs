@@ -49,6 +49,9 @@ struct Inner {
     writer: Mutex<Connection>,
     /// Opened on first use, or by [`EmbeddedStore::open_readers`].
     readers: Vec<OnceLock<Mutex<Connection>>>,
+    /// Held while reader `i` is being opened, so that a second caller waits for it rather than
+    /// opening (and then closing) a connection of its own.
+    opening: Vec<Mutex<()>>,
     next_reader: AtomicUsize,
     /// Commits per container, in [`Container::ALL`] order.
     committed: [watch::Sender<u64>; 4],
@@ -63,11 +66,13 @@ impl Inner {
         if let Some(reader) = self.readers[i].get() {
             return Ok(reader);
         }
+        let _opening = self.opening[i].lock().map_err(|_| poisoned())?;
+        if let Some(reader) = self.readers[i].get() {
+            return Ok(reader);
+        }
         let c = Connection::open(&self.path).map_err(sql)?;
         configure(&c).map_err(sql)?;
-        // Another thread may have opened it meanwhile: keep the first, drop this one.
-        let _ = self.readers[i].set(Mutex::new(c));
-        Ok(self.readers[i].get().expect("set above"))
+        Ok(self.readers[i].get_or_init(|| Mutex::new(c)))
     }
 }
 
@@ -96,6 +101,7 @@ impl EmbeddedStore {
                 path: path.to_path_buf(),
                 writer: Mutex::new(writer),
                 readers: (0..READERS).map(|_| OnceLock::new()).collect(),
+                opening: (0..READERS).map(|_| Mutex::new(())).collect(),
                 next_reader: AtomicUsize::new(0),
                 committed: std::array::from_fn(|_| watch::Sender::new(0)),
                 // Unknown until the first write looks (any expired item is purged then).
