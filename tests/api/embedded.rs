@@ -281,10 +281,8 @@ mod push {
     async fn the_pump_projects_on_the_commit_signal_without_polling() {
         let fixture = embedded_fixture().await;
         // An idle poll that never comes round in the test's lifetime.
-        let fixture = Fixture {
-            store: Arc::new(Hooked::new(fixture.store).polling_every(Duration::from_secs(3600))),
-            dir: fixture.dir,
-        };
+        let fixture = fixture
+            .wrapped(|store| Arc::new(Hooked::new(store).polling_every(Duration::from_secs(3600))));
         let app = TestApp::spawn(fixture, true).await;
         // Let both followers reach their first idle wait.
         tokio::time::sleep(Duration::from_millis(200)).await;

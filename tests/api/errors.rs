@@ -1,17 +1,15 @@
 //! How store failures reach the client: a store that refuses the service (Cosmos 401/403) is a
 //! misconfiguration (500), not an outage (503 with Retry-After); internals never leak.
 
-use std::sync::Arc;
-
 use blog::store::StoreError;
 use futures::FutureExt as _;
 
-use crate::helpers::{embedded_fixture, Fixture, TestApp};
+use crate::helpers::{embedded_fixture, TestApp};
 use crate::hooks::Hooked;
 
 async fn app_whose_reads_fail(fail: fn() -> StoreError) -> TestApp {
     let fixture = embedded_fixture().await;
-    let store = Hooked::wrap(move |call| {
+    let fixture = fixture.wrapped(Hooked::wrap(move |call| {
         async move {
             if call.op == "read" {
                 Err(fail())
@@ -20,15 +18,8 @@ async fn app_whose_reads_fail(fail: fn() -> StoreError) -> TestApp {
             }
         }
         .boxed()
-    })(fixture.store);
-    TestApp::spawn(
-        Fixture {
-            store: Arc::clone(&store),
-            dir: fixture.dir,
-        },
-        false,
-    )
-    .await
+    }));
+    TestApp::spawn(fixture, false).await
 }
 
 #[tokio::test]
@@ -122,7 +113,7 @@ async fn a_failure_is_logged_in_the_requests_span_with_its_cause() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_a_request_answers_500_and_the_server_goes_on() {
     let fixture = embedded_fixture().await;
-    let store = Hooked::wrap(|call| {
+    let fixture = fixture.wrapped(Hooked::wrap(|call| {
         async move {
             if call.op == "read" && call.id == "boom" {
                 panic!("secret-panic-detail");
@@ -130,15 +121,8 @@ async fn a_panic_in_a_request_answers_500_and_the_server_goes_on() {
             Ok(())
         }
         .boxed()
-    })(fixture.store);
-    let app = TestApp::spawn(
-        Fixture {
-            store,
-            dir: fixture.dir,
-        },
-        false,
-    )
-    .await;
+    }));
+    let app = TestApp::spawn(fixture, false).await;
     let r = app.get("/api/users/boom").await;
     r.assert_problem(500);
     assert!(

@@ -21,6 +21,16 @@ pub struct Fixture {
     pub dir: Option<TempDir>,
 }
 
+impl Fixture {
+    /// The same fixture, its store seen through `wrap` (a test wrapper such as `Hooked`).
+    pub fn wrapped(self, wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>) -> Fixture {
+        Fixture {
+            store: wrap(self.store),
+            dir: self.dir,
+        }
+    }
+}
+
 /// A fresh embedded store in a temporary directory.
 pub async fn embedded_fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");

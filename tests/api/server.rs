@@ -15,7 +15,7 @@ use futures::FutureExt as _;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use crate::helpers::{embedded_fixture, eventually, free_port, id, Fixture, TestApp};
+use crate::helpers::{embedded_fixture, eventually, free_port, id, TestApp};
 use crate::hooks::Hooked;
 
 /// The real binary, standalone on the embedded store, with extra settings.
@@ -205,7 +205,7 @@ fn limits(request_timeout: Duration) -> ServerLimits {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_the_store_does_not_answer_in_time_gets_503() {
     let fixture = embedded_fixture().await;
-    let store = Hooked::wrap(|call| {
+    let fixture = fixture.wrapped(Hooked::wrap(|call| {
         async move {
             if call.op == "read" && call.pk == "slow" {
                 tokio::time::sleep(Duration::from_secs(30)).await;
@@ -213,11 +213,7 @@ async fn a_request_the_store_does_not_answer_in_time_gets_503() {
             Ok(())
         }
         .boxed()
-    })(fixture.store);
-    let fixture = Fixture {
-        store,
-        dir: fixture.dir,
-    };
+    }));
     let app =
         TestApp::spawn_with(fixture, false, |a| a.limits(limits(Duration::from_secs(1)))).await;
     let started = Instant::now();
@@ -252,7 +248,7 @@ async fn shutdown_finishes_requests_in_flight_and_the_batch_in_hand_then_checkpo
     let gate = Gate::new();
     let g = gate.clone();
     let fixture = embedded_fixture().await;
-    let store = Hooked::wrap(move |call| {
+    let fixture = fixture.wrapped(Hooked::wrap(move |call| {
         let g = g.clone();
         async move {
             let held = (call.op == "upsert" && call.container == Container::Feed)
@@ -263,11 +259,8 @@ async fn shutdown_finishes_requests_in_flight_and_the_batch_in_hand_then_checkpo
             Ok(())
         }
         .boxed()
-    })(fixture.store);
-    let fixture = Fixture {
-        store: store.clone(),
-        dir: fixture.dir,
-    };
+    }));
+    let store = fixture.store.clone();
     let app = TestApp::spawn(fixture, true).await;
     let user = app.create_user("ana").await;
     let post = app.create_post(&id(&user), "t", "c").await;
@@ -323,7 +316,7 @@ async fn a_follower_that_panics_is_restarted() {
     let panicked = Arc::new(AtomicBool::new(false));
     let p = panicked.clone();
     let fixture = embedded_fixture().await;
-    let store = Hooked::wrap(move |call| {
+    let fixture = fixture.wrapped(Hooked::wrap(move |call| {
         let p = p.clone();
         async move {
             if call.op == "changes"
@@ -335,15 +328,8 @@ async fn a_follower_that_panics_is_restarted() {
             Ok(())
         }
         .boxed()
-    })(fixture.store);
-    let app = TestApp::spawn(
-        Fixture {
-            store,
-            dir: fixture.dir,
-        },
-        true,
-    )
-    .await;
+    }));
+    let app = TestApp::spawn(fixture, true).await;
     let user = app.create_user("ana").await;
     let post = app.create_post(&id(&user), "t", "c").await;
     eventually("the post reaches the feed after the restart", || async {
@@ -356,7 +342,7 @@ async fn a_follower_that_panics_is_restarted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trigger_batch_is_not_cut_off_by_the_request_timeout() {
     let fixture = embedded_fixture().await;
-    let store = Hooked::wrap(|call| {
+    let fixture = fixture.wrapped(Hooked::wrap(|call| {
         async move {
             if call.op == "read" && call.pk == "slow-post" {
                 tokio::time::sleep(Duration::from_secs(2)).await;
@@ -364,15 +350,10 @@ async fn a_trigger_batch_is_not_cut_off_by_the_request_timeout() {
             Ok(())
         }
         .boxed()
-    })(fixture.store);
-    let app = TestApp::spawn_with(
-        Fixture {
-            store,
-            dir: fixture.dir,
-        },
-        false,
-        |a| a.hosted(true).limits(limits(Duration::from_secs(1))),
-    )
+    }));
+    let app = TestApp::spawn_with(fixture, false, |a| {
+        a.hosted(true).limits(limits(Duration::from_secs(1)))
+    })
     .await;
     let doc = serde_json::json!({ "id": "slow-post", "postId": "slow-post", "type": "post" });
     let inv = app.deliver("PostsChangeFeed", &[doc]).await;

@@ -8,7 +8,7 @@ use blog::store::{Container, Store};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{embedded_fixture, Fixture, TestApp};
+use crate::helpers::{embedded_fixture, TestApp};
 
 /// The repository root (where `host.json` and `functions/` live).
 pub fn repo() -> PathBuf {
@@ -27,11 +27,7 @@ pub async fn spawn_hosted() -> TestApp {
 
 /// As [`spawn_hosted`], with `wrap` deciding which store the app sees (a failing wrapper, say).
 pub async fn spawn_hosted_with(wrap: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>) -> TestApp {
-    let fixture = embedded_fixture().await;
-    let fixture = Fixture {
-        store: wrap(fixture.store),
-        dir: fixture.dir,
-    };
+    let fixture = embedded_fixture().await.wrapped(wrap);
     TestApp::spawn_with(fixture, false, |app| app.hosted(true)).await
 }
 
