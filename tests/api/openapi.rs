@@ -38,6 +38,28 @@ fn each_operation(doc: &Value) -> Vec<(String, String, &Value)> {
     out
 }
 
+/// `docs/openapi.json`, the file the handler serves, is the document the code generates.
+/// `UPDATE_OPENAPI=1 cargo test --test api openapi::the_kept_document` rewrites it.
+#[test]
+fn the_kept_document_is_the_generated_one() {
+    let path = repo().join("docs/openapi.json");
+    let generated = serde_json::to_string_pretty(&document()).unwrap() + "\n";
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let kept = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        kept == generated,
+        "docs/openapi.json is not the generated document; rewrite it with \
+         `UPDATE_OPENAPI=1 cargo test --test api openapi::the_kept_document` and commit it"
+    );
+    assert_eq!(
+        blog::api::openapi::GENERATED,
+        kept,
+        "rebuild: the handler serves a stale copy"
+    );
+}
+
 #[test]
 fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
     let doc = document();
