@@ -29,10 +29,12 @@ use super::{
     Store, StoreError, StoreResult,
 };
 
+mod checkpoint;
 mod query;
 pub mod schema;
 mod writer;
 
+use checkpoint::{Checkpointer, Due};
 use query::{run_query, where_clause};
 use writer::Writer;
 
@@ -58,6 +60,8 @@ struct Inner {
     /// When the next item expires (unix seconds; `i64::MAX`: none): the next write after it
     /// purges what expired (see [`Writer::purge_expired`]).
     next_expiry: AtomicI64,
+    /// Copies the WAL into the database file off the write path ([`checkpoint`]).
+    checkpointer: Checkpointer,
 }
 
 impl Inner {
@@ -95,6 +99,8 @@ impl EmbeddedStore {
         configure(&writer)?;
         // WAL mode and the schema; a new file is created without waiting for the disk.
         schema::prepare(&mut writer)?;
+        // Writes do not checkpoint; the checkpoint thread does (see `checkpoint`).
+        writer.wal_hook(Some(checkpoint::note_wal_pages));
         let next_expiry = AtomicI64::new(i64::MIN);
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
@@ -106,6 +112,7 @@ impl EmbeddedStore {
                 committed: std::array::from_fn(|_| watch::Sender::new(0)),
                 // Unknown until the first write looks (any expired item is purged then).
                 next_expiry,
+                checkpointer: Checkpointer::new(path.to_path_buf()),
             }),
         })
     }
@@ -149,17 +156,31 @@ impl EmbeddedStore {
             // or a reader that met a half-written WAL index and takes the lock to read it again),
             // SQLite fails at once with "database is locked" rather than wait, and the request
             // answered 503.
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(sql)?;
-            let mut w = Writer {
-                tx,
-                next_expiry: &inner.next_expiry,
+            let out = {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(sql)?;
+                let mut w = Writer {
+                    tx,
+                    next_expiry: &inner.next_expiry,
+                };
+                w.purge_expired()?;
+                let out = f(&mut w)?;
+                w.tx.commit().map_err(sql)?;
+                out
             };
-            w.purge_expired()?;
-            let out = f(&mut w)?;
-            w.tx.commit().map_err(sql)?;
             inner.committed[slot(c)].send_modify(|n| *n += 1);
+            let here = match checkpoint::due_after_commit() {
+                Due::Nothing => false,
+                // Without a checkpoint thread, here, as SQLite would have.
+                Due::Checkpoint => !inner.checkpointer.request(),
+                Due::CheckpointHere => true,
+            };
+            if here {
+                if let Err(e) = checkpoint::checkpoint(&conn) {
+                    tracing::warn!(error = %e, "WAL checkpoint failed");
+                }
+            }
             Ok(out)
         })
         .await
