@@ -9,7 +9,12 @@
 #      stripped;
 #   4. the packaged handler starts as the host starts it (FUNCTIONS_CUSTOMHANDLER_PORT) and
 #      answers the readiness probe at /, and forwarded requests under /api as Easy Auth (its
-#      default there) has it: an anonymous write is refused, a principal's write is taken.
+#      default there) has it: an anonymous write is refused, a principal's write is taken;
+#   5. its HTTPS client works without aws-lc (the package's TLS is rustls on ring, installed at
+#      run time; a client built without a provider installed would panic): standalone with
+#      BLOG_AUTH=jwt and an issuer at https://127.0.0.1, a bearer token makes it fetch the
+#      issuer's keys, and what arrives there is a TLS ClientHello; the handler goes on answering,
+#      with nothing on stderr.
 #
 # Run from anywhere: bash .ci/package-check.sh   (needs root or sudo the first time, to install
 # musl-tools; see scripts/package.sh). Builds for x86_64-unknown-linux-musl with the `dist`
@@ -92,6 +97,62 @@ if [ -x "$BIN" ]; then
         -H "X-MS-CLIENT-PRINCIPAL: $principal" \
         -d '{"username":"package-check"}' "http://127.0.0.1:$port/api/users" || true)
     if [ "$status" = 201 ]; then ok "POST /api/users as an Easy Auth principal answers 201"; else fail "POST /api/users as an Easy Auth principal answered $status"; fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    if [ -s "$work/stderr" ]; then fail "the handler wrote to stderr: $(head -c 500 "$work/stderr")"; else ok "nothing on stderr"; fi
+    rm -rf "$work"
+fi
+
+# 5. the HTTPS client speaks TLS (see the top)
+if [ -x "$BIN" ]; then
+    work=$(mktemp -d "${TMPDIR:-/tmp}/package-check.XXXXXX")
+    free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+    port=$(free_port)
+    issuer_port=$(free_port)
+    # A listener in place of the issuer: it records the first bytes a client sends, then closes.
+    python3 - "$issuer_port" "$work/hello" <<'PY' &
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(1)
+open(sys.argv[2] + ".listening", "w").close()
+s.settimeout(30)
+conn, _ = s.accept()
+conn.settimeout(10)
+data = b""
+while len(data) < 6:
+    chunk = conn.recv(6 - len(data))
+    if not chunk:
+        break
+    data += chunk
+open(sys.argv[2], "w").write(data.hex())
+conn.close()
+PY
+    listener=$!
+    for _ in $(seq 1 100); do [ -e "$work/hello.listening" ] && break; sleep 0.05; done
+    env -i PORT="$port" BLOG_STORE=embedded BLOG_DB_PATH="$work/blog.db" BLOG_AUTH=jwt \
+        BLOG_AUTH_ISSUER="https://127.0.0.1:$issuer_port/" BLOG_AUTH_AUDIENCE=api://package-check \
+        "$BIN" >"$work/stdout" 2>"$work/stderr" &
+    pid=$!
+    for _ in $(seq 1 100); do
+        if curl -fsS "http://127.0.0.1:$port/" >/dev/null 2>&1; then break; fi
+        sleep 0.1
+    done
+    # A token of the right shape (RS256, a key id): checking it needs the issuer's keys.
+    token="$(printf '{"alg":"RS256","kid":"k"}' | base64 -w0 | tr '+/' '-_' | tr -d '=').$(printf '{"sub":"x"}' | base64 -w0 | tr '+/' '-_' | tr -d '=').AAAA"
+    status=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        -H "Authorization: Bearer $token" -d '{"username":"package-check"}' \
+        "http://127.0.0.1:$port/api/users" || true)
+    wait "$listener" 2>/dev/null || true
+    hello=$(cat "$work/hello" 2>/dev/null || true)
+    # A TLS record of type handshake (0x16), version 3.x, whose message is a ClientHello (0x01).
+    if [[ "$hello" == 1603??????01 ]]; then
+        ok "the packaged handler's HTTPS client sends a TLS ClientHello (POST answered $status)"
+    else
+        fail "no TLS ClientHello reached the issuer (got '$hello'; POST answered $status)"
+    fi
+    if curl -fsS "http://127.0.0.1:$port/" >/dev/null 2>&1; then ok "the handler still answers after that"; else fail "the handler stopped answering"; fi
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     if [ -s "$work/stderr" ]; then fail "the handler wrote to stderr: $(head -c 500 "$work/stderr")"; else ok "nothing on stderr"; fi

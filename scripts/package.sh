@@ -8,7 +8,7 @@
 #
 # The binary is linked statically against musl so it runs on whatever Linux image the Functions
 # host uses, whatever glibc that image has. Missing build tools (the rustup target, Debian's
-# musl-tools for the C parts: bundled SQLite and aws-lc) are installed on the way.
+# musl-tools for the C parts: bundled SQLite, ring and mimalloc) are installed on the way.
 #
 # Usage: scripts/package.sh            (from anywhere; paths are relative to the repository)
 # Env:   CARGO_TARGET_DIR              honoured, as cargo does
@@ -38,7 +38,7 @@ if ! command -v musl-gcc >/dev/null 2>&1; then
 fi
 
 # The cc crate picks musl-gcc for this target on its own; naming it keeps the choice explicit
-# for build scripts that read these variables directly (aws-lc-sys does).
+# for build scripts that read these variables directly.
 export CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}"
 export AR_x86_64_unknown_linux_musl="${AR_x86_64_unknown_linux_musl:-ar}"
 

@@ -18,6 +18,7 @@
 //!   with its timeouts, connection cap and graceful shutdown.
 //! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
 //! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
+//! - [`tls`]: TLS and token signatures on ring (installed before any HTTPS client is built).
 
 pub mod api;
 pub mod auth;
@@ -32,6 +33,7 @@ pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 pub mod web;
 
 pub use api::AppState;

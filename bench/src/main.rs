@@ -75,6 +75,8 @@ use runner::Bench;
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    // The HTTP clients' rustls has no built-in provider: the product's (ring), as `handler` has.
+    blog::tls::install();
     // The app logs every request at info; only warnings (a pump retrying, say) matter here,
     // and they go to stderr, away from the report on stdout.
     tracing_subscriber::fmt()

@@ -131,6 +131,8 @@ struct Claims {
 
 impl JwtVerifier {
     pub fn new(issuer: &str, audience: &str, jwks_url: Option<&str>) -> Self {
+        // ring for the client's TLS and for the signature checks.
+        crate::tls::install();
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(FETCH_TIMEOUT)

@@ -142,6 +142,8 @@ impl LazyConnection {
 }
 
 async fn connect(source: &Source) -> StoreResult<Connection> {
+    // ring for the SDK's TLS (Cosmos DB, and Entra ID for a managed identity's tokens).
+    crate::tls::install();
     let (client, database, create) = match source {
         Source::Settings(s) => (
             build_client(s).await?,
