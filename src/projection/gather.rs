@@ -1,11 +1,12 @@
 //! Reading the facts a plan needs: the source of truth, never older than the change handled.
 
 use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::plan::{str_field, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE};
+use super::plan::{str_field, Counted, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE};
 use crate::domain::{is_deleted, Kind, Post, FEED_KEEP, FEED_PK};
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
@@ -65,82 +66,157 @@ fn newest_change<'a>(changes: &'a [Value], kind: Kind, id: &str) -> Option<&'a V
         })
 }
 
-/// Read what [`super::plan::plan_posts`] needs for `changes`.
+/// Read what [`super::plan::plan_posts`] needs for `changes`. Posts and their counts, the
+/// authors, and the feed are read concurrently (each kind's items one after the other, so a large
+/// batch keeps at most three reads in flight): a new post needs five reads, and one after the
+/// other they were most of the time between the post's 201 and its showing in the feed (on
+/// Cosmos DB, five round trips). A post is read before its items are counted: a count taken
+/// first could miss an item whose increment the post then shows, and the recount would undo it.
 pub async fn posts_facts(
     store: &dyn Store,
     changes: &[Value],
     needs: &PostsNeeds,
 ) -> StoreResult<PostsFacts> {
+    // Taken before reading: an item created after this is not settled whatever the reads find.
+    let settled_before =
+        crate::domain::format_time(time::OffsetDateTime::from(SystemTime::now()) - INCREMENT_GRACE);
+    let posts_then_counts = async {
+        let read = read_posts(store, changes, needs).await?;
+        let counts = count_items(store, needs, &read.deleted).await?;
+        Ok((read, counts))
+    };
+    let ((read, counts), users, feed) = futures::try_join!(
+        posts_then_counts,
+        read_users(store, needs),
+        read_feed(store, needs),
+    )?;
     let mut facts = PostsFacts {
-        settled_before: crate::domain::format_time(
-            time::OffsetDateTime::from(SystemTime::now()) - INCREMENT_GRACE,
-        ),
+        settled_before,
+        posts: read.posts,
+        etags: read.etags,
+        deleted_posts: read.deleted,
+        usernames: users.usernames,
+        deleted_users: users.deleted,
+        feed,
         ..Default::default()
     };
-    for id in &needs.posts {
-        let changed = newest_change(changes, Kind::Post, id);
-        if let Some(v) = read_not_older(store, Container::Posts, id, id, changed).await? {
-            if is_deleted(&v) {
-                let author = str_field(&v, "userId").unwrap_or_default().to_string();
-                facts.deleted_posts.insert(id.clone(), author);
-                continue;
-            }
-            if let Some(etag) = str_field(&v, "_etag") {
-                facts.etags.insert(id.clone(), etag.to_string());
-            }
-            if let Ok(post) = serde_json::from_value::<Post>(v) {
-                facts.posts.insert(id.clone(), post);
-            }
-        }
-    }
-    for (id, c) in &needs.counts {
-        if facts.deleted_posts.contains_key(id) {
-            continue;
-        }
-        let q = Query::partition(id.clone()).of_kind(c.kind()).live();
-        let n = retry(|| store.count(Container::Posts, &q)).await?;
-        facts.counts.insert((id.clone(), *c), n);
+    for ((id, c), n) in counts {
         // Behind: when was the newest item created (is its increment plausibly on its way)?
-        if facts.posts.get(id).is_some_and(|p| c.of(p) < n) {
-            let q = q.order_by_creation(Order::Desc).limit(1);
+        if facts.posts.get(&id).is_some_and(|p| c.of(p) < n) {
+            let q = Query::partition(id.clone())
+                .of_kind(c.kind())
+                .live()
+                .order_by_creation(Order::Desc)
+                .limit(1);
             let page = retry(|| store.query(Container::Posts, &q)).await?;
             if let Some(date) = page
                 .items
                 .first()
                 .and_then(|v| str_field(v, "creationDate"))
             {
-                facts.newest.insert((id.clone(), *c), date.to_string());
+                facts.newest.insert((id.clone(), c), date.to_string());
+            }
+        }
+        facts.counts.insert((id, c), n);
+    }
+    Ok(facts)
+}
+
+/// The posts a batch touches, each at the newest version seen.
+#[derive(Default)]
+struct PostsRead {
+    posts: HashMap<String, Post>,
+    etags: HashMap<String, String>,
+    /// Posts read as deleted, with their authors.
+    deleted: HashMap<String, String>,
+}
+
+async fn read_posts(
+    store: &dyn Store,
+    changes: &[Value],
+    needs: &PostsNeeds,
+) -> StoreResult<PostsRead> {
+    let mut out = PostsRead::default();
+    for id in &needs.posts {
+        let changed = newest_change(changes, Kind::Post, id);
+        if let Some(v) = read_not_older(store, Container::Posts, id, id, changed).await? {
+            if is_deleted(&v) {
+                let author = str_field(&v, "userId").unwrap_or_default().to_string();
+                out.deleted.insert(id.clone(), author);
+                continue;
+            }
+            if let Some(etag) = str_field(&v, "_etag") {
+                out.etags.insert(id.clone(), etag.to_string());
+            }
+            if let Ok(post) = serde_json::from_value::<Post>(v) {
+                out.posts.insert(id.clone(), post);
             }
         }
     }
+    Ok(out)
+}
+
+/// The live comments / likes of each post whose counter is checked, but for deleted posts (their
+/// counters go with them).
+async fn count_items(
+    store: &dyn Store,
+    needs: &PostsNeeds,
+    deleted: &HashMap<String, String>,
+) -> StoreResult<Vec<((String, Counted), u64)>> {
+    let mut out = Vec::with_capacity(needs.counts.len());
+    for (id, c) in &needs.counts {
+        if deleted.contains_key(id) {
+            continue;
+        }
+        let q = Query::partition(id.clone()).of_kind(c.kind()).live();
+        let n = retry(|| store.count(Container::Posts, &q)).await?;
+        out.push(((id.clone(), *c), n));
+    }
+    Ok(out)
+}
+
+/// The authors' current usernames, and which of them are erased.
+#[derive(Default)]
+struct UsersRead {
+    usernames: HashMap<String, String>,
+    deleted: HashSet<String>,
+}
+
+async fn read_users(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<UsersRead> {
+    let mut out = UsersRead::default();
     for user in &needs.users {
         if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
             if is_deleted(&v) {
-                facts.deleted_users.insert(user.clone());
+                out.deleted.insert(user.clone());
             } else if let Some(name) = str_field(&v, "username") {
-                facts.usernames.insert(user.clone(), name.to_string());
+                out.usernames.insert(user.clone(), name.to_string());
             }
         }
     }
-    if needs.feed {
-        // Enough to see every entry even when concurrent batches overshot the size for a while.
-        let q = Query::partition(FEED_PK)
-            .of_kind(Kind::Post)
-            .order_by_creation(Order::Desc)
-            .limit(10 * FEED_KEEP as u32);
-        let page = retry(|| store.query(Container::Feed, &q)).await?;
-        facts.feed = page
-            .items
-            .iter()
-            .filter_map(|v| {
-                Some(FeedEntry {
-                    id: str_field(v, "id")?.into(),
-                    creation_date: str_field(v, "creationDate")?.into(),
-                })
-            })
-            .collect();
+    Ok(out)
+}
+
+/// The feed's entries, newest first, when a post changed.
+async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<Vec<FeedEntry>> {
+    if !needs.feed {
+        return Ok(Vec::new());
     }
-    Ok(facts)
+    // Enough to see every entry even when concurrent batches overshot the size for a while.
+    let q = Query::partition(FEED_PK)
+        .of_kind(Kind::Post)
+        .order_by_creation(Order::Desc)
+        .limit(10 * FEED_KEEP as u32);
+    let page = retry(|| store.query(Container::Feed, &q)).await?;
+    Ok(page
+        .items
+        .iter()
+        .filter_map(|v| {
+            Some(FeedEntry {
+                id: str_field(v, "id")?.into(),
+                creation_date: str_field(v, "creationDate")?.into(),
+            })
+        })
+        .collect())
 }
 
 /// The user item as the users projection sees it: never older than its change in the batch.

@@ -440,6 +440,59 @@ pub async fn a_pending_increment_is_never_counted_twice(fixture: Fixture) {
     );
 }
 
+/// Facts for a post change are read concurrently, except that the post is read before its items
+/// are counted (a count taken first could miss an item whose increment the post then shows, and
+/// the recount would undo that increment). The post's read is slowed down to show the order.
+pub async fn a_post_is_read_before_its_items_are_counted_and_the_rest_alongside(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let u = id(&app.create_user("ana").await);
+    let p = id(&app.create_post(&u, "t", "c").await);
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (before, after) = (log.clone(), log.clone());
+    let post = p.clone();
+    let store = Hooked::new(app.store.clone())
+        .before(move |call| {
+            let log = before.clone();
+            let slow = call.op == "read" && call.container == Container::Posts && call.id == post;
+            async move {
+                log.lock()
+                    .unwrap()
+                    .push(format!("start {} {}", call.op, call.container.name()));
+                if slow {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(())
+            }
+            .boxed()
+        })
+        .after(move |call| {
+            let log = after.clone();
+            async move {
+                log.lock()
+                    .unwrap()
+                    .push(format!("end {} {}", call.op, call.container.name()));
+                Ok(())
+            }
+            .boxed()
+        });
+    Follower::new(Container::Posts).drain(&store).await;
+    let log = log.lock().unwrap().clone();
+    let at = |e: &str| {
+        log.iter()
+            .position(|l| l == e)
+            .unwrap_or_else(|| panic!("no `{e}` in {log:?}"))
+    };
+    assert!(at("end read posts") < at("start count posts"), "{log:?}");
+    assert!(
+        at("start read users") < at("end read posts"),
+        "the author is not read alongside the post: {log:?}"
+    );
+    assert!(
+        at("start query feed") < at("end read posts"),
+        "the feed is not read alongside the post: {log:?}"
+    );
+}
+
 /// An increment lost with a crashed process: the pump corrects the counter once the item is
 /// past the grace period, also when the pump restarts in between.
 pub async fn a_lost_increment_is_corrected_across_a_pump_restart(fixture: Fixture) {
@@ -584,6 +637,14 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_post_is_read_before_its_items_are_counted_and_the_rest_alongside() {
+        super::a_post_is_read_before_its_items_are_counted_and_the_rest_alongside(
+            embedded_fixture().await,
+        )
+        .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_hot_post_does_not_stall_the_feed() {
         super::a_hot_post_does_not_stall_the_feed(embedded_fixture().await).await;
     }
@@ -610,5 +671,13 @@ mod cosmos {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_pending_increment_is_never_counted_twice() {
         super::a_pending_increment_is_never_counted_twice(cosmos_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_post_is_read_before_its_items_are_counted_and_the_rest_alongside() {
+        super::a_post_is_read_before_its_items_are_counted_and_the_rest_alongside(
+            cosmos_fixture().await,
+        )
+        .await;
     }
 }
