@@ -3,9 +3,9 @@
 Usage: [JWT_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
-like twice, edit, rename, visit the author's page), checks that user text is shown as text and
-never run, and saves one screenshot per screen. With JWT_BASE (a handler with BLOG_AUTH=jwt),
-also signs in with its OpenID Connect issuer and writes as the signed-in user.
+like twice, edit, rename, visit the author's page, erase the account), checks that user text is
+shown as text and never run, and saves one screenshot per screen. With JWT_BASE (a handler with
+BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user.
 """
 
 import os
@@ -343,6 +343,27 @@ try:
     shot("post-phone")
 
     d.set_window_size(960, 760)
+
+    # Erase the account (after a confirmation): its posts leave the feed once the change feed has
+    # carried the deletion there, and the user is gone.
+    go("#/me")
+    h1_is("ana.k")
+    q("#erase-account").click()
+    d.switch_to.alert.accept()
+    h1_is("Feed")
+    assert text("#whoami") != "ana.k", "still shown as the erased user"
+    deadline = time.time() + WAIT
+    while qs(f'.post-summary[data-id="{post_id}"]'):
+        assert time.time() < deadline, "the erased user's post stayed in the feed"
+        time.sleep(0.3)
+        d.refresh()
+        h1_is("Feed")
+    status = d.execute_script(
+        "return fetch('/api/users/' + encodeURIComponent(arguments[0])).then(r => r.status)", user_id
+    )
+    assert status == 404, f"GET of the erased user answered {status}"
+    shot("erased")
+
     if JWT_BASE:
         signed_in_with_an_issuer()
 

@@ -133,6 +133,13 @@ export async function rename(username) {
   return user;
 }
 
+/** Erase the signed-in user's account (its name, posts, comments and likes), then forget the user. */
+export async function eraseAccount() {
+  await api('DELETE', `users/${seg(session.user.id)}`);
+  session.user = null;
+  if (session.mode === 'none') localStorage.removeItem(USER_KEY);
+}
+
 export async function signIn() {
   if (session.mode === 'easyauth') {
     const back = location.pathname + location.hash;

@@ -2,7 +2,7 @@
 // turns false once the reader has moved on (polling stops then).
 
 import { api, ApiError, listPath, seg } from './api.js';
-import { chooseUser, createUser, knownUsers, rename, session, signIn, signOut, writer } from './auth.js';
+import { chooseUser, createUser, eraseAccount, knownUsers, rename, session, signIn, signOut, writer } from './auth.js';
 import { count, field, form, h, link, pagedList, put, status, when } from './ui.js';
 
 // --- posts on their way to the feed -------------------------------------------------------
@@ -386,7 +386,24 @@ export async function me(ctx) {
       await signOut();
       await done();
     });
-    parts.push(h('div', { class: 'actions' }, out));
+    // Erasing (DELETE /api/users/{id}): the name and texts go at once, the rest as the change
+    // feed carries the deletion to the copies.
+    const erase = h('button', { type: 'button', class: 'secondary', id: 'erase-account' }, 'Erase my account');
+    const eraseNote = h('p', { class: 'error', role: 'alert', hidden: true });
+    erase.addEventListener('click', async () => {
+      if (!confirm('Erase your account? Your name, posts, comments and likes are removed, and this cannot be undone.')) return;
+      erase.disabled = true;
+      try {
+        await eraseAccount();
+        ctx.updateHeader();
+        location.hash = '#/';
+      } catch (e) {
+        eraseNote.hidden = false;
+        put(eraseNote, e.message);
+        erase.disabled = false;
+      }
+    });
+    parts.push(h('div', { class: 'actions' }, out, erase), eraseNote);
   } else if (session.mode !== 'none' && !session.signedIn) {
     const b = h('button', { type: 'button', id: 'sign-in' }, 'Sign in');
     const err = h('p', { class: 'error', role: 'alert', hidden: true });
