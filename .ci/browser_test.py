@@ -363,6 +363,9 @@ try:
     )
     assert status == 404, f"GET of the erased user answered {status}"
     shot("erased")
+    go("#/me")
+    h1_is("Choose a user")
+    assert "Use ana.k" not in q("main").text, "the erased user is still offered"
 
     if JWT_BASE:
         signed_in_with_an_issuer()

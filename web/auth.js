@@ -135,9 +135,13 @@ export async function rename(username) {
 
 /** Erase the signed-in user's account (its name, posts, comments and likes), then forget the user. */
 export async function eraseAccount() {
-  await api('DELETE', `users/${seg(session.user.id)}`);
+  const { id } = session.user;
+  await api('DELETE', `users/${seg(id)}`);
   session.user = null;
-  if (session.mode === 'none') localStorage.removeItem(USER_KEY);
+  if (session.mode === 'none') {
+    localStorage.removeItem(USER_KEY);
+    localStorage.setItem(KNOWN_KEY, JSON.stringify(knownUsers().filter((u) => u.id !== id)));
+  }
 }
 
 export async function signIn() {
