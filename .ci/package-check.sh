@@ -29,6 +29,7 @@ passed=0
 failed=0
 ok() { passed=$((passed + 1)); printf 'package-check: ok   %s\n' "$*"; }
 fail() { failed=$((failed + 1)); printf 'package-check: FAIL %s\n' "$*"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
 DIST="$DIST" bash scripts/package.sh
 
@@ -76,7 +77,7 @@ fi
 # 4. the packaged handler starts as the host starts it
 if [ -x "$BIN" ]; then
     work=$(mktemp -d "${TMPDIR:-/tmp}/package-check.XXXXXX")
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+    port=$(free_port)
     env -i FUNCTIONS_CUSTOMHANDLER_PORT="$port" BLOG_STORE=embedded BLOG_DB_PATH="$work/blog.db" \
         "$BIN" >"$work/stdout" 2>"$work/stderr" &
     pid=$!
@@ -106,7 +107,6 @@ fi
 # 5. the HTTPS client speaks TLS (see the top)
 if [ -x "$BIN" ]; then
     work=$(mktemp -d "${TMPDIR:-/tmp}/package-check.XXXXXX")
-    free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
     port=$(free_port)
     issuer_port=$(free_port)
     # A listener in place of the issuer: it records the first bytes a client sends, then closes.
