@@ -177,7 +177,7 @@ impl EmbeddedStore {
                 Due::CheckpointHere => true,
             };
             if here {
-                if let Err(e) = checkpoint::checkpoint(&conn) {
+                if let Err(e) = checkpoint::checkpoint_here(&conn) {
                     tracing::warn!(error = %e, "WAL checkpoint failed");
                 }
             }

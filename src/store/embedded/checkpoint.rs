@@ -24,6 +24,7 @@ use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use rusqlite::hooks::Wal;
 use rusqlite::Connection;
@@ -124,9 +125,27 @@ impl Checkpointer {
     }
 }
 
-/// A passive checkpoint: what SQLite's automatic checkpoint runs.
-pub fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+/// A passive checkpoint: what SQLite's automatic checkpoint runs. `false` when it did nothing
+/// because another connection was running one (SQLite allows one at a time).
+pub fn checkpoint(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+        Ok(r.get::<_, i64>(0)? == 0)
+    })
+}
+
+/// How long the writer waits for another connection's checkpoint before it gives up its own.
+const OTHER_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
+
+/// The committing write's own checkpoint, at [`WRITER_CHECKPOINT_PAGES`]: it waits for a
+/// checkpoint running on another connection (the checkpoint thread's, another process's) to end
+/// and then runs its own. The writer holds the write lock meanwhile, so nothing is appended: the
+/// WAL starts over at the next write (unless a reader still reads an older state of it).
+pub fn checkpoint_here(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + OTHER_CHECKPOINT_WAIT;
+    while !checkpoint(conn)? && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -195,5 +214,41 @@ mod tests {
             .await
             .unwrap()
             .is_some());
+    }
+
+    /// A checkpoint already running on another connection (the checkpoint thread's, another
+    /// process's) when the WAL reaches the writer's limit makes the writer's own checkpoint do
+    /// nothing; the writer waits for it to end rather than go on appending to the WAL.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_stays_bounded_while_another_connection_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blog.db");
+        let store = EmbeddedStore::open(&path).unwrap();
+        // Another connection checkpointing without a pause.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let other = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let c = rusqlite::Connection::open(path).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    super::checkpoint(&c).unwrap();
+                }
+            })
+        };
+        // A WAL frame: a page and its header.
+        let frame = 4096 + 24;
+        let limit = super::WRITER_CHECKPOINT_PAGES as u64 * frame;
+        let body = "x".repeat(3000);
+        let mut most = 0;
+        for i in 0..3 * super::WRITER_CHECKPOINT_PAGES {
+            let id = format!("u{i}");
+            let user = json!({"id": id, "userId": id, "type": "user", "username": id, "bio": body});
+            store.create(Container::Users, &id, user).await.unwrap();
+            most = most.max(wal_len(&path));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        other.join().unwrap();
+        // The commit that reached the limit adds a few frames past it, no more.
+        assert!(most <= limit + 16 * frame, "the WAL grew to {most} bytes");
     }
 }
