@@ -20,6 +20,8 @@
 //! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
 //! - [`tls`]: TLS and token signatures on ring (installed before any HTTPS client is built).
 
+#[cfg(test)]
+mod allocations;
 pub mod api;
 pub mod auth;
 pub mod domain;

@@ -452,54 +452,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Counts the bytes each thread has allocated and not yet freed, so a test can tell how much
-    /// memory a call built (the allocations of other threads do not count).
-    mod allocations {
-        use std::alloc::{GlobalAlloc, Layout, System};
-        use std::cell::Cell;
-
-        thread_local! {
-            static LIVE: Cell<isize> = const { Cell::new(0) };
-            static PEAK: Cell<isize> = const { Cell::new(0) };
-        }
-
-        struct Counting;
-
-        #[global_allocator]
-        static COUNTING: Counting = Counting;
-
-        fn add(bytes: isize) {
-            let _ = LIVE.try_with(|live| {
-                let now = live.get() + bytes;
-                live.set(now);
-                let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-            });
-        }
-
-        // SAFETY: every call is passed to the system allocator unchanged.
-        unsafe impl GlobalAlloc for Counting {
-            unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-                let p = unsafe { System.alloc(layout) };
-                if !p.is_null() {
-                    add(layout.size() as isize);
-                }
-                p
-            }
-            unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-                unsafe { System.dealloc(p, layout) };
-                add(-(layout.size() as isize));
-            }
-        }
-
-        /// What `f` returns, and the most bytes it held at once on this thread.
-        pub fn peak<T>(f: impl FnOnce() -> T) -> (T, usize) {
-            let base = LIVE.with(Cell::get);
-            PEAK.with(|peak| peak.set(base));
-            let out = f();
-            (out, (PEAK.with(Cell::get) - base).max(0) as usize)
-        }
-    }
-
     fn body(documents: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({
             "Data": { "documents": documents },
@@ -549,7 +501,7 @@ mod tests {
             r#"{docs}{{"RetryCount":[{}0]}}}}}}"#,
             "0,".repeat(1_000_000)
         );
-        let (batch, held) = allocations::peak(|| decode(long.as_bytes(), "documents"));
+        let (batch, held) = crate::allocations::peak(|| decode(long.as_bytes(), "documents"));
         let batch = batch.unwrap();
         assert_eq!((batch.documents.len(), batch.retry_count), (1, 0));
         assert!(

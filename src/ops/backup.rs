@@ -69,6 +69,7 @@ fn partial_path(target: &Path) -> PathBuf {
 
 /// Copy, check and return the number of items of the copy.
 fn copy(source: &Path, to: &Path) -> anyhow::Result<u64> {
+    crate::store::embedded::memory::install();
     // Read-write without create: a WAL database is read through its shared-memory index, which a
     // read-only connection may not be allowed to set up; nothing is written to it.
     let src = Connection::open_with_flags(

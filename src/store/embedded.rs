@@ -14,6 +14,8 @@
 //! Every write goes through this process, so the store knows when a container changed: after each
 //! commit it bumps that container's [`ChangeNotifier`], which wakes the change-feed pump at once
 //! (no polling delay) and tells snapshot readers (the feed answer) that their copy is stale.
+//!
+//! SQLite takes its memory from the process's global allocator, not the C library's ([`memory`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -30,6 +32,7 @@ use super::{
 };
 
 mod checkpoint;
+pub mod memory;
 mod query;
 pub mod schema;
 mod writer;
@@ -92,6 +95,7 @@ fn slot(c: Container) -> usize {
 impl EmbeddedStore {
     /// Open (creating when missing) the database file at `path`, and its parent directory.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
+        memory::install();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
