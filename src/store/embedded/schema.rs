@@ -154,6 +154,9 @@ fn detect_unversioned(conn: &Connection) -> Result<u32, SchemaError> {
 /// crash, even a power loss, the next open finds either all of the schema or none of it. (A
 /// power loss in the very instant the empty file gets its first page could at worst leave a file
 /// SQLite refuses to open, never a partial schema.) The first checkpoint syncs everything.
+///
+/// For the same reason the switch to WAL keeps its rollback journal in memory: an empty file has
+/// nothing to roll back, and a journal file would be created, written and deleted for nothing.
 pub fn prepare(conn: &mut Connection) -> Result<u32, SchemaError> {
     prepare_marked(conn, &mut |_| {})
 }
@@ -169,7 +172,8 @@ fn prepare_marked(conn: &mut Connection, mark: &mut dyn FnMut(Stage)) -> Result<
     let synchronous: i64 = conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
     conn.pragma_update(None, "synchronous", "OFF")?;
     let created = conn
-        .pragma_update(None, "journal_mode", "WAL")
+        .pragma_update(None, "journal_mode", "MEMORY")
+        .and_then(|()| conn.pragma_update(None, "journal_mode", "WAL"))
         .map_err(SchemaError::from)
         .and_then(|()| {
             mark(Stage::Wal);
