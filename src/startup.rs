@@ -202,11 +202,11 @@ impl StoreOpening {
                     .name("open-store".into())
                     .spawn(move || match EmbeddedStore::open(&at) {
                         Ok(store) => {
-                            let readers = store.clone();
+                            let reader = store.clone();
                             let _ = done.send(Ok(store));
                             // While the first request is on its way.
-                            if let Err(e) = readers.open_readers() {
-                                tracing::warn!(error = %e, "cannot open the embedded store's readers yet");
+                            if let Err(e) = reader.open_first_reader() {
+                                tracing::warn!(error = %e, "cannot open the embedded store's first reader yet");
                             }
                         }
                         Err(e) => {
