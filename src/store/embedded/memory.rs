@@ -7,8 +7,8 @@
 //! address cache. Through the global allocator SQLite shares mimalloc's reuse with the rest of
 //! the process (elsewhere the global allocator is the system's, as before).
 //!
-//! SQLite also counts its memory by default (`SQLITE_CONFIG_MEMSTATUS`), under one lock for every
-//! connection; nothing here reads those counts, so they are off.
+//! SQLite also counts its memory by default (`SQLITE_CONFIG_MEMSTATUS`), taking one process-wide
+//! lock on every allocation; nothing here reads those counts, so they are off.
 //!
 //! Both are process-wide settings SQLite takes only before its first connection: [`install`]
 //! runs before the store opens one and does nothing after the first call. A process that opened
@@ -51,6 +51,9 @@ pub fn install() -> bool {
         }
     })
 }
+
+// The functions below are SQLite's: it passes them only sizes it checked (below 2 GiB) and blocks
+// they returned, each block freed or resized once; a block's header was written by `finish`.
 
 fn layout(size: usize) -> Option<Layout> {
     Layout::from_size_align(size.checked_add(HEADER)?, HEADER).ok()
