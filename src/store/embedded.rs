@@ -32,7 +32,7 @@ use super::{
 };
 
 mod checkpoint;
-pub mod memory;
+pub(crate) mod memory;
 mod query;
 pub mod schema;
 mod writer;
