@@ -142,7 +142,14 @@ const OTHER_CHECKPOINT_WAIT: Duration = Duration::from_secs(10);
 /// WAL starts over at the next write (unless a reader still reads an older state of it).
 pub fn checkpoint_here(conn: &Connection) -> rusqlite::Result<()> {
     let deadline = Instant::now() + OTHER_CHECKPOINT_WAIT;
-    while !checkpoint(conn)? && Instant::now() < deadline {
+    while !checkpoint(conn)? {
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "another connection's WAL checkpoint is still running after {OTHER_CHECKPOINT_WAIT:?}; \
+                 the WAL grows past its bound until one completes"
+            );
+            break;
+        }
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(())
