@@ -255,7 +255,14 @@ mod tests {
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         other.join().unwrap();
-        // The commit that reached the limit adds a few frames past it, no more.
-        assert!(most <= limit + 16 * frame, "the WAL grew to {most} bytes");
+        // The commit that reached the limit adds its frames past it (up to 17 here), and the WAL
+        // starts over at the next write unless that write meets the other connection's
+        // checkpoint holding a lock for a moment: a few commits past the limit at most (the WAL
+        // went 3.5-11 MB past it while the writer's checkpoint could do nothing). Its own
+        // header is 32 bytes.
+        assert!(
+            most <= 32 + limit + 128 * frame,
+            "the WAL grew to {most} bytes"
+        );
     }
 }
