@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use axum::response::Response;
 use axum::Router;
+use http_body_util::BodyExt as _;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Notify};
 use tower::util::MapResponseLayer;
@@ -132,18 +133,28 @@ impl Application {
             .routes
             .unwrap_or_else(|| routes(self.hosted, self.limits, &self.cors_origins))
             .with_state(self.state);
-        // The pump starts once the first request has been answered, or PUMP_START_DELAY after
-        // serving began if none came: its first reads (a checkpoint and a page of changes per
-        // container it follows) would otherwise compete with that first answer, which does not
-        // need them, on a small machine.
+        // The pump starts once the first answer has been handed to its connection, or
+        // PUMP_START_DELAY after serving began if no request came: its first reads (a checkpoint
+        // and a page of changes per container it follows) would otherwise compete with that
+        // first answer, which does not need them, on a small machine. "Handed over" is when the
+        // connection drops the answer's body, having taken its last bytes: the notice travels
+        // with the body, not with the response head (with the head, the pump's start-up still
+        // overlapped the answer's writing: the first answer came 0.12 ms later than with the
+        // pump off).
         let answered = Arc::new(Notify::new());
         let first = answered.clone();
         let once = Arc::new(AtomicBool::new(false));
         let router = router.layer(MapResponseLayer::new(move |response: Response| {
-            if !once.load(Ordering::Relaxed) && !once.swap(true, Ordering::Relaxed) {
-                first.notify_one();
+            if once.load(Ordering::Relaxed) || once.swap(true, Ordering::Relaxed) {
+                return response;
             }
-            response
+            let sent = NotifyOnDrop(first.clone());
+            response.map(|body| {
+                axum::body::Body::new(body.map_frame(move |frame| {
+                    let _ = &sent;
+                    frame
+                }))
+            })
         }));
         let pump = self.pump.then(|| {
             pump::spawn_after(store, async move {
@@ -238,5 +249,14 @@ impl StoreOpening {
             }
             Opening::Cosmos(settings) => Ok(Arc::new(CosmosStore::new(settings))),
         }
+    }
+}
+
+/// Notifies one waiter when dropped.
+struct NotifyOnDrop(Arc<Notify>);
+
+impl Drop for NotifyOnDrop {
+    fn drop(&mut self) {
+        self.0.notify_one();
     }
 }
