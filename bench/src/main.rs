@@ -35,7 +35,8 @@
 //!   users V1's C1 created, V3's by V3's, so every like is a first like (201).
 //! - Change-feed lag: a post is created (C2) and Q6 is polled until the post is the newest
 //!   entry; the lag is from the 201 to the answer that shows it. "Lag under load" measures the
-//!   same while `--concurrency` clients comment on one hot post as fast as they can.
+//!   same while `--concurrency` clients comment on one hot post as fast as they can (not on the
+//!   emulated store, whose cost it would measure).
 //! - Throughput: `--concurrency` workers repeat Q2 (random posts) or Q6 for `--seconds`.
 //! - Request units are reported where the store reports them (Cosmos DB, or the SDK's in-memory
 //!   emulator with `--store emulated`, whose charges follow its own RU model); the embedded
@@ -244,8 +245,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("deletes");
         let lag = bench.lag().await?;
         phases.done("lag");
-        let lag_under_load = bench.lag_under_load().await?;
-        phases.done("lag under load");
+        // The emulator serves every change-feed page and query by copying (and sorting) all the
+        // documents of the range it reads, in this process: under a hot-post load that grows
+        // the container, the figure would be the emulator's cost, not the product's lag.
+        let lag_under_load = if args.store == StoreArg::Emulated {
+            let why = "on the in-process emulator every change-feed page and query copies the \
+                       whole range it reads, so a hot-post load measures the emulator";
+            eprintln!("bench: lag under load is skipped: {why}");
+            Err(why.to_string())
+        } else {
+            let l = bench.lag_under_load().await?;
+            phases.done("lag under load");
+            Ok(l)
+        };
         let throughput = bench.throughput().await?;
         phases.done("throughput");
         let feed_snapshot = bench.feed_snapshot(&q6).await?;
@@ -271,6 +283,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         throughput,
         feed_snapshot,
     ) = measured?;
+    let (change_feed_lag_under_load, change_feed_lag_under_load_skipped) =
+        match change_feed_lag_under_load {
+            Ok(load) => (Some(load), None),
+            Err(why) => (None, Some(why)),
+        };
 
     // The process measurements start `handler` on a fresh embedded store: they measure nothing
     // of the emulated store, and an embedded run reports them.
@@ -309,6 +326,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         rows,
         change_feed_lag,
         change_feed_lag_under_load,
+        change_feed_lag_under_load_skipped,
         throughput,
         feed_snapshot,
         versus,

@@ -179,7 +179,13 @@ fn the_emulated_store_reports_request_units_everywhere() {
     let f = &report["feedSnapshot"];
     assert!(f["requestUnitsPerQuery"].as_f64().unwrap() > 0.0, "{f}");
     assert!(f["requestUnitsSavedPer1000Reads"].as_f64().is_some(), "{f}");
-    // The process measurements are not run on the emulator, and the report says why.
+    // Lag under load and the process measurements are not run on the emulator, and the report
+    // says why.
+    assert!(report["changeFeedLagUnderLoad"].is_null(), "{report}");
+    assert!(report["changeFeedLagUnderLoadSkipped"]
+        .as_str()
+        .unwrap()
+        .contains("emulator"));
     assert!(report["versus"].is_null(), "{report}");
     assert!(report["versusSkipped"]
         .as_str()
