@@ -16,6 +16,9 @@ pub enum StoreArg {
     Embedded,
     /// The Cosmos DB account of the `COSMOS*` settings; the database must be empty.
     Cosmos,
+    /// The Cosmos DB store on the SDK's in-memory emulator, whose RU model fills the RU
+    /// columns (a bench built with `--features emulator`).
+    Emulated,
 }
 
 /// Measure C1–C4 and Q1–Q6 as the article does, V1 against V3, on a generated dataset.
@@ -101,6 +104,11 @@ mod tests {
         assert_eq!(a.store, StoreArg::Embedded);
         let a = Args::try_parse_from(["bench", "--users", "3", "--store", "cosmos"]).unwrap();
         assert_eq!((a.users, a.store), (3, StoreArg::Cosmos));
+        // Parsed with or without the `emulator` feature: without it, opening the store says how
+        // to build it.
+        let a = Args::try_parse_from(["bench", "--store", "emulated"]).unwrap();
+        assert_eq!(a.store, StoreArg::Emulated);
+        assert!(Args::try_parse_from(["bench", "--store", "emulator"]).is_err());
         assert!(Args::try_parse_from(["bench", "--users", "0"]).is_err());
         assert!(Args::try_parse_from(["bench", "--seconds", "0"]).is_err());
         assert!(Args::try_parse_from(["bench", "--feed-limit", "101"]).is_err());

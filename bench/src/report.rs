@@ -24,7 +24,9 @@ pub struct Report {
     /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6; then the deletes D1–D4 (V3 only).
     pub rows: Vec<Row>,
     pub change_feed_lag: Lag,
-    pub change_feed_lag_under_load: LagUnderLoad,
+    /// `None` where the run skips it (the emulated store), with the reason in the next field.
+    pub change_feed_lag_under_load: Option<LagUnderLoad>,
+    pub change_feed_lag_under_load_skipped: Option<String>,
     pub throughput: Vec<Throughput>,
     pub feed_snapshot: FeedSnapshot,
     /// The product against a bare axum server, as processes; `None` when a binary is missing.
@@ -244,21 +246,34 @@ pub fn markdown(r: &Report) -> String {
         lag.latency.samples,
         num(lag.poll_interval_ms)
     );
-    let load = &r.change_feed_lag_under_load;
-    let _ = writeln!(
-        out,
-        "\nLag under load, the same while {} clients comment on one hot post ({:.0} comments/s \
-         for {:.0} s): p50 {} ms, p99 {} ms, max {} ms ({} posts); the hot post's count was exact \
-         {} ms after the load stopped.",
-        load.hot_clients,
-        load.comments_per_second,
-        load.seconds,
-        num(load.lag.latency.p50_ms),
-        num(load.lag.latency.p99_ms),
-        num(load.lag.latency.max_ms),
-        load.lag.latency.samples,
-        num(load.count_exact_after_ms)
-    );
+    match (
+        &r.change_feed_lag_under_load,
+        &r.change_feed_lag_under_load_skipped,
+    ) {
+        (Some(load), _) => {
+            let _ = writeln!(
+                out,
+                "\nLag under load, the same while {} clients comment on one hot post ({:.0} \
+                 comments/s for {:.0} s): p50 {} ms, p99 {} ms, max {} ms ({} posts); the hot \
+                 post's count was exact {} ms after the load stopped.",
+                load.hot_clients,
+                load.comments_per_second,
+                load.seconds,
+                num(load.lag.latency.p50_ms),
+                num(load.lag.latency.p99_ms),
+                num(load.lag.latency.max_ms),
+                load.lag.latency.samples,
+                num(load.count_exact_after_ms)
+            );
+        }
+        (None, why) => {
+            let _ = writeln!(
+                out,
+                "\nLag under load: skipped ({}).",
+                why.as_deref().unwrap_or("not measured")
+            );
+        }
+    }
     out.push_str(
         "\n| throughput | concurrency | seconds | requests | requests/s | p50 / p99 (ms) |\n\
          | --- | ---: | ---: | ---: | ---: | ---: |\n",

@@ -116,3 +116,79 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         assert!(table.contains(&format!("**[{name}]**")), "{table}");
     }
 }
+
+/// Without the `emulator` feature (every default build) the emulated store is not built in, and
+/// the bench says how to build it rather than measuring something else.
+#[cfg(not(feature = "emulator"))]
+#[test]
+fn the_emulated_store_needs_the_emulator_feature() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["--store", "emulated", "--users", "1"])
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the bench starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("--features emulator"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no report");
+}
+
+/// On the SDK's in-memory emulator every row and the feed snapshot get request units
+/// (`cargo test -p bench --features emulator`; not part of the default test run).
+#[cfg(feature = "emulator")]
+#[test]
+fn the_emulated_store_reports_request_units_everywhere() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "--store",
+            "emulated",
+            "--users",
+            "2",
+            "--samples",
+            "2",
+            "--warmup",
+            "1",
+            "--lag-samples",
+            "1",
+            "--concurrency",
+            "2",
+            "--seconds",
+            "0.5",
+            "--load-seconds",
+            "0.5",
+            "--json",
+        ])
+        .arg(&json)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the bench starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("a JSON report")).expect("JSON");
+    assert!(report["store"].as_str().unwrap().contains("emulator"));
+    for r in report["rows"].as_array().expect("rows") {
+        for v in ["v1", "v3"] {
+            if !r[v].is_null() {
+                assert!(r[v]["requestCharge"]["mean"].as_f64().unwrap() > 0.0, "{r}");
+            }
+        }
+    }
+    let f = &report["feedSnapshot"];
+    assert!(f["requestUnitsPerQuery"].as_f64().unwrap() > 0.0, "{f}");
+    assert!(f["requestUnitsSavedPer1000Reads"].as_f64().is_some(), "{f}");
+    // Lag under load and the process measurements are not run on the emulator, and the report
+    // says why.
+    assert!(report["changeFeedLagUnderLoad"].is_null(), "{report}");
+    assert!(report["changeFeedLagUnderLoadSkipped"]
+        .as_str()
+        .unwrap()
+        .contains("emulator"));
+    assert!(report["versus"].is_null(), "{report}");
+    assert!(report["versusSkipped"]
+        .as_str()
+        .unwrap()
+        .contains("emulator"));
+}
