@@ -1,5 +1,6 @@
 //! Q6: the feed (the newest posts' short forms, in `feed`'s one partition).
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::Response;
 
@@ -27,26 +28,36 @@ use crate::store::{Container, Order, Query};
     )
 )]
 pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
-    let first = paging.continuation.is_none();
-    if first {
-        if let Some(body) = s.feed.get(paging.limit) {
-            return Ok(no_cache(json_response(body)));
+    let limit = paging.limit;
+    let body = match paging.continuation.as_deref() {
+        None => {
+            s.feed
+                .first_page(limit, || read_page(&s, limit, 0, None))
+                .await?
         }
-    }
-    let stamp = s.feed.stamp();
-    let (served, inner) = match paging.continuation.as_deref() {
-        None => (0, None),
-        Some(token) => token
-            .split_once('.')
-            .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
-            .filter(|(n, t)| *n < FEED_SIZE && !t.is_empty())
-            .map(|(n, t)| (n, Some(t.to_string())))
-            .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?,
+        Some(token) => {
+            let (served, inner) = token
+                .split_once('.')
+                .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
+                .filter(|(n, t)| *n < FEED_SIZE && !t.is_empty())
+                .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?;
+            read_page(&s, limit, served, Some(inner.to_string())).await?
+        }
     };
+    Ok(no_cache(json_response(body)))
+}
+
+/// The page of at most `limit` entries after the `served` newest (`inner`: the store's token).
+async fn read_page(
+    s: &AppState,
+    limit: u32,
+    served: usize,
+    inner: Option<String>,
+) -> ApiResult<Bytes> {
     let q = Query::partition(FEED_PK)
         .of_kind(Kind::Post)
         .order_by_creation(Order::Desc)
-        .limit(paging.limit.min((FEED_SIZE - served) as u32))
+        .limit(limit.min((FEED_SIZE - served) as u32))
         .continuation(inner);
     let mut page = s.store.query(Container::Feed, &q).await?;
     let served = served + page.items.len();
@@ -54,9 +65,5 @@ pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Re
         .continuation
         .filter(|_| served < FEED_SIZE)
         .map(|t| format!("{served}.{t}"));
-    let body = list_body(page);
-    if first {
-        s.feed.put(paging.limit, stamp, body.clone());
-    }
-    Ok(no_cache(json_response(body)))
+    Ok(list_body(page))
 }

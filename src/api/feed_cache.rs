@@ -17,8 +17,12 @@
 //! A maximum age of 0 turns snapshots off on every store (the bench measures the query that way).
 //!
 //! An answer from the snapshot made no store call, and says so: `x-store-operations: 0`.
+//!
+//! One query fills a snapshot at a time: readers that miss together wait for it and share its
+//! answer, so a burst of readers after a change costs one query, not one each.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -39,6 +43,8 @@ pub struct FeedCache {
     pages: Mutex<HashMap<u32, Snapshot>>,
     /// Bumped by [`FeedCache::forget`]: a snapshot stamped before is dropped.
     forgotten: AtomicU64,
+    /// Held while a query fills a snapshot.
+    filling: tokio::sync::Mutex<()>,
 }
 
 /// When a page was read: taken *before* the query, so that a commit during the query makes
@@ -62,6 +68,7 @@ impl FeedCache {
             max_age,
             pages: Mutex::new(HashMap::new()),
             forgotten: AtomicU64::new(0),
+            filling: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -84,8 +91,32 @@ impl FeedCache {
         }
     }
 
+    /// The first page of `limit` items: the snapshot if it holds, else what `read` answers (kept
+    /// as the new snapshot). A reader that finds a query filling a snapshot waits for it, then
+    /// looks again before querying.
+    pub async fn first_page<F, Fut, E>(&self, limit: u32, read: F) -> Result<Bytes, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Bytes, E>>,
+    {
+        if !self.enabled() {
+            return read().await;
+        }
+        if let Some(body) = self.get(limit) {
+            return Ok(body);
+        }
+        let _filling = self.filling.lock().await;
+        if let Some(body) = self.get(limit) {
+            return Ok(body);
+        }
+        let stamp = self.stamp();
+        let body = read().await?;
+        self.put(limit, stamp, body.clone());
+        Ok(body)
+    }
+
     /// The snapshot of the first page of `limit` items, if it still holds.
-    pub fn get(&self, limit: u32) -> Option<Bytes> {
+    fn get(&self, limit: u32) -> Option<Bytes> {
         if !self.enabled() {
             return None;
         }
@@ -96,8 +127,8 @@ impl FeedCache {
             .map(|s| s.body.clone())
     }
 
-    /// Call before querying the feed; hand the stamp to [`FeedCache::put`] with the answer.
-    pub fn stamp(&self) -> Stamp {
+    /// Taken before querying the feed; handed to [`FeedCache::put`] with the answer.
+    fn stamp(&self) -> Stamp {
         Stamp {
             version: self.version(),
             forgotten: self.forgotten.load(Ordering::Acquire),
@@ -113,10 +144,7 @@ impl FeedCache {
     }
 
     /// Keep `body`, the first page of `limit` items read after `stamp` was taken.
-    pub fn put(&self, limit: u32, stamp: Stamp, body: Bytes) {
-        if !self.enabled() {
-            return;
-        }
+    fn put(&self, limit: u32, stamp: Stamp, body: Bytes) {
         let mut pages = self.pages.lock().expect("feed cache lock");
         // Of two concurrent readers, the one that started later has the fresher page.
         if pages.get(&limit).is_some_and(|s| s.stamp.at > stamp.at) {

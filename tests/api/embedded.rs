@@ -317,13 +317,19 @@ mod push {
 mod feed_snapshot {
     use std::time::Duration;
 
+    use blog::store::Container;
+
     use crate::helpers::{embedded_fixture, eventually, id, spawn_app, TestApp};
+    use crate::hooks::Hooked;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_repeated_feed_read_costs_no_store_call_until_the_feed_changes() {
         let app = spawn_app().await;
         let user = app.create_user("ana").await;
         let first = app.create_post(&id(&user), "first", "c").await;
+        // Creation dates have millisecond precision: posts of the same millisecond are ordered
+        // by id, so a later millisecond makes `second` the newest.
+        tokio::time::sleep(Duration::from_millis(2)).await;
         let second = app.create_post(&id(&user), "second", "c").await;
         eventually("both posts in the feed", || async {
             app.get("/api/feed").await.items().len() == 2
@@ -363,6 +369,38 @@ mod feed_snapshot {
         let r = app.get("/api/feed").await;
         assert_eq!(r.items().len(), 3);
         assert_eq!(r.store_operations(), 0);
+    }
+
+    /// Readers that miss the snapshot at the same moment wait for one query and share its
+    /// answer, instead of each asking the store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_that_miss_the_snapshot_together_make_one_query() {
+        let slow_feed = Hooked::wrap(|call| {
+            Box::pin(async move {
+                if call.op == "query" && call.container == Container::Feed {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Ok(())
+            })
+        });
+        let app = TestApp::spawn(embedded_fixture().await.wrapped(slow_feed), true).await;
+        let user = app.create_user("ana").await;
+        let post = app.create_post(&id(&user), "first", "c").await;
+        eventually("the post in the feed", || async {
+            app.get("/api/feed?limit=2").await.items().len() == 1
+        })
+        .await;
+
+        // A page size not read yet: no snapshot of it.
+        let reads = futures::future::join_all((0..8).map(|_| app.get("/api/feed?limit=7"))).await;
+        let queries: u32 = reads.iter().map(|r| r.store_operations()).sum();
+        assert_eq!(queries, 1, "eight reads at once, one feed query");
+        for r in &reads {
+            assert_eq!(r.status, 200);
+            assert_eq!(r.items()[0]["id"], post["id"]);
+        }
+        // Another page size is another snapshot, filled by a query of its own.
+        assert_eq!(app.get("/api/feed?limit=1").await.store_operations(), 1);
     }
 
     #[tokio::test]
