@@ -6,40 +6,45 @@ use std::process::Command;
 
 use serde_json::Value;
 
-#[test]
-fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
+/// Run the bench with `args`, which must succeed; its JSON report and its markdown table.
+fn run_bench(args: &[&str]) -> (Value, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("report.json");
     let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args([
-            "--users",
-            "3",
-            "--samples",
-            "3",
-            "--warmup",
-            "1",
-            "--lag-samples",
-            "2",
-            "--concurrency",
-            "2",
-            "--seconds",
-            "0.2",
-            "--load-seconds",
-            "0.5",
-            "--verify",
-            "--cold-starts",
-            "2",
-            "--json",
-        ])
+        .args(args)
+        .arg("--json")
         .arg(&json)
         .env_remove("RUST_LOG")
         .output()
         .expect("the bench starts");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed: {stderr}");
-
-    let report: Value =
+    let report =
         serde_json::from_slice(&std::fs::read(&json).expect("a JSON report")).expect("JSON");
+    (report, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
+    let (report, table) = run_bench(&[
+        "--users",
+        "3",
+        "--samples",
+        "3",
+        "--warmup",
+        "1",
+        "--lag-samples",
+        "2",
+        "--concurrency",
+        "2",
+        "--seconds",
+        "0.2",
+        "--load-seconds",
+        "0.5",
+        "--verify",
+        "--cold-starts",
+        "2",
+    ]);
     let rows = report["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows
         .iter()
@@ -111,7 +116,6 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         assert!(report["versusSkipped"].is_string(), "{report}");
     }
 
-    let table = String::from_utf8_lossy(&out.stdout);
     for name in names {
         assert!(table.contains(&format!("**[{name}]**")), "{table}");
     }
@@ -138,36 +142,24 @@ fn the_emulated_store_needs_the_emulator_feature() {
 #[cfg(feature = "emulator")]
 #[test]
 fn the_emulated_store_reports_request_units_everywhere() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let json = dir.path().join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args([
-            "--store",
-            "emulated",
-            "--users",
-            "2",
-            "--samples",
-            "2",
-            "--warmup",
-            "1",
-            "--lag-samples",
-            "1",
-            "--concurrency",
-            "2",
-            "--seconds",
-            "0.5",
-            "--load-seconds",
-            "0.5",
-            "--json",
-        ])
-        .arg(&json)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the bench starts");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench failed: {stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(&json).expect("a JSON report")).expect("JSON");
+    let (report, _) = run_bench(&[
+        "--store",
+        "emulated",
+        "--users",
+        "2",
+        "--samples",
+        "2",
+        "--warmup",
+        "1",
+        "--lag-samples",
+        "1",
+        "--concurrency",
+        "2",
+        "--seconds",
+        "0.5",
+        "--load-seconds",
+        "0.5",
+    ]);
     assert!(report["store"].as_str().unwrap().contains("emulator"));
     for r in report["rows"].as_array().expect("rows") {
         for v in ["v1", "v3"] {
