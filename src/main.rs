@@ -1,10 +1,12 @@
 //! `handler`: an operations command (`blog::ops`), or: settings, start opening the store,
-//! telemetry, bind, serve (`blog::startup`).
+//! telemetry, bind, serve while the store opens (`blog::startup`).
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use blog::settings::Settings;
-use blog::startup::{Application, StoreOpening};
+use blog::startup::StoreOpening;
+use tokio::net::TcpListener;
 
 /// See Cargo.toml: mimalloc in the static musl build.
 #[cfg(all(target_env = "musl", not(feature = "system-allocator")))]
@@ -46,25 +48,17 @@ fn runtime() -> tokio::runtime::Runtime {
 
 async fn serve(settings: Settings, opening: anyhow::Result<StoreOpening>) -> ExitCode {
     blog::telemetry::init(settings.log_format);
-    let app = match async { Application::build(&settings, opening?).await }.await {
-        Ok(app) => app,
-        Err(e) => {
-            tracing::error!(error = format!("{e:#}"), "start-up failed");
-            return ExitCode::FAILURE;
-        }
+    let served = async {
+        let opening = opening?;
+        let listener = TcpListener::bind(settings.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", settings.addr))?;
+        blog::startup::serve(listener, &settings, opening.finish(), shutdown_signal()).await
     };
-    tracing::info!(
-        addr = %app.local_addr(),
-        store = app.state().store.kind(),
-        hosted = settings.hosted,
-        pump = settings.pump,
-        auth = settings.auth.mode.as_str(),
-        "listening"
-    );
-    match app.run_until(shutdown_signal()).await {
+    match served.await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!(error = format!("{e:#}"), "server stopped");
+            tracing::error!(error = format!("{e:#}"), "start-up failed");
             ExitCode::FAILURE
         }
     }

@@ -97,6 +97,17 @@ pub async fn serve(
     limits: ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    serve_with(listener, move || router.clone(), limits, shutdown).await
+}
+
+/// [`serve`], each new connection served by the router `router()` gives at its acceptance (the
+/// start-up serves with one router while the store opens and another after).
+pub async fn serve_with(
+    listener: TcpListener,
+    router: impl Fn() -> axum::Router,
+    limits: ServerLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
@@ -123,7 +134,7 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let service = TowerToHyperService::new(router());
         // A client that stops reading would block the response's write, and so hold its slot,
         // forever: a write that makes no progress for `request_timeout` ends the connection.
         let mut stream = TimeoutStream::new(stream);

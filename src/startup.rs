@@ -1,8 +1,13 @@
-//! Start opening the store, bind, build the routes, then wait for the store and serve; the
-//! change-feed pump starts once the first request is answered (or soon after serving began).
-//! The Functions host probes the port from the moment it starts the process; on a fresh embedded
-//! database, creating its file and schema is most of the time a start takes, so it runs on a
-//! thread of its own from the first moment ([`StoreOpening`]) while the rest is set up.
+//! Bind, build the routes and serve from the first moment, while the store opens; the
+//! change-feed pump starts once the first answer is handed over (or soon after serving began).
+//!
+//! The Functions host probes the port from the moment it starts the process, and forwards
+//! requests once the probe is answered. On a fresh embedded database, creating its file and
+//! schema is most of the time a start takes, so it runs on a thread of its own from the first
+//! moment ([`StoreOpening`]), and [`serve`] answers the probe without waiting for it: only the
+//! requests that need the application wait for the store ([`waiting`]).
+
+mod waiting;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +19,7 @@ use axum::response::Response;
 use axum::Router;
 use http_body_util::BodyExt as _;
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 use tower::util::MapResponseLayer;
 
 use crate::auth::Auth;
@@ -50,15 +55,14 @@ impl Application {
         let routes = routes(settings.hosted, settings.server, &settings.cors_origins);
         let store = opening.finish().await?;
         crate::auth::announce(&settings.auth, settings.addr);
-        let app = Self::new(listener, store, settings.pump)
-            .with_auth(Auth::new(&settings.auth))
-            .with_cors(settings.cors_origins.clone())
-            .with_feed_cache(settings.feed_cache)
-            .hosted(settings.hosted)
-            .limits(settings.server);
         Ok(Application {
+            listener,
+            state: state(settings, store),
+            pump: settings.pump,
+            cors_origins: settings.cors_origins.clone(),
+            hosted: settings.hosted,
+            limits: settings.server,
             routes: Some(routes),
-            ..app
         })
     }
 
@@ -133,40 +137,109 @@ impl Application {
             .routes
             .unwrap_or_else(|| routes(self.hosted, self.limits, &self.cors_origins))
             .with_state(self.state);
-        // The pump starts once the first answer has been handed to its connection, or
-        // PUMP_START_DELAY after serving began if no request came: its first reads (a checkpoint
-        // and a page of changes per container it follows) would otherwise compete with that
-        // first answer, which does not need them, on a small machine. "Handed over" is when the
-        // connection drops the answer's body, having taken its last bytes: the notice travels
-        // with the body, not with the response head (with the head, the pump's start-up still
-        // overlapped the answer's writing: the first answer came 0.12 ms later than with the
-        // pump off).
-        let answered = Arc::new(Notify::new());
-        let first = answered.clone();
-        let once = Arc::new(AtomicBool::new(false));
-        let router = router.layer(MapResponseLayer::new(move |response: Response| {
-            if once.load(Ordering::Relaxed) || once.swap(true, Ordering::Relaxed) {
-                return response;
-            }
-            let sent = NotifyOnDrop(first.clone());
-            response.map(|body| {
-                axum::body::Body::new(body.map_frame(move |frame| {
-                    let _ = &sent;
-                    frame
-                }))
-            })
-        }));
-        let pump = self.pump.then(|| {
-            pump::spawn_after(store, async move {
-                let _ = tokio::time::timeout(PUMP_START_DELAY, answered.notified()).await;
-            })
-        });
+        let (router, answered) = notice_first_answer(router);
+        let pump = self.pump.then(|| start_pump(store, answered));
         server::serve(self.listener, router, self.limits, shutdown).await;
         if let Some(pump) = pump {
             pump.stop().await;
         }
         Ok(())
     }
+}
+
+/// `handler`'s service: serve on `listener` from now until `shutdown` resolves, the application
+/// the settings describe over the store `store` opens. Until it is open, `/` answers the
+/// readiness probe and every other request waits for it ([`waiting`]). If it cannot be opened,
+/// those requests are answered 503, serving stops, and the error is returned.
+pub async fn serve(
+    listener: TcpListener,
+    settings: &Settings,
+    store: impl std::future::Future<Output = anyhow::Result<Arc<dyn Store>>>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let routes = routes(settings.hosted, settings.server, &settings.cors_origins);
+    let (ready, app) = watch::channel::<Option<Router>>(None);
+    let waiting = waiting::router(app.clone(), settings.server.request_timeout);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let shutdown = async move {
+        tokio::select! {
+            () = shutdown => {}
+            _ = stopped => {}
+        }
+    };
+    // Each connection is served by the application once it is ready, by `waiting` before.
+    let server = tokio::spawn(server::serve_with(
+        listener,
+        move || app.borrow().clone().unwrap_or_else(|| waiting.clone()),
+        settings.server,
+        shutdown,
+    ));
+    let store = match store.await {
+        Ok(store) => store,
+        Err(e) => {
+            drop(ready);
+            let _ = stop.send(());
+            let _ = server.await;
+            return Err(e);
+        }
+    };
+    crate::auth::announce(&settings.auth, settings.addr);
+    let (router, answered) = notice_first_answer(routes.with_state(state(settings, store.clone())));
+    let _ = ready.send(Some(router));
+    tracing::info!(
+        addr = %settings.addr,
+        store = store.kind(),
+        hosted = settings.hosted,
+        pump = settings.pump,
+        auth = settings.auth.mode.as_str(),
+        "listening"
+    );
+    let pump = settings.pump.then(|| start_pump(store, answered));
+    server.await.context("the server task failed")?;
+    if let Some(pump) = pump {
+        pump.stop().await;
+    }
+    Ok(())
+}
+
+/// The application's state as the settings describe it, over `store`.
+fn state(settings: &Settings, store: Arc<dyn Store>) -> AppState {
+    AppState::new(store)
+        .with_auth(Auth::new(&settings.auth))
+        .with_feed_cache(settings.feed_cache)
+}
+
+/// `router`, and a notice given once its first answer has been handed to its connection: the
+/// connection drops the answer's body once it has taken its last bytes, so the notice travels
+/// with the body, not with the response head. (With the head, the pump's start-up still
+/// overlapped the answer's writing: the first answer came 0.12 ms later than with the pump off.)
+fn notice_first_answer(router: Router) -> (Router, Arc<Notify>) {
+    let answered = Arc::new(Notify::new());
+    let first = answered.clone();
+    let once = Arc::new(AtomicBool::new(false));
+    let router = router.layer(MapResponseLayer::new(move |response: Response| {
+        if once.load(Ordering::Relaxed) || once.swap(true, Ordering::Relaxed) {
+            return response;
+        }
+        let sent = NotifyOnDrop(first.clone());
+        response.map(|body| {
+            axum::body::Body::new(body.map_frame(move |frame| {
+                let _ = &sent;
+                frame
+            }))
+        })
+    }));
+    (router, answered)
+}
+
+/// The change-feed pump, started once `answered` is notified or PUMP_START_DELAY after serving
+/// began if no request came: its first reads (a checkpoint and a page of changes per container
+/// it follows) would otherwise compete with the first answer, which does not need them, on a
+/// small machine.
+fn start_pump(store: Arc<dyn Store>, answered: Arc<Notify>) -> pump::Pump {
+    pump::spawn_after(store, async move {
+        let _ = tokio::time::timeout(PUMP_START_DELAY, answered.notified()).await;
+    })
 }
 
 /// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer.

@@ -168,7 +168,7 @@ fn serve_named(state: &AppState, name: &str, request: &HeaderMap) -> Response {
     }
 }
 
-fn wants_html(headers: &HeaderMap) -> bool {
+pub(crate) fn wants_html(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()
@@ -180,12 +180,19 @@ fn wants_html(headers: &HeaderMap) -> bool {
 /// (the Functions host's probe, scripts), whatever the method. Both are immediate and touch no
 /// store.
 async fn root(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
-    let page = matches!(method, Method::GET | Method::HEAD) && wants_html(&headers);
-    let mut resp = if page {
-        serve_named(&state, INDEX, &headers)
-    } else {
-        Json(json!({ "status": "ok" })).into_response()
-    };
+    if !(matches!(method, Method::GET | Method::HEAD) && wants_html(&headers)) {
+        return readiness();
+    }
+    let mut resp = serve_named(&state, INDEX, &headers);
+    resp.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("accept"));
+    resp
+}
+
+/// The readiness answer: `/` for anything but a browser (also while the store is still opening,
+/// see `startup::waiting`).
+pub(crate) fn readiness() -> Response {
+    let mut resp = Json(json!({ "status": "ok" })).into_response();
     resp.headers_mut()
         .insert(header::VARY, HeaderValue::from_static("accept"));
     resp

@@ -35,5 +35,6 @@ mod process;
 mod projection;
 mod schema;
 mod server;
+mod startup;
 mod validation;
 mod web;

@@ -1,0 +1,111 @@
+//! Start-up: the server answers the readiness probe from the moment it serves, while the store
+//! is still opening; the requests that need the store wait for it, and a store that cannot be
+//! opened ends the start with an error, never with a server that answers only the probe.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use blog::settings::Settings;
+use blog::store::Store;
+use reqwest::StatusCode;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use crate::helpers::embedded_fixture;
+
+/// `blog::startup::serve` on a fresh port, over the store `store` gives; `stop` ends it.
+async fn serve_over(
+    store: impl std::future::Future<Output = anyhow::Result<Arc<dyn Store>>> + Send + 'static,
+) -> (
+    String,
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let settings = Settings::from_lookup(|_| None).unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        blog::startup::serve(listener, &settings, store, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    (base, stop, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_is_answered_while_the_store_opens_and_requests_wait_for_the_store() {
+    let (open, opened) = oneshot::channel::<Arc<dyn Store>>();
+    let (base, stop, server) = serve_over(async { Ok(opened.await?) }).await;
+    let client = reqwest::Client::new();
+
+    let probe = client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(probe.status(), StatusCode::OK);
+    assert_eq!(probe.json::<Value>().await.unwrap()["status"], "ok");
+
+    let feed = tokio::spawn(client.get(format!("{base}/api/feed")).send());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!feed.is_finished(), "the feed needs the store: it waits");
+
+    let fixture = embedded_fixture().await;
+    assert!(open.send(fixture.store.clone()).is_ok());
+    let feed = feed.await.unwrap().unwrap();
+    assert_eq!(feed.status(), StatusCode::OK);
+    let body: Value = feed.json().await.unwrap();
+    assert_eq!(body["items"], serde_json::json!([]));
+    // The same connection pool, now served by the application itself.
+    let user = client
+        .post(format!("{base}/api/users"))
+        .json(&serde_json::json!({ "username": "ana" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(user.status(), StatusCode::CREATED);
+
+    let _ = stop.send(());
+    server.await.unwrap().expect("served until stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_be_opened_answers_the_waiting_requests_503_and_ends_serving() {
+    let (fail, failed) = oneshot::channel::<()>();
+    let (base, _stop, server) = serve_over(async {
+        let _ = failed.await;
+        Err(anyhow::anyhow!("the disk is gone"))
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let feed = tokio::spawn(client.get(format!("{base}/api/feed")).send());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(fail.send(()).is_ok());
+
+    let feed = feed.await.unwrap().unwrap();
+    assert_eq!(feed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(feed.headers().contains_key("retry-after"));
+    let err = tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("serving ends")
+        .unwrap()
+        .expect_err("the start failed");
+    assert!(format!("{err:#}").contains("the disk is gone"), "{err:#}");
+}
+
+/// The process: a database path that cannot be created stops it with an error in its log.
+#[test]
+fn a_store_that_cannot_be_opened_stops_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .env_clear()
+        .env("PORT", crate::helpers::free_port().to_string())
+        .env("BLOG_DB_PATH", file.join("blog.db"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("start-up failed"), "{log}");
+}
