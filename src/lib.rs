@@ -14,7 +14,8 @@
 //!   deletion implies, planned as pure functions and applied through the store; [`pump`]: the
 //!   in-process change-feed follower that drives them standalone; [`functions`]: the same projections invoked by the Functions host's
 //!   Cosmos DB triggers.
-//! - [`startup`]: bind, build the store, start the pump, serve; [`server`]: the HTTP server
+//! - [`startup`]: open the store while binding and serving (the readiness probe at once), start
+//!   the pump; [`server`]: the HTTP server
 //!   with its timeouts, connection cap and graceful shutdown.
 //! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
 //! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
