@@ -5,7 +5,7 @@
 //! requests once the probe is answered. On a fresh embedded database, creating its file and
 //! schema is most of the time a start takes, so it runs on a thread of its own from the first
 //! moment ([`StoreOpening`]), and [`serve`] answers the probe without waiting for it: only the
-//! requests that need the application wait for the store ([`waiting`]).
+//! requests that need the application wait for the store (`startup/waiting.rs`).
 
 mod waiting;
 
@@ -149,7 +149,7 @@ impl Application {
 
 /// `handler`'s service: serve on `listener` from now until `shutdown` resolves, the application
 /// the settings describe over the store `store` opens. Until it is open, `/` answers the
-/// readiness probe and every other request waits for it ([`waiting`]). If it cannot be opened,
+/// readiness probe and every other request waits for it (`startup/waiting.rs`). If it cannot be opened,
 /// those requests are answered 503, serving stops, and the error is returned.
 pub async fn serve(
     listener: TcpListener,
