@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use blog::store::{Container, PatchOp};
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, id, TestApp};
+use crate::helpers::{eventually, id, next_millisecond, TestApp};
 
 #[macro_export]
 macro_rules! api_suite {
@@ -395,12 +395,6 @@ fn url_encode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// Let the clock pass a millisecond, so that the next item's `creationDate` is later than the
-/// last one's: items created within the same millisecond tie, and a tie's order is the store's.
-async fn next_millisecond() {
-    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
 }
 
 /// `n` posts by `user`, one after another, each in a millisecond of its own; their ids newest

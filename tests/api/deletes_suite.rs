@@ -7,7 +7,7 @@ use std::sync::Arc;
 use blog::store::{Container, Query};
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, id, Fixture, TestApp};
+use crate::helpers::{eventually, id, next_millisecond, Fixture, TestApp};
 
 #[macro_export]
 macro_rules! deletes_suite {
@@ -390,6 +390,7 @@ pub async fn the_feed_keeps_a_hundred_after_deletes(app: &TestApp) {
     let mut posts = Vec::new();
     for i in 0..115 {
         posts.push(id(&app.create_post(&ana, &format!("t{i}"), "c").await));
+        next_millisecond().await;
     }
     eventually("the feed is full", || async {
         app.get("/api/feed?limit=1").await.items().first().map(id) == posts.last().cloned()

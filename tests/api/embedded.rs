@@ -319,7 +319,7 @@ mod feed_snapshot {
 
     use blog::store::Container;
 
-    use crate::helpers::{embedded_fixture, eventually, id, spawn_app, TestApp};
+    use crate::helpers::{embedded_fixture, eventually, id, next_millisecond, spawn_app, TestApp};
     use crate::hooks::Hooked;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,9 +327,7 @@ mod feed_snapshot {
         let app = spawn_app().await;
         let user = app.create_user("ana").await;
         let first = app.create_post(&id(&user), "first", "c").await;
-        // Creation dates have millisecond precision: posts of the same millisecond are ordered
-        // by id, so a later millisecond makes `second` the newest.
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        next_millisecond().await;
         let second = app.create_post(&id(&user), "second", "c").await;
         eventually("both posts in the feed", || async {
             app.get("/api/feed").await.items().len() == 2

@@ -259,3 +259,9 @@ pub fn free_port() -> u16 {
 pub fn id(v: &Value) -> String {
     v["id"].as_str().expect("an id").to_string()
 }
+
+/// Let the clock pass a millisecond, so that the next item's `creationDate` is later than the
+/// last one's: items created within the same millisecond tie, and a tie's order is the store's.
+pub async fn next_millisecond() {
+    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+}
