@@ -18,6 +18,16 @@ pub enum StoreKind {
     Cosmos,
 }
 
+impl StoreKind {
+    /// The name `BLOG_STORE` takes, as `Store::kind` reports it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreKind::Embedded => "embedded",
+            StoreKind::Cosmos => "cosmos",
+        }
+    }
+}
+
 impl FromStr for StoreKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -33,6 +33,8 @@ use crate::{api, pump, AppState};
 /// The longest the change-feed pump waits for the first request to be answered before it starts.
 const PUMP_START_DELAY: Duration = Duration::from_millis(100);
 
+/// The application over an already open store, configured by its builder methods (the tests and
+/// the bench); `handler` itself runs [`serve`], which starts serving before the store is open.
 pub struct Application {
     listener: TcpListener,
     state: AppState,
@@ -40,32 +42,9 @@ pub struct Application {
     cors_origins: Vec<String>,
     hosted: bool,
     limits: ServerLimits,
-    /// The routes, built by [`Application::build`] while the store opened; `None` when a builder
-    /// method changed what they are, and then built by [`Application::run_until`].
-    routes: Option<Router<AppState>>,
 }
 
 impl Application {
-    /// The application the settings describe, over the store `opening` (started from the same
-    /// settings, as early as possible): binds and builds the routes while the store opens.
-    pub async fn build(settings: &Settings, opening: StoreOpening) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(settings.addr)
-            .await
-            .with_context(|| format!("cannot listen on {}", settings.addr))?;
-        let routes = routes(settings.hosted, settings.server, &settings.cors_origins);
-        let store = opening.finish().await?;
-        crate::auth::announce(&settings.auth, settings.addr);
-        Ok(Application {
-            listener,
-            state: state(settings, store),
-            pump: settings.pump,
-            cors_origins: settings.cors_origins.clone(),
-            hosted: settings.hosted,
-            limits: settings.server,
-            routes: Some(routes),
-        })
-    }
-
     /// A standalone application with the default limits over an already bound listener and an
     /// already open store (tests, bench), with `BLOG_AUTH=none` unless [`Application::with_auth`]
     /// says otherwise.
@@ -77,14 +56,12 @@ impl Application {
             cors_origins: Vec::new(),
             hosted: false,
             limits: ServerLimits::default(),
-            routes: None,
         }
     }
 
     /// Answer cross-origin requests from these origins (`["*"]`: any); none by default.
     pub fn with_cors(mut self, origins: Vec<String>) -> Self {
         self.cors_origins = origins;
-        self.routes = None;
         self
     }
 
@@ -108,13 +85,11 @@ impl Application {
     /// As under the Functions host: with the trigger endpoints.
     pub fn hosted(mut self, hosted: bool) -> Self {
         self.hosted = hosted;
-        self.routes = None;
         self
     }
 
     pub fn limits(mut self, limits: ServerLimits) -> Self {
         self.limits = limits;
-        self.routes = None;
         self
     }
 
@@ -133,10 +108,7 @@ impl Application {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let store = self.state.store.clone();
-        let router = self
-            .routes
-            .unwrap_or_else(|| routes(self.hosted, self.limits, &self.cors_origins))
-            .with_state(self.state);
+        let router = routes(self.hosted, self.limits, &self.cors_origins).with_state(self.state);
         let (router, answered) = notice_first_answer(router);
         let pump = self.pump.then(|| start_pump(store, answered));
         server::serve(self.listener, router, self.limits, shutdown).await;
@@ -157,6 +129,8 @@ pub async fn serve(
     store: impl std::future::Future<Output = anyhow::Result<Arc<dyn Store>>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    // Before the first answer: the start-up log says how callers are identified.
+    crate::auth::announce(&settings.auth, settings.addr);
     let routes = routes(settings.hosted, settings.server, &settings.cors_origins);
     let (ready, app) = watch::channel::<Option<Router>>(None);
     let waiting = waiting::router(app.clone(), settings.server.request_timeout);
@@ -167,6 +141,14 @@ pub async fn serve(
             _ = stopped => {}
         }
     };
+    tracing::info!(
+        addr = %settings.addr,
+        store = settings.store.as_str(),
+        hosted = settings.hosted,
+        pump = settings.pump,
+        auth = settings.auth.mode.as_str(),
+        "listening"
+    );
     // Each connection is served by the application once it is ready, by `waiting` before.
     let server = tokio::spawn(server::serve_with(
         listener,
@@ -183,17 +165,8 @@ pub async fn serve(
             return Err(e);
         }
     };
-    crate::auth::announce(&settings.auth, settings.addr);
     let (router, answered) = notice_first_answer(routes.with_state(state(settings, store.clone())));
     let _ = ready.send(Some(router));
-    tracing::info!(
-        addr = %settings.addr,
-        store = store.kind(),
-        hosted = settings.hosted,
-        pump = settings.pump,
-        auth = settings.auth.mode.as_str(),
-        "listening"
-    );
     let pump = settings.pump.then(|| start_pump(store, answered));
     server.await.context("the server task failed")?;
     if let Some(pump) = pump {

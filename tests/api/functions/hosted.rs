@@ -8,7 +8,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use blog::settings::Settings;
-use blog::startup::Application;
 use blog::store::Container;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -38,14 +37,18 @@ async fn hosted_mode_listens_on_the_hosts_port_answers_the_probe_and_serves_the_
     let expected: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     assert_eq!(settings.addr, expected);
 
-    let opening = blog::startup::StoreOpening::start(&settings).unwrap();
-    let app = Application::build(&settings, opening).await.unwrap();
-    assert_eq!(app.local_addr(), expected);
-    let store = app.state().store.clone();
+    // As `handler` does: bind the settings' address, serve while the store opens.
+    let listener = tokio::net::TcpListener::bind(settings.addr).await.unwrap();
+    assert_eq!(listener.local_addr().unwrap(), expected);
+    let store = blog::startup::open_store(&settings).await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
+    let opened = store.clone();
+    let server = tokio::spawn(async move {
+        blog::startup::serve(listener, &settings, async { Ok(opened) }, async move {
+            let _ = stopped.await;
+        })
+        .await
+    });
 
     let client = reqwest::Client::new();
     let base = format!("http://{expected}");
