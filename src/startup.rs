@@ -121,8 +121,8 @@ impl Application {
 
 /// `handler`'s service: serve on `listener` from now until `shutdown` resolves, the application
 /// the settings describe over the store `store` opens. Until it is open, `/` answers the
-/// readiness probe and every other request waits for it (`startup/waiting.rs`). If it cannot be opened,
-/// those requests are answered 503, serving stops, and the error is returned.
+/// readiness probe and every other request waits for it (`startup/waiting.rs`). If it cannot be
+/// opened, those requests are answered 503, serving stops, and the error is returned.
 pub async fn serve(
     listener: TcpListener,
     settings: &Settings,
