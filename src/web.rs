@@ -168,7 +168,7 @@ fn serve_named(state: &AppState, name: &str, request: &HeaderMap) -> Response {
     }
 }
 
-pub(crate) fn wants_html(headers: &HeaderMap) -> bool {
+fn wants_html(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT)
         .iter()
@@ -180,13 +180,19 @@ pub(crate) fn wants_html(headers: &HeaderMap) -> bool {
 /// (the Functions host's probe, scripts), whatever the method. Both are immediate and touch no
 /// store.
 async fn root(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
-    if !(matches!(method, Method::GET | Method::HEAD) && wants_html(&headers)) {
+    if !wants_page(&method, &headers) {
         return readiness();
     }
     let mut resp = serve_named(&state, INDEX, &headers);
     resp.headers_mut()
         .insert(header::VARY, HeaderValue::from_static("accept"));
     resp
+}
+
+/// Whether a request for `/` is a browser's for the page (a GET or HEAD accepting HTML), not the
+/// readiness probe.
+pub(crate) fn wants_page(method: &Method, headers: &HeaderMap) -> bool {
+    matches!(*method, Method::GET | Method::HEAD) && wants_html(headers)
 }
 
 /// The readiness answer: `/` for anything but a browser (also while the store is still opening,

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use axum::extract::Request;
-use axum::http::Method;
 use axum::response::{IntoResponse as _, Response};
 use axum::Router;
 use tokio::sync::watch;
@@ -25,9 +24,7 @@ pub fn router(ready: Ready, request_timeout: Duration) -> Router {
 }
 
 async fn answer(mut ready: Ready, request_timeout: Duration, req: Request) -> Response {
-    let probe = req.uri().path() == "/"
-        && !(matches!(*req.method(), Method::GET | Method::HEAD)
-            && crate::web::wants_html(req.headers()));
+    let probe = req.uri().path() == "/" && !crate::web::wants_page(req.method(), req.headers());
     if probe && ready.borrow().is_none() {
         return crate::web::readiness();
     }
