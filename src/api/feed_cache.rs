@@ -50,7 +50,7 @@ pub struct FeedCache {
 /// When a page was read: taken *before* the query, so that a commit during the query makes
 /// the snapshot stale rather than hiding behind it.
 #[derive(Debug, Clone, Copy)]
-pub struct Stamp {
+struct Stamp {
     version: u64,
     forgotten: u64,
     at: Instant,
