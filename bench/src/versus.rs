@@ -1,4 +1,4 @@
-//! The product against a bare axum server serving the same bytes (`bare`, in this package), both
+//! The product against a bare axum server serving the same bytes (`bare`, the `bench/bare` package), both
 //! as processes on 127.0.0.1, measured in one run so that their ratios hold on a shared machine:
 //!
 //! - cold start: exec → the first 200 on `GET /api/feed` (the product on a fresh database), the
