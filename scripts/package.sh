@@ -43,7 +43,7 @@ export CC_x86_64_unknown_linux_musl="${CC_x86_64_unknown_linux_musl:-musl-gcc}"
 export AR_x86_64_unknown_linux_musl="${AR_x86_64_unknown_linux_musl:-ar}"
 
 # Relative relocations packed (RELR, which musl's static-PIE start-up applies): a static PIE
-# otherwise carries 24 bytes per pointer in its data, about 0.7 MB here.
+# otherwise carries 24 bytes per pointer in its data.
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="${CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS:-} -C link-arg=-Wl,-z,pack-relative-relocs"
 # The bundled SQLite without the extensions the store never uses (full-text search, R-tree,
 # dbstat, soundex).

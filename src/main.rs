@@ -16,8 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The embedded store runs its SQLite calls on the blocking pool, through one writer and four
 /// readers: one thread per connection and a few more waiting for one are all it can use. More
 /// threads would only wait for the writer, each with a stack and an allocator heap holding SQLite's
-/// memory: under the bench's hot-post load, 32 threads peaked at 51-56 MiB, 8 at 30-34 MiB with
-/// more comments per second. tokio's default allows 512.
+/// memory (the bench's hot-post load measures both). tokio's default allows 512.
 const MAX_BLOCKING_THREADS: usize = 8;
 
 fn main() -> ExitCode {

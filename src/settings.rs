@@ -1,7 +1,7 @@
 //! Settings from the environment (the table in the README's "Settings" section). A malformed
 //! value is an error naming the setting; secrets never print.
 //!
-//! Longer than most files (about 570 lines before its tests) on purpose: it is the one place
+//! Longer than most files on purpose: it is the one place
 //! where every setting is read, checked and given its default, in the README table's order, so
 //! that the table and the code can be compared side by side.
 

@@ -3,7 +3,7 @@
 //! The HTTPS clients (Cosmos DB, Entra ID tokens for the managed identity, an issuer's discovery
 //! document and keys) are reqwest on rustls, and bearer tokens are checked with jsonwebtoken.
 //! Both take their cryptography from a process-wide provider, and both crates' built-in
-//! provider is aws-lc: about 1.4 MB of the package, for algorithms ring (which rustls supports
+//! provider is aws-lc: a large share of the package, for algorithms ring (which rustls supports
 //! as well) has. So they are built without one, and [`install`] installs ring's: rustls's own,
 //! and for jsonwebtoken [`TOKEN_SIGNATURES`], which checks the two algorithms bearer tokens may
 //! use (RS256, ES256; `auth::jwt` refuses any other before it gets here). Whatever builds a

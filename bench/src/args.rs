@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
-/// About 183,000 items: on 2 cores a release run loads them in 7–14 s and finishes in about
-/// 95–125 s (half of it waiting for the change feed to absorb the C1 rows' new users).
+/// The default data set: large enough for the article's figures to settle, small enough for one
+/// run on a 2-core machine (its size and duration are in the report and the performance page).
 pub const DEFAULT_USERS: usize = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]

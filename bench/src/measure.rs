@@ -3,7 +3,7 @@
 //! it touched (a wrapper around the store that notes every partition key an operation names,
 //! or the container when a query fans out across partitions).
 //!
-//! (About 430 lines: the statistics, the partition-noting store wrapper and the HTTP client share
+//! (Longer than most files: the statistics, the partition-noting store wrapper and the HTTP client share
 //! the one `Sample` they all produce.)
 
 use std::collections::BTreeSet;

@@ -10,7 +10,7 @@
 //!   (`--concurrency` clients commenting on one post for `--seconds`);
 //! - size: the product binary's size on disk.
 //!
-//! (About 430 lines: the four measurements share how processes are started, warmed and stopped.)
+//! (Longer than most files: the four measurements share how processes are started, warmed and stopped.)
 //!
 //! The product binary is `--handler` (e.g. the packaged `dist/app/handler`), by default the
 //! `handler` next to this executable; `bare` is always the one next to it. Build both first

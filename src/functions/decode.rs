@@ -7,7 +7,7 @@
 //! so a batch over [`MAX_DOCUMENTS`] documents or [`MAX_VALUES`] JSON values fails at the first
 //! one too many, before the rest is built. Everything else in the envelope is skipped unread.
 //!
-//! About 450 lines before its tests: serde visitors are verbose, and the three nested shapes
+//! Longer than most files: serde visitors are verbose, and the three nested shapes
 //! (envelope, binding, document array) are easier to check against each other side by side.
 
 use std::cell::RefCell;

@@ -1,7 +1,7 @@
 //! Pure planning: the changed documents plus the facts read for them in, the writes they imply
 //! out. Nothing here touches the store, so every rule is unit-tested with tables of cases.
 //!
-//! Every rule of the projections is in this one file (about 450 lines before its tests), so that
+//! Every rule of the projections is in this one file, so that
 //! how counters, names, copies, the feed and deletions interact can be read in one place.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};

@@ -124,7 +124,7 @@ impl EmbeddedStore {
     /// Open the reader connection the first read uses, unless it is open. `handler` calls this on
     /// its start-up thread once it has handed the store over, so that the first request does not
     /// wait for a connection to open. The other readers open on first use: opening all four then
-    /// competed with the first request for the CPU (cold start p50 0.3 ms slower).
+    /// competed with the first request for the CPU and delayed its answer.
     pub fn open_first_reader(&self) -> StoreResult<()> {
         let first = self.inner.next_reader.load(Ordering::Relaxed) % self.inner.readers.len();
         self.inner.reader(first).map(drop)

@@ -6,7 +6,7 @@
 //! - [`sql`]: query text and parameters; [`feed`]: the full-container change feed.
 //! - [`errors`]: HTTP statuses to [`StoreError`]s.
 //!
-//! This file is the trait's implementation, one method per store operation (about 550 lines);
+//! This file is the trait's implementation, one method per store operation;
 //! everything that is not a store operation lives in the modules above.
 //!
 //! Every call records itself once, with the request units it consumed (successful or not), in
