@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
 # The web client in real headless Chromium: installs Debian's chromium and chromium-driver and
-# Selenium (pinned, in a throw-away venv), starts on 127.0.0.1, each over a temporary embedded
+# Selenium (pinned), starts on 127.0.0.1, each over a temporary embedded
 # store, a `handler` with BLOG_AUTH=none and one with BLOG_AUTH=jwt signing in through a local
 # OpenID Connect issuer (.ci/oidc_issuer.py), and runs .ci/browser_test.py against both.
 # Screenshots go to target/ci-screenshots/.
 # Bounded: the test itself is given 5 minutes.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$CI_ROOT"
 
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO=sudo
 echo "-- chromium + chromium-driver (Debian)"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    chromium chromium-driver >/dev/null
+ci_apt_install chromium chromium-driver
 
 work=$(mktemp -d)
 pids=()
@@ -24,13 +21,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "-- selenium (pinned, throw-away venv)"
-python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q --disable-pip-version-check -r .ci/browser-requirements.txt
+echo "-- selenium (pinned: .ci/requirements/browser.txt)"
+venv=$(ci_venv browser)
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 wait_for() {
     for _ in $(seq 1 100); do
         if curl -s -o /dev/null "$1"; then return 0; fi
@@ -52,7 +45,7 @@ BLOG_DB_PATH="$work/none.db" BLOG_BIND=127.0.0.1 PORT="$port" BLOG_AUTH=none RUS
     "$HANDLER" >"$work/handler.log" 2>&1 &
 pids+=($!)
 issuer_port=$(free_port)
-"$work/venv/bin/python" .ci/oidc_issuer.py "$issuer_port" blog-web-test api://blog-test \
+"$venv/bin/python" .ci/oidc_issuer.py "$issuer_port" blog-web-test api://blog-test \
     >"$work/issuer.log" 2>&1 &
 pids+=($!)
 jwt_port=$(free_port)
@@ -71,7 +64,7 @@ out="$target_dir/ci-screenshots"
 rm -rf "$out"
 mkdir -p "$work/profile"
 if ! PROFILE_DIR="$work/profile" JWT_BASE="http://127.0.0.1:$jwt_port" timeout 300 \
-    "$work/venv/bin/python" .ci/browser_test.py "http://127.0.0.1:$port" "$out"; then
+    "$venv/bin/python" .ci/browser_test.py "http://127.0.0.1:$port" "$out"; then
     for log in handler handler-jwt issuer; do echo "--- $log log"; cat "$work/$log.log"; done
     exit 1
 fi

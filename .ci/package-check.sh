@@ -21,7 +21,8 @@
 # profile (LTO, one codegen unit; see Cargo.toml).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROOT=$CI_ROOT
 cd "$ROOT"
 DIST="$ROOT/dist/app"
 
@@ -29,7 +30,6 @@ passed=0
 failed=0
 ok() { passed=$((passed + 1)); printf 'package-check: ok   %s\n' "$*"; }
 fail() { failed=$((failed + 1)); printf 'package-check: FAIL %s\n' "$*"; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
 DIST="$DIST" bash scripts/package.sh
 
@@ -110,25 +110,7 @@ if [ -x "$BIN" ]; then
     port=$(free_port)
     issuer_port=$(free_port)
     # A listener in place of the issuer: it records the first bytes a client sends, then closes.
-    python3 - "$issuer_port" "$work/hello" <<'PY' &
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(1)
-open(sys.argv[2] + ".listening", "w").close()
-s.settimeout(30)
-conn, _ = s.accept()
-conn.settimeout(10)
-data = b""
-while len(data) < 6:
-    chunk = conn.recv(6 - len(data))
-    if not chunk:
-        break
-    data += chunk
-open(sys.argv[2], "w").write(data.hex())
-conn.close()
-PY
+    python3 .ci/first_bytes.py "$issuer_port" "$work/hello" &
     listener=$!
     for _ in $(seq 1 100); do [ -e "$work/hello.listening" ] && break; sleep 0.05; done
     env -i PORT="$port" BLOG_STORE=embedded BLOG_DB_PATH="$work/blog.db" BLOG_AUTH=jwt \

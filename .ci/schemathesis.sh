@@ -11,20 +11,16 @@
 #      .ci/schemathesis.toml lists the few answers that depend on stored state, with reasons.
 #
 # Run from anywhere: bash .ci/schemathesis.sh
-# The tools are installed with pip into a throw-away venv (a mktemp dir, removed on exit).
-# Set SCHEMATHESIS_VENV=<dir> to keep and reuse a venv instead (e.g. .ci/.venv-st),
-# HANDLER=<path> to test an already built handler, ST_MAX_EXAMPLES / ST_MAX_TIME to fuzz more.
+# The tools (.ci/requirements/schemathesis.txt) live in a venv under target/ci-venvs/.
+# HANDLER=<path> tests an already built handler, ST_MAX_EXAMPLES / ST_MAX_TIME fuzz more.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$CI_ROOT"
+ROOT=$CI_ROOT
 
-SCHEMATHESIS_VERSION=4.32.5
-OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
 MAX_EXAMPLES=${ST_MAX_EXAMPLES:-40}
 # Seconds for the whole Schemathesis run; a hard `timeout` stops a hung run a bit later.
 MAX_TIME=${ST_MAX_TIME:-240}
-
-PYTHON=${PYTHON:-python3}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/schemathesis.XXXXXX")
 HANDLER_PID=
@@ -34,32 +30,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-VENV=${SCHEMATHESIS_VENV:-$WORK/venv}
-make_venv() { "$PYTHON" -m venv "$VENV"; }
-if [ ! -x "$VENV/bin/python" ]; then
-  if ! make_venv 2>"$WORK/venv.err"; then
-    # Debian's system Python ships venv/ensurepip in a separate package.
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "schemathesis: python venv unavailable; installing python3-venv" >&2
-      apt-get install -y -q python3-venv >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
-      rm -rf "$VENV"
-      make_venv
-    else
-      cat "$WORK/venv.err" >&2
-      exit 1
-    fi
-  fi
-fi
-PY="$VENV/bin/python"
-"$PY" -m pip install --quiet --disable-pip-version-check \
-  "schemathesis==$SCHEMATHESIS_VERSION" "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
+VENV=$(ci_venv schemathesis)
 
 if [ -z "${HANDLER:-}" ]; then
   cargo build --release --bin handler
   HANDLER="${CARGO_TARGET_DIR:-$ROOT/target}/release/handler"
 fi
 
-PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 BASE="http://127.0.0.1:$PORT"
 env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
   PORT="$PORT" BLOG_BIND=127.0.0.1 BLOG_STORE=embedded BLOG_DB_PATH="$WORK/data/blog.db" \
@@ -67,34 +45,7 @@ env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
 HANDLER_PID=$!
 
 # 2. Wait for the document, then validate it.
-"$PY" - "$BASE/api/openapi.json" "$WORK/openapi.json" <<'PY'
-import json
-import sys
-import time
-import urllib.request
-
-url, out = sys.argv[1], sys.argv[2]
-deadline = time.time() + 60
-while True:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            doc = json.load(r)
-        break
-    except Exception as exc:  # not listening yet
-        if time.time() > deadline:
-            sys.exit(f"schemathesis: {url} did not answer: {exc}")
-        time.sleep(0.2)
-json.dump(doc, open(out, "w"))
-
-from openapi_spec_validator import validate
-from openapi_spec_validator.validation import OpenAPIV31SpecValidator
-
-if not doc.get("openapi", "").startswith("3.1"):
-    sys.exit(f"schemathesis: the document is OpenAPI {doc.get('openapi')!r}, not 3.1")
-validate(doc, cls=OpenAPIV31SpecValidator)
-ops = sum(1 for item in doc["paths"].values() for m in item if m in ("get", "put", "post", "delete", "patch"))
-print(f"schemathesis: {url} is valid OpenAPI {doc['openapi']} ({ops} operations)")
-PY
+"$VENV/bin/python" "$ROOT/.ci/openapi_check.py" "$BASE/api/openapi.json" "$WORK/openapi.json"
 
 # 3. Fuzz, from the temporary directory: Schemathesis keeps a cache in its working directory.
 # One worker: with several, Schemathesis calls `ast.parse` from threads, and CPython 3.11's AST
