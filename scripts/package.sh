@@ -33,8 +33,9 @@ fi
 
 if ! command -v musl-gcc >/dev/null 2>&1; then
     log "installing musl-tools (musl-gcc compiles the bundled C code for $TARGET)"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools
+    # (waiting for dpkg's lock if another install is under way)
+    as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq musl-tools
 fi
 
 # The cc crate picks musl-gcc for this target on its own; naming it keeps the choice explicit
