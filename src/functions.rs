@@ -24,7 +24,7 @@ use tower::limit::GlobalConcurrencyLimitLayer;
 use tracing::Instrument as _;
 
 use crate::projection::{self, ProjectionError, Report};
-use crate::store::Container;
+use crate::store::{metrics, Container};
 use crate::AppState;
 
 mod decode;
@@ -195,8 +195,12 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
         ChangeFeed::Posts => Container::Posts,
         ChangeFeed::Users => Container::Users,
     };
-    let result: Result<Report, ProjectionError> =
-        projection::project(&*state.store, container, &batch.documents).await;
+    let result: Result<Report, ProjectionError> = metrics::projecting(projection::project(
+        &*state.store,
+        container,
+        &batch.documents,
+    ))
+    .await;
     match result {
         Ok(report) => {
             projection::recheck_later(state.store.clone(), report.deferred.clone());

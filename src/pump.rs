@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::projection::{self, INCREMENT_GRACE};
-use crate::store::{ChangeNotifier, Container, Store, StoreResult};
+use crate::store::{metrics, ChangeNotifier, Container, Store, StoreResult};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
@@ -245,24 +245,31 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
         let due = rechecks.take_due();
         if !due.is_empty() {
             let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
-            match projection::project(&*store, c, &docs).await {
-                Ok(report) => rechecks.defer(report.deferred),
-                Err(e) => {
-                    tracing::warn!(container = c.name(), error = %e, "counter recheck failed; it will be retried");
-                    rechecks.defer(due);
+            metrics::projecting(async {
+                match projection::project(&*store, c, &docs).await {
+                    Ok(report) => rechecks.defer(report.deferred),
+                    Err(e) => {
+                        tracing::warn!(container = c.name(), error = %e, "counter recheck failed; it will be retried");
+                        rechecks.defer(due);
+                    }
                 }
-            }
-            if let Some(cp) = &continuation {
-                if let Err(e) = save_checkpoint(&*store, c, cp, &rechecks).await {
-                    tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
+                if let Some(cp) = &continuation {
+                    if let Err(e) = save_checkpoint(&*store, c, cp, &rechecks).await {
+                        tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
+                    }
                 }
-            }
+            })
+            .await;
         }
         if let Some(w) = &mut wake {
             // Seen before reading: a commit from here on wakes the wait below.
             w.borrow_and_update();
         }
-        let page = match store.changes(c, continuation.as_deref(), BATCH).await {
+        // An idle poll (nothing new) is the pump's own cost, not a change's: only a read that
+        // brings changes is charged to the projections.
+        let (read, read_usage) =
+            metrics::scope(store.changes(c, continuation.as_deref(), BATCH)).await;
+        let page = match read {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "change feed read failed; retrying");
@@ -280,7 +287,8 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
             }
             continue;
         }
-        match projection::project(&*store, c, &page.items).await {
+        metrics::charge_projections(read_usage);
+        match metrics::projecting(projection::project(&*store, c, &page.items)).await {
             Ok(report) => {
                 rechecks.defer(report.deferred);
                 tracing::debug!(
@@ -289,7 +297,8 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
                     writes = report.writes,
                     "batch projected"
                 );
-                if let Err(e) = save_checkpoint(&*store, c, &page.continuation, &rechecks).await {
+                let saved = save_checkpoint(&*store, c, &page.continuation, &rechecks);
+                if let Err(e) = metrics::projecting(saved).await {
                     // The batch is applied; replaying it after a restart is harmless.
                     tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
                 }

@@ -46,6 +46,7 @@ mod args;
 mod dataset;
 mod lag;
 mod measure;
+mod price;
 mod report;
 mod rows;
 mod runner;
@@ -258,6 +259,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             phases.done("lag under load");
             Ok(l)
         };
+        let prices_under_load = bench.prices_under_load().await?;
+        phases.done("prices under load");
         let throughput = bench.throughput().await?;
         phases.done("throughput");
         let feed_snapshot = bench.feed_snapshot(&q6).await?;
@@ -268,6 +271,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             rows,
             lag,
             lag_under_load,
+            prices_under_load,
             throughput,
             feed_snapshot,
         ))
@@ -280,6 +284,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         rows,
         change_feed_lag,
         change_feed_lag_under_load,
+        prices_under_load,
         throughput,
         feed_snapshot,
     ) = measured?;
@@ -327,6 +332,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         change_feed_lag,
         change_feed_lag_under_load,
         change_feed_lag_under_load_skipped,
+        prices_under_load,
         throughput,
         feed_snapshot,
         versus,

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::dataset::{DatasetSummary, Verification};
 use crate::measure::{Spread, Stats};
+use crate::price::{ChangeFeedPrice, PriceUnderLoad};
 use crate::snapshot::FeedSnapshot;
 use crate::versus::Versus;
 
@@ -27,6 +28,8 @@ pub struct Report {
     /// `None` where the run skips it (the emulated store), with the reason in the next field.
     pub change_feed_lag_under_load: Option<LagUnderLoad>,
     pub change_feed_lag_under_load_skipped: Option<String>,
+    /// C3 and C4 under the hot-post load: request and change-feed work per command.
+    pub prices_under_load: Vec<PriceUnderLoad>,
     pub throughput: Vec<Throughput>,
     pub feed_snapshot: FeedSnapshot,
     /// The product against a bare axum server, as processes; `None` when a binary is missing.
@@ -95,6 +98,8 @@ pub struct Row {
     /// set off (V1 writes trigger the product's projections too: they land in `posts`).
     pub v1_settle_seconds: Option<f64>,
     pub v3_settle_seconds: Option<f64>,
+    /// Writes only: the change-feed work V3's requests set off, per request (one at a time).
+    pub change_feed: Option<ChangeFeedPrice>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -235,6 +240,7 @@ pub fn markdown(r: &Report) -> String {
             settled.join("; ")
         );
     }
+    out.push_str(&full_price_markdown(r));
     let lag = &r.change_feed_lag;
     let _ = writeln!(
         out,
@@ -363,5 +369,61 @@ fn versus_markdown(v: &Versus) -> String {
         h.bare_peak_rss_mib,
         h.peak_rss_mib / h.bare_peak_rss_mib
     );
+    out
+}
+
+/// The full price of each write: its request's store operations plus the change-feed work it
+/// set off, one at a time and (C3, C4) under the hot-post load.
+fn full_price_markdown(r: &Report) -> String {
+    let mut out = String::from(
+        "\nThe full price of each write (store operations per command: the request, then the \
+         change-feed work it set off; RU where the store reports them):\n\n\
+         | | request ops | change-feed ops | total | request RU | change-feed RU \
+         | under load: request ops | change-feed ops | total |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    let ru = |x: Option<f64>| x.map_or_else(|| "—".to_string(), |v| format!("{v:.2}"));
+    for row in &r.rows {
+        let Some(cf) = &row.change_feed else { continue };
+        let load = r
+            .prices_under_load
+            .iter()
+            .find(|p| p.request == row.request);
+        let under_load = load.map_or_else(
+            || "— | — | —".to_string(),
+            |p| {
+                format!(
+                    "{:.2} | {:.2} | {:.2}",
+                    p.request_operations_per_command,
+                    p.change_feed.operations_per_command,
+                    p.request_operations_per_command + p.change_feed.operations_per_command
+                )
+            },
+        );
+        let _ = writeln!(
+            out,
+            "| **[{}]** | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            row.request,
+            row.v3.operations.mean,
+            cf.operations_per_command,
+            row.v3.operations.mean + cf.operations_per_command,
+            ru(row.v3.request_charge.map(|s| s.mean)),
+            ru(cf.request_charge_per_command),
+            under_load
+        );
+    }
+    if let Some(p) = r.prices_under_load.first() {
+        let _ = writeln!(
+            out,
+            "\nUnder load: {} clients writing to one post for {:.0} s each ({}).",
+            p.clients,
+            p.seconds,
+            r.prices_under_load
+                .iter()
+                .map(|p| format!("{} {:.0}/s", p.request, p.commands_per_second))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     out
 }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blog::store::Store;
+use blog::store::{metrics, Store};
 use indicatif::ProgressBar;
 use rand::seq::IndexedRandom;
 use rand_pcg::Pcg64;
@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::args::Args;
 use crate::dataset::{self, bar, Dataset, UserRef};
 use crate::measure::{self, measured, stats, Client, Req, Sample, Stats};
+use crate::price::ChangeFeedPrice;
 use crate::report::{Latency, Row};
 
 /// How long to wait for the change-feed pump before giving up.
@@ -135,12 +136,14 @@ impl Bench {
         // that its work is not charged to the other (and note how long it took).
         let writes = reqs[0].method != reqwest::Method::GET;
         let pb = bar(2 * self.n() as u64, request);
+        let before = metrics::projections();
         let (v3, v3_answers) = self.v3_row(&pb, &reqs).await?;
         let v3_settle = if writes {
             Some(self.settle().await?)
         } else {
             None
         };
+        let change_feed = writes.then(|| ChangeFeedPrice::since(before, reqs.len()));
         let (v1, v1_answers) = v1_row(&pb, self.args.warmup, self.args.samples, v1).await?;
         let v1_settle = if writes {
             Some(self.settle().await?)
@@ -163,6 +166,7 @@ impl Bench {
             v3,
             v1_settle_seconds: v1_settle,
             v3_settle_seconds: v3_settle,
+            change_feed,
         };
         Ok((row, v1_answers, v3_answers))
     }
@@ -176,8 +180,10 @@ impl Bench {
         reqs: Vec<Req>,
     ) -> anyhow::Result<Row> {
         let pb = bar(self.n() as u64, request);
+        let before = metrics::projections();
         let (v3, _) = self.v3_row(&pb, &reqs).await?;
         let settle = self.settle().await?;
+        let change_feed = Some(ChangeFeedPrice::since(before, reqs.len()));
         pb.finish_and_clear();
         eprintln!(
             "bench: [{request}] V3 p50 {:.2} ms, {:.1} ops; the change feed settled in {settle:.1} s",
@@ -191,6 +197,7 @@ impl Bench {
             v3,
             v1_settle_seconds: None,
             v3_settle_seconds: Some(settle),
+            change_feed,
         })
     }
 

@@ -88,6 +88,49 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     assert_eq!(load["hotClients"], 2);
     assert_eq!(report["throughput"].as_array().unwrap().len(), 4);
 
+    // The full price: every write row says what change-feed work its requests set off, and the
+    // writes whose projections do work (a post's copies, a comment's and a like's counters)
+    // report some; C3 and C4 are also priced under the hot-post load.
+    for r in rows
+        .iter()
+        .filter(|r| !r["request"].as_str().unwrap().starts_with('Q'))
+    {
+        let cf = &r["changeFeed"];
+        assert_eq!(cf["commands"], 4, "{r}");
+        assert!(cf["operationsPerCommand"].as_f64().unwrap() >= 0.0, "{r}");
+    }
+    for q in rows
+        .iter()
+        .filter(|r| r["request"].as_str().unwrap().starts_with('Q'))
+    {
+        assert!(q["changeFeed"].is_null(), "{q}");
+    }
+    for w in ["C2", "C3", "C4"] {
+        let r = rows.iter().find(|r| r["request"] == w).unwrap();
+        assert!(
+            r["changeFeed"]["operationsPerCommand"].as_f64().unwrap() >= 1.0,
+            "{r}"
+        );
+    }
+    let prices = report["pricesUnderLoad"]
+        .as_array()
+        .expect("prices under load");
+    assert_eq!(prices.len(), 2, "{prices:?}");
+    for (p, name) in prices.iter().zip(["C3", "C4"]) {
+        assert_eq!(p["request"], name, "{p}");
+        assert_eq!(p["clients"], 2, "{p}");
+        assert!(p["changeFeed"]["commands"].as_u64().unwrap() >= 1, "{p}");
+        assert!(
+            p["requestOperationsPerCommand"].as_f64().unwrap() >= 1.0,
+            "{p}"
+        );
+        assert!(
+            p["changeFeed"]["operationsPerCommand"].as_f64().unwrap() > 0.0,
+            "{p}"
+        );
+    }
+    assert!(table.contains("The full price of each write"), "{table}");
+
     // Without the snapshot (the rows), every feed read is a query; with it, the reads made at
     // most as many queries as there were reads.
     let f = &report["feedSnapshot"];

@@ -27,7 +27,7 @@ pub use apply::apply;
 pub use plan::{plan_posts, posts_needs, FeedEntry, PostsFacts, Write, INCREMENT_GRACE};
 
 use crate::domain::Kind;
-use crate::store::{Container, Query, Store, StoreError};
+use crate::store::{metrics, Container, Query, Store, StoreError};
 
 /// A batch that could not be applied in full.
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +86,7 @@ pub fn recheck_later(store: Arc<dyn Store>, posts: Vec<String>) {
             // Released before the look, so a batch deferring a post meanwhile is not lost.
             release(&posts);
             let docs: Vec<Value> = posts.iter().map(|p| recheck(p)).collect();
-            match project(&*store, Container::Posts, &docs).await {
+            match metrics::projecting(project(&*store, Container::Posts, &docs)).await {
                 Ok(report) => posts = claim(report.deferred),
                 Err(e) if failures < 5 => {
                     failures += 1;
