@@ -43,6 +43,7 @@
 //!   store reports none, shown as "—".
 
 mod args;
+mod chart;
 mod dataset;
 mod lag;
 mod measure;
@@ -345,6 +346,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
         eprintln!("bench: report written to {}", path.display());
+        let svg = path.with_extension("svg");
+        chart::write(&report, &svg)?;
+        eprintln!("bench: chart written to {}", svg.display());
     }
     eprintln!("bench: done in {:.1} s", report.total_seconds);
     Ok(())

@@ -19,8 +19,19 @@ fn run_bench(args: &[&str]) -> (Value, String) {
         .expect("the bench starts");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed: {stderr}");
-    let report =
+    let report: Value =
         serde_json::from_slice(&std::fs::read(&json).expect("a JSON report")).expect("JSON");
+    // The chart beside the report: an SVG with a band per row.
+    let svg =
+        std::fs::read_to_string(json.with_extension("svg")).expect("a chart beside the report");
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    for row in report["rows"].as_array().expect("rows") {
+        let name = row["request"].as_str().unwrap();
+        assert!(
+            svg.contains(&format!("\n{name}\n</text>")),
+            "no {name} in the chart"
+        );
+    }
     (report, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
