@@ -12,7 +12,8 @@ Usage: python3 .ci/front_door.py serve   # only the serving commands
        python3 .ci/front_door.py rest    # only the others (e.g. `cargo test`)
        python3 .ci/front_door.py         # all of them, in the README's order
 
-Nothing here names the commands: change the README and this runs the new ones.
+Nothing here names the commands: change the README and this runs the new ones. The Markdown is
+read by `mdshell.py`, as `.ci/docs_check.py` reads it.
 """
 
 from __future__ import annotations
@@ -27,32 +28,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from mdshell import commands, first_shell_block
+
 ROOT = Path(__file__).resolve().parent.parent
 # A first build of the release binary on a fresh 2-core machine takes minutes.
 SERVE_START_LIMIT_S = 1200
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-
-
-def first_shell_block(markdown: str) -> list[str]:
-    """The lines of the first fenced block marked sh, bash, shell or console."""
-    match = re.search(r"^```(?:sh|bash|shell|console)\s*\n(.*?)^```", markdown, re.S | re.M)
-    if not match:
-        raise SystemExit("README.md has no shell block")
-    return match.group(1).splitlines()
-
-
-def commands(block: list[str]) -> list[tuple[str, str]]:
-    """(command, its comment) per line that has a command; comment-only lines extend the
-    previous command's comment."""
-    out: list[tuple[str, str]] = []
-    for line in block:
-        code, _, comment = line.partition("#")
-        code = code.strip().removeprefix("$ ").strip()
-        if code:
-            out.append((code, comment.strip()))
-        elif out and comment:
-            out[-1] = (out[-1][0], out[-1][1] + " " + comment.strip())
-    return out
 
 
 def serves(command: str) -> bool:

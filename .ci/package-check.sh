@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packaging check (README, "Run under the Functions host"): run scripts/package.sh, then check
+# Packaging check (docs/functions-host.md): run scripts/package.sh, then check
 # what it produced:
 #   1. dist/app/host.json is the repository's host.json;
 #   2. dist/app/<FunctionName>/function.json exists, identical, for every functions/<FunctionName>/,

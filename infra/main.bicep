@@ -4,7 +4,7 @@
 //
 //   az deployment group create -g <rg> -f infra/main.bicep -p infra/main.parameters.json
 //
-// How to deploy: README.md, "Deploy to Azure".
+// How to deploy: docs/deploy.md.
 
 targetScope = 'resourceGroup'
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Assemble the deployable Functions app in dist/app/ (README, "Run under the Functions host"):
+# Assemble the deployable Functions app in dist/app/ (docs/functions-host.md):
 #
 #   dist/app/host.json
 #   dist/app/<FunctionName>/function.json   one folder per functions/<FunctionName>/

@@ -1,5 +1,5 @@
 //! Domain types: validated inputs (`parse` or a clear error) and the item shapes documented in
-//! the README's "The API" section.
+//! `docs/api.md`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -9,7 +9,7 @@
 //! - [`store`]: the Cosmos-shaped [`store::Store`] trait, its embedded SQLite implementation and
 //!   the per-request accounting behind `x-store-operations` / `x-request-charge`.
 //! - [`auth`]: who is calling (`BLOG_AUTH`): bearer tokens, Easy Auth, the `Caller` of a write.
-//! - [`api`]: the HTTP routes (README, "The API"); [`error`]: the one error type (problem+json).
+//! - [`api`]: the HTTP routes (`docs/api.md`); [`error`]: the one error type (problem+json).
 //! - [`projection`]: the change-feed denormalizations (copies, names, counters) and what a
 //!   deletion implies, planned as pure functions and applied through the store; [`pump`]: the
 //!   in-process change-feed follower that drives them standalone; [`functions`]: the same projections invoked by the Functions host's

@@ -132,7 +132,7 @@ async fn open_store(kind: StoreArg) -> anyhow::Result<(Arc<dyn Store>, Option<Sc
         StoreArg::Cosmos => {
             let mut settings = Settings::from_env()?;
             if settings.cosmos.connection.is_none() {
-                bail!("--store cosmos needs `COSMOS` or `COSMOS__accountEndpoint` (see the README, section Performance)");
+                bail!("--store cosmos needs `COSMOS` or `COSMOS__accountEndpoint` (see docs/performance.md)");
             }
             settings.store = StoreKind::Cosmos;
             Ok((blog::startup::open_store(&settings).await?, None))
@@ -140,7 +140,7 @@ async fn open_store(kind: StoreArg) -> anyhow::Result<(Arc<dyn Store>, Option<Sc
         // The product's Cosmos store over a client on the SDK's in-memory emulator (a fresh
         // account in this process; the store creates its database and containers on first use),
         // as the Cosmos store tests build it. Its request charges come from the emulator's RU
-        // model (see the README, section Performance). Throttling is off, as by default.
+        // model (see docs/performance.md). Throttling is off, as by default.
         #[cfg(feature = "emulator")]
         StoreArg::Emulated => {
             use azure_data_cosmos::options::Region;

@@ -1,4 +1,4 @@
-//! The HTTP API under `/api` (the README's API section), plus the readiness answer and the browser
+//! The HTTP API under `/api` (`docs/api.md`), plus the readiness answer and the browser
 //! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
 mod comments;

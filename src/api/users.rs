@@ -42,7 +42,6 @@ pub struct UserBody {
                 ("GetUser" = (operation_id = "get_user", parameters(("userId" = "$response.body#/id")))),
                 ("RenameUser" = (operation_id = "rename_user", parameters(("userId" = "$response.body#/id")))),
                 ("ListUserPosts" = (operation_id = "list_user_posts", parameters(("userId" = "$response.body#/id")))),
-                ("CreatePost" = (operation_id = "create_post", request_body = json!({"userId": "$response.body#/id", "title": "Hello", "content": "My first post"}))),
                 ("DeleteUser" = (operation_id = "delete_user", parameters(("userId" = "$response.body#/id")))),
             )),
         (status = 409, description = "The signed-in caller already has a user (`detail` names its id)", body = Problem, content_type = "application/problem+json"),

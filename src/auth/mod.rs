@@ -320,7 +320,7 @@ pub fn announce(settings: &AuthSettings, addr: std::net::SocketAddr) {
         AuthMode::EasyAuth if settings.platform_auth_off => tracing::error!(
             "BLOG_AUTH=easyauth but App Service authentication is off (WEBSITE_AUTH_ENABLED is \
              not true): client-sent identity headers are not stripped, so none is trusted and \
-             every write answers 401. Turn authentication on (see the README's Identity section)."
+             every write answers 401. Turn authentication on (see docs/identity.md)."
         ),
         AuthMode::EasyAuth if easyauth::forgeable(settings) => tracing::error!(
             "BLOG_AUTH=easyauth outside Azure (WEBSITE_SITE_NAME is not set, as under `func \

@@ -8,7 +8,7 @@
 //! The copy is written next to `PATH` first and renamed into place only once it passed SQLite's
 //! integrity check, so `PATH` is either absent or a complete database. It is a single file in
 //! rollback-journal mode (no `-wal` to carry along); the store switches it back to WAL when it
-//! opens it. How to restore it is in the README ("Operations").
+//! opens it. How to restore it is in `docs/operations.md`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Operations commands of the `handler` binary (the README's "Operations" section):
+//! Operations commands of the `handler` binary (`docs/operations.md`):
 //!
 //! - `handler verify [--repair]`: check every derived copy against the source of truth
 //!   ([`verify`], from [`expected`]); with `--repair`, mend it through the projections
@@ -206,7 +206,7 @@ async fn run_backup(settings: &Settings, path: PathBuf) -> ExitCode {
     if settings.store == StoreKind::Cosmos {
         eprintln!(
             "backup: the Cosmos DB store is backed up by Cosmos DB itself (the account's backup \
-             policy); see the README, \"Operations\""
+             policy); see docs/operations.md"
         );
         return ExitCode::from(CANNOT_RUN);
     }

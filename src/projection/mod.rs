@@ -1,5 +1,5 @@
-//! Change-feed projections: the article's V2/V3 denormalizations (see "How projections work" in
-//! the README).
+//! Change-feed projections: the article's V2/V3 denormalizations (see "How it works" in
+//! `docs/ARCHITECTURE.md`).
 //!
 //! Each change is treated as a *notification*: the projection re-reads the source of truth (the
 //! post, the author, the counts, the feed) and writes what follows from it. A repeated or stale

@@ -1,4 +1,4 @@
-//! The HTTP API as a client sees it (the README's "The API" section, and the change-feed copies
+//! The HTTP API as a client sees it (`docs/api.md`, and the change-feed copies
 //! docs/ARCHITECTURE.md describes), written once and instantiated per
 //! store with `api_suite!(path::to::fixture_fn);` inside a module named after the store.
 

@@ -1,4 +1,4 @@
-//! Deletes as a client sees them (the README's "Deletes"): each visible at once, each converging
+//! Deletes as a client sees them (`docs/api.md`, "Deletes"): each visible at once, each converging
 //! once the change feed has carried it, races with new comments and likes included. Written once
 //! and instantiated per store with `deletes_suite!(path::to::fixture_fn);`.
 

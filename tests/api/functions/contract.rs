@@ -1,5 +1,5 @@
 //! The Functions app definition (`host.json`, `functions/*/function.json`) against the protocol
-//! the README's "Run under the Functions host" section describes, and against the router: an HTTP
+//! `docs/functions-host.md` describes, and against the router: an HTTP
 //! function without a route, a route without a function, or a trigger the handler does not
 //! answer fails here.
 

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A client generated from the served OpenAPI document, as docs/api.md ("Use it from a client")
+# tells a reader to generate one, with the generator's own validation on:
+#   1. validates the kept document (docs/openapi.json, the one a deployment with a token serves);
+#   2. starts a release `handler` on 127.0.0.1 (embedded store in a temporary directory,
+#      BLOG_AUTH=none) and generates a TypeScript client from the document it serves at
+#      /api/openapi.json, into target/openapi-client/ (nothing is written to the repository root:
+#      the generator runs from a temporary directory).
+# A document OpenAPI Generator refuses fails this, as it would fail a reader.
+#
+# Run from anywhere: bash .ci/openapi-client.sh
+# The generator (OpenAPI Generator, from PyPI's openapi-generator-cli, which carries its jar) goes
+# into a throw-away venv; it is a Java program, so a Java runtime is installed with apt-get when
+# `java` is missing. HANDLER=<path> tests an already built handler.
+set -euo pipefail
+
+GENERATOR_VERSION=7.26.0
+
+PYTHON=${PYTHON:-python3}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/openapi-client.XXXXXX")
+HANDLER_PID=
+cleanup() {
+  if [ -n "$HANDLER_PID" ]; then kill "$HANDLER_PID" 2>/dev/null || true; wait "$HANDLER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "openapi-client: no Java runtime; installing default-jre-headless" >&2
+    apt-get install -y -q default-jre-headless >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q default-jre-headless >/dev/null; }
+  else
+    echo "openapi-client: OpenAPI Generator needs a Java runtime (java on PATH)" >&2
+    exit 1
+  fi
+fi
+
+VENV=$WORK/venv
+if ! "$PYTHON" -m venv "$VENV" 2>"$WORK/venv.err"; then
+  # Debian's system Python ships venv/ensurepip in a separate package.
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -q python3-venv >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+  else
+    cat "$WORK/venv.err" >&2
+    exit 1
+  fi
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "openapi-generator-cli==$GENERATOR_VERSION"
+GENERATOR="$VENV/bin/openapi-generator-cli"
+
+if [ -z "${HANDLER:-}" ]; then
+  cargo build --release --bin handler
+  HANDLER="${CARGO_TARGET_DIR:-$ROOT/target}/release/handler"
+fi
+HANDLER=$(cd "$(dirname "$HANDLER")" && pwd)/$(basename "$HANDLER")
+
+# 1. The kept document.
+(cd "$WORK" && "$GENERATOR" validate -i "$ROOT/docs/openapi.json")
+
+# 2. The served one, through a generation with validation on (the default).
+PORT=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BASE="http://127.0.0.1:$PORT"
+env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
+  PORT="$PORT" BLOG_BIND=127.0.0.1 BLOG_STORE=embedded BLOG_DB_PATH="$WORK/data/blog.db" \
+  BLOG_AUTH=none RUST_LOG=warn "$HANDLER" >"$WORK/handler.log" 2>&1 &
+HANDLER_PID=$!
+for _ in $(seq 1 300); do
+  curl -sf -o "$WORK/openapi.json" "$BASE/api/openapi.json" && break
+  kill -0 "$HANDLER_PID" 2>/dev/null || { echo "openapi-client: the handler exited:" >&2; cat "$WORK/handler.log" >&2; exit 1; }
+  sleep 0.2
+done
+[ -s "$WORK/openapi.json" ] || { echo "openapi-client: $BASE/api/openapi.json did not answer" >&2; exit 1; }
+
+OUT="${CARGO_TARGET_DIR:-$ROOT/target}/openapi-client"
+rm -rf "$OUT"
+(cd "$WORK" && "$GENERATOR" generate -i "$BASE/api/openapi.json" -g typescript-fetch -o "$OUT" >"$WORK/generate.log" 2>&1) || {
+  cat "$WORK/generate.log" >&2
+  echo "openapi-client: OpenAPI Generator refused the served document" >&2
+  exit 1
+}
+# The client has a method per operation: spot-check two of them by name.
+for method in createPost listComments; do
+  grep -rq "async $method(" "$OUT/apis" || { echo "openapi-client: the client has no $method()" >&2; exit 1; }
+done
+echo "openapi-client: OK ($(find "$OUT" -name '*.ts' | wc -l) TypeScript files in ${OUT#"$ROOT"/})"
