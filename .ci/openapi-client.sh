@@ -9,15 +9,12 @@
 # A document OpenAPI Generator refuses fails this, as it would fail a reader.
 #
 # Run from anywhere: bash .ci/openapi-client.sh
-# The generator (OpenAPI Generator, from PyPI's openapi-generator-cli, which carries its jar) goes
-# into a throw-away venv; it is a Java program, so a Java runtime is installed with apt-get when
-# `java` is missing. HANDLER=<path> tests an already built handler.
+# The generator (.ci/requirements/openapi-client.txt) lives in a venv under target/ci-venvs/; it
+# is a Java program, so a Java runtime is installed (Debian's) when `java` is missing.
+# HANDLER=<path> tests an already built handler.
 set -euo pipefail
-
-GENERATOR_VERSION=7.26.0
-
-PYTHON=${PYTHON:-python3}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROOT=$CI_ROOT
 cd "$ROOT"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/openapi-client.XXXXXX")
@@ -28,29 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! command -v java >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "openapi-client: no Java runtime; installing default-jre-headless" >&2
-    apt-get install -y -q default-jre-headless >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q default-jre-headless >/dev/null; }
-  else
-    echo "openapi-client: OpenAPI Generator needs a Java runtime (java on PATH)" >&2
-    exit 1
-  fi
-fi
-
-VENV=$WORK/venv
-if ! "$PYTHON" -m venv "$VENV" 2>"$WORK/venv.err"; then
-  # Debian's system Python ships venv/ensurepip in a separate package.
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get install -y -q python3-venv >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
-    rm -rf "$VENV"
-    "$PYTHON" -m venv "$VENV"
-  else
-    cat "$WORK/venv.err" >&2
-    exit 1
-  fi
-fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "openapi-generator-cli==$GENERATOR_VERSION"
+command -v java >/dev/null 2>&1 || ci_apt_install default-jre-headless
+VENV=$(ci_venv openapi-client)
 GENERATOR="$VENV/bin/openapi-generator-cli"
 
 if [ -z "${HANDLER:-}" ]; then
@@ -63,7 +39,7 @@ HANDLER=$(cd "$(dirname "$HANDLER")" && pwd)/$(basename "$HANDLER")
 (cd "$WORK" && "$GENERATOR" validate -i "$ROOT/docs/openapi.json")
 
 # 2. The served one, through a generation with validation on (the default).
-PORT=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 BASE="http://127.0.0.1:$PORT"
 env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
   PORT="$PORT" BLOG_BIND=127.0.0.1 BLOG_STORE=embedded BLOG_DB_PATH="$WORK/data/blog.db" \
