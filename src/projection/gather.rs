@@ -182,19 +182,50 @@ struct UsersRead {
     deleted: HashSet<String>,
 }
 
+impl UsersRead {
+    fn note(&mut self, user: &Value) {
+        let Some(id) = str_field(user, "id") else {
+            return;
+        };
+        if is_deleted(user) {
+            self.deleted.insert(id.to_string());
+        } else if let Some(name) = str_field(user, "username") {
+            self.usernames.insert(id.to_string(), name.to_string());
+        }
+    }
+}
+
 async fn read_users(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<UsersRead> {
     let mut out = UsersRead::default();
-    for user in &needs.users {
+    if let [user] = needs.users.iter().collect::<Vec<_>>()[..] {
         if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
-            if is_deleted(&v) {
-                out.deleted.insert(user.clone());
-            } else if let Some(name) = str_field(&v, "username") {
-                out.usernames.insert(user.clone(), name.to_string());
+            out.note(&v);
+        }
+        return Ok(out);
+    }
+    // Several authors (a busy post's batch has many): one query for all of them rather than a
+    // read each, so the price of a batch does not grow with its number of authors. Paged by
+    // the store's page size, a page per `AUTHORS_PAGE` authors.
+    let users: Vec<String> = needs.users.iter().cloned().collect();
+    for chunk in users.chunks(AUTHORS_PAGE) {
+        let mut q = Query::cross_partition()
+            .of_kind(Kind::User)
+            .any_of("userId", chunk.iter().cloned())
+            .limit(chunk.len() as u32);
+        loop {
+            let page = retry(|| store.query(Container::Users, &q)).await?;
+            page.items.iter().for_each(|v| out.note(v));
+            match page.continuation {
+                Some(t) => q.continuation = Some(t),
+                None => break,
             }
         }
     }
     Ok(out)
 }
+
+/// Authors read by one query of [`read_users`].
+const AUTHORS_PAGE: usize = 100;
 
 /// The feed's entries, newest first, when a post changed.
 async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<Vec<FeedEntry>> {

@@ -12,6 +12,8 @@ pub enum Cmp {
     /// Unlike `Ne`, it matches items without the property: in Cosmos DB a comparison with a
     /// missing property is undefined, which no filter matches.
     NotTrue,
+    /// The property equals one of the filter's values (a JSON array of them).
+    In,
 }
 
 /// `c.<field> <cmp> <value>`; fields are top-level property names.
@@ -33,7 +35,8 @@ pub enum Order {
 pub enum Scope {
     /// One partition: the only kind the request path uses.
     Partition(String),
-    /// Every partition: only the username fan-out in the change feed uses this.
+    /// Every partition: only the change feed's work uses this (the username fan-out, and the
+    /// names of a batch's authors, read at once).
     CrossPartition,
 }
 
@@ -83,6 +86,16 @@ impl Query {
             field: field.into(),
             cmp: Cmp::Ne,
             value: value.into(),
+        });
+        self
+    }
+
+    /// `c.<field>` is one of `values`.
+    pub fn any_of(mut self, field: &str, values: impl IntoIterator<Item = String>) -> Self {
+        self.filters.push(Filter {
+            field: field.into(),
+            cmp: Cmp::In,
+            value: Value::Array(values.into_iter().map(Value::String).collect()),
         });
         self
     }

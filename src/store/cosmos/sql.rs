@@ -66,6 +66,7 @@ fn filtered(head: &str, q: &Query) -> StoreResult<Sql> {
         match f.cmp {
             Cmp::Eq => text.push_str(&format!("{prop} = {name}")),
             Cmp::Ne => text.push_str(&format!("{prop} != {name}")),
+            Cmp::In => text.push_str(&format!("ARRAY_CONTAINS({name}, {prop})")),
             // `c.x != true` would drop items without `x` (undefined compares as undefined).
             Cmp::NotTrue => {
                 text.push_str(&format!("(NOT IS_DEFINED({prop}) OR {prop} != true)"));

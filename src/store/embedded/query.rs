@@ -77,15 +77,26 @@ pub(super) fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<
             continue;
         }
         // The properties with a column of their own (string-valued, '' when missing) use it.
-        let column = match (f.field.as_str(), f.value.is_string()) {
+        let string_valued = match &f.value {
+            Value::Array(values) => values.iter().all(Value::is_string),
+            v => v.is_string(),
+        };
+        let column = match (f.field.as_str(), string_valued) {
             ("type", true) => "type".to_string(),
             ("creationDate", true) => "creation_date".to_string(),
             ("userId", true) => "user_id".to_string(),
             (other, _) => format!("json_extract(body, '$.{other}')"),
         };
+        if f.cmp == Cmp::In {
+            sql.push_str(&format!(
+                " AND {column} IN (SELECT value FROM json_each(?))"
+            ));
+            args.push(SqlValue::Text(f.value.to_string()));
+            continue;
+        }
         let op = match f.cmp {
             Cmp::Eq => "=",
-            Cmp::Ne | Cmp::NotTrue => "!=",
+            Cmp::Ne | Cmp::NotTrue | Cmp::In => "!=",
         };
         if f.value.is_null() {
             // Cosmos compares with null like any value; SQL needs IS / IS NOT.
@@ -117,11 +128,19 @@ pub(super) fn run_query(conn: &Connection, c: Container, q: &Query) -> StoreResu
     }
     let limit = q.limit.max(1);
     // Without statistics SQLite scans the container by primary key rather than use this index;
-    // the only cross-partition query (the rename fan-out, by author) names it.
+    // the cross-partition queries (the rename fan-out, a batch's authors: by user) name it.
     let by_user = q.scope == Scope::CrossPartition
-        && q.filters
-            .iter()
-            .any(|f| f.field == "userId" && f.cmp == Cmp::Eq && f.value.is_string());
+        && q.filters.iter().any(|f| {
+            f.field == "userId"
+                && match f.cmp {
+                    Cmp::Eq => f.value.is_string(),
+                    Cmp::In => f
+                        .value
+                        .as_array()
+                        .is_some_and(|v| v.iter().all(Value::is_string)),
+                    Cmp::Ne | Cmp::NotTrue => false,
+                }
+        });
     let index = if by_user {
         "INDEXED BY items_by_user"
     } else {
