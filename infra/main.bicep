@@ -41,17 +41,10 @@ param baseName string = 'blog'
 ])
 param instanceMemoryMB int = 2048
 
-@description('Flex Consumption maximum instance count.')
-@minValue(40)
+@description('Flex Consumption maximum instance count of each per-function scale group (the HTTP functions, and each change-feed trigger on its own).')
+@minValue(1)
 @maxValue(1000)
-param maximumInstanceCount int = 40
-
-@description('FlexConsumption (default). ElasticPremium is the fallback for a region whose Flex Consumption offer lacks the custom handler runtime.')
-@allowed([
-  'FlexConsumption'
-  'ElasticPremium'
-])
-param hostingPlan string = 'FlexConsumption'
+param maximumInstanceCount int = 100
 
 @description('Cosmos DB capacity: serverless (default, pay per request) or autoscale (provisioned throughput shared by the database containers).')
 @allowed([
@@ -110,7 +103,6 @@ module resources 'resources.bicep' = {
     principalId: principalId
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
-    hostingPlan: hostingPlan
     cosmosThroughputMode: cosmosThroughputMode
     autoscaleMaxThroughput: autoscaleMaxThroughput
     cosmosBackupMode: cosmosBackupMode

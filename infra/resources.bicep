@@ -22,13 +22,6 @@ param resourceToken string
 @description('Service name azd deploys the Function App package as (its azd-service-name tag; azure.yaml names the same service).')
 param serviceName string = 'api'
 
-@description('FlexConsumption (default). ElasticPremium is the fallback for a region whose Flex Consumption offer lacks the custom handler runtime.')
-@allowed([
-  'FlexConsumption'
-  'ElasticPremium'
-])
-param hostingPlan string = 'FlexConsumption'
-
 @description('Flex Consumption instance memory size in MB.')
 @allowed([
   512
@@ -37,10 +30,10 @@ param hostingPlan string = 'FlexConsumption'
 ])
 param instanceMemoryMB int = 2048
 
-@description('Flex Consumption maximum instance count.')
-@minValue(40)
+@description('Flex Consumption maximum instance count of each per-function scale group (the HTTP functions, and each change-feed trigger on its own).')
+@minValue(1)
 @maxValue(1000)
-param maximumInstanceCount int = 40
+param maximumInstanceCount int = 100
 
 @description('Cosmos DB capacity: serverless (default, pay per request) or autoscale (provisioned throughput shared by the database containers).')
 @allowed([
@@ -153,7 +146,6 @@ module functionApp 'modules/functionapp.bicep' = {
     tags: union(tags, {
       'azd-service-name': serviceName
     })
-    hostingPlan: hostingPlan
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
     identityId: identity.outputs.id

@@ -115,6 +115,70 @@ async fn the_hosted_app_answers_the_probe_and_takes_invocations() {
     app.deliver("UsersChangeFeed", &[]).await.assert_applied();
 }
 
+/// `enableProxyingHttpRequest`: the host passes an HTTP function's request through its reverse
+/// proxy as the client sent it (method, `/api/...` path, query, headers, body) to
+/// `127.0.0.1:<port>`, adding its own `X-Azure-Functions-*` headers and `X-Forwarded-*`; the
+/// handler's answer goes back unchanged, so it must be the API's answer, not an invocation reply.
+#[tokio::test]
+async fn a_proxied_http_request_is_served_as_the_client_sent_it() {
+    let app = spawn_hosted().await;
+    let proxied = |req: reqwest::RequestBuilder, n: u32| {
+        req.header("X-Azure-Functions-HostVersion", "4.1041.200.0")
+            .header(
+                "X-Azure-Functions-InvocationId",
+                format!("5b7c2d2e-0000-4000-8000-{n:012}"),
+            )
+            .header("X-Forwarded-For", "203.0.113.7")
+            .header("X-Forwarded-Proto", "https")
+            .header("X-Forwarded-Host", "func-blog-x.azurewebsites.net")
+    };
+
+    let user = app
+        .send(proxied(
+            app.client
+                .post(app.url("/api/users"))
+                .json(&json!({ "username": "ana" })),
+            1,
+        ))
+        .await;
+    assert_eq!(user.status, 201, "{:?}", user.body);
+    let user_id = user.body["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        user.header("location"),
+        Some(format!("/api/users/{user_id}").as_str()),
+        "a relative Location, whatever host the proxy called"
+    );
+
+    for title in ["first", "second"] {
+        let post = app
+            .send(proxied(
+                app.client
+                    .post(app.url("/api/posts"))
+                    .json(&json!({ "userId": user_id, "title": title, "content": "proxied" })),
+                2,
+            ))
+            .await;
+        assert_eq!(post.status, 201, "{:?}", post.body);
+        let post_id = post.body["id"].as_str().unwrap();
+        let doc = app.current(Container::Posts, post_id, post_id).await;
+        app.deliver("PostsChangeFeed", &[doc])
+            .await
+            .assert_applied();
+    }
+
+    // The query string reaches the handler as the client wrote it.
+    let page = app
+        .send(proxied(app.client.get(app.url("/api/feed?limit=1")), 3))
+        .await;
+    assert_eq!(page.status, 200, "{:?}", page.body);
+    assert_eq!(page.items().len(), 1, "{:?}", page.body);
+    assert_eq!(page.items()[0]["title"], "second");
+    assert!(
+        page.body.get("Outputs").is_none(),
+        "an HTTP answer, not an invocation reply"
+    );
+}
+
 /// The real `handler` binary, started as the host starts it, with its stdout and stderr kept.
 pub(super) struct Handler {
     pub(super) child: std::process::Child,
