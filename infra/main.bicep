@@ -86,7 +86,7 @@ var tags = {
 }
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 
-resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
   name: empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
   location: location
   tags: tags

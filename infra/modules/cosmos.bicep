@@ -50,7 +50,7 @@ var backupPolicy = backupMode == 'Periodic' ? {
 } : {
   type: 'Continuous'
   continuousModeProperties: {
-    tier: backupMode
+    tier: backupMode == 'Continuous30Days' ? 'Continuous30Days' : 'Continuous7Days'
   }
 }
 

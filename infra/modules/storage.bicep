@@ -30,7 +30,7 @@ var hostRoleIds = [
   storageTableDataContributorRoleId
 ]
 
-resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+resource storage 'Microsoft.Storage/storageAccounts@2024-01-01' = {
   #checkov:skip=CKV_AZURE_35:The Function App has no virtual network integration in this template, so it reaches its host storage over the public endpoint; shared keys are disabled and every request needs an Entra token with an RBAC role.
   #checkov:skip=CKV_AZURE_59:Same reason as CKV_AZURE_35: public network access is required without VNet integration/private endpoints; access is Entra-only (allowSharedKeyAccess false).
   #checkov:skip=CKV_AZURE_206:The account holds only Functions host state and the redeployable app package; locally redundant storage is enough and geo-replication would only add cost.
@@ -74,7 +74,7 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   }
 }
 
-resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2024-01-01' = {
   parent: storage
   name: 'default'
   properties: {
@@ -89,7 +89,7 @@ resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01'
   }
 }
 
-resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' = {
   parent: blobService
   name: deploymentContainerName
   properties: {
