@@ -220,9 +220,14 @@ class Checker:
             self.failures.append(failure)
 
     def check_object(self, obj: dict, node: dict, model: Model, path: tuple[str, ...], where: str, scope: dict) -> None:
+        # Bicep quotes keys that are not identifiers ('odata.type'); the definitions do not.
+        obj = {k.strip("'") if isinstance(k, str) else k: v for k, v in obj.items()}
         if model.discriminator and path == ():
             key, mapping = model.discriminator
             for kind in self.candidates(obj.get(key), scope):
+                if isinstance(kind, str) and kind not in mapping:
+                    self.fail(f"{where}.{key}", f"{kind!r} is not one of {sorted(mapping)}")
+                    return
                 sub = mapping.get(kind) if isinstance(kind, str) else None
                 if sub and sub != model.name:
                     submodel = self.model(model.module, sub)
@@ -231,7 +236,7 @@ class Checker:
         for key, value in obj.items():
             if not isinstance(key, str):
                 continue
-            key_name = key.strip("'")
+            key_name = key
             here = f"{where}.{key_name}"
             if key_name not in node:
                 if model.open and path == ():

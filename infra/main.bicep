@@ -68,6 +68,16 @@ param cosmosBackupMode string = 'Periodic'
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string = 'blog'
 
+@description('Alerts (failed executions, HTTP 5xx, Cosmos DB throttling, change-feed lag) and their action group. Off: none of them is deployed.')
+param alertsEnabled bool = false
+
+@description('E-mail address the alerts notify (only with alertsEnabled). Empty: an action group without receivers.')
+param alertEmail string = ''
+
+@description('Change-feed lag, in milliseconds, above which the lag alert fires (only with alertsEnabled).')
+@minValue(1000)
+param changeFeedLagThresholdMs int = 60000
+
 @description('Browser origins allowed to call the API from another origin (e.g. https://app.example.com); the Function App\'s platform CORS answers them. Empty: no cross-origin access.')
 param corsAllowedOrigins array = []
 
@@ -111,6 +121,9 @@ module resources 'resources.bicep' = {
     authClientId: authClientId
     authTenantId: authTenantId
     authScopes: authScopes
+    alertsEnabled: alertsEnabled
+    alertEmail: alertEmail
+    changeFeedLagThresholdMs: changeFeedLagThresholdMs
   }
 }
 

@@ -60,6 +60,16 @@ param cosmosDatabaseName string = 'blog'
 @description('Optional Microsoft Entra object id of the deploying developer, granted Cosmos DB data access (azd passes AZURE_PRINCIPAL_ID). Empty: none.')
 param principalId string = ''
 
+@description('Alerts (failed executions, HTTP 5xx, Cosmos DB throttling, change-feed lag) and their action group. Off: none of them is deployed.')
+param alertsEnabled bool = false
+
+@description('E-mail address the alerts notify (only with alertsEnabled). Empty: an action group without receivers.')
+param alertEmail string = ''
+
+@description('Change-feed lag, in milliseconds, above which the lag alert fires (only with alertsEnabled).')
+@minValue(1000)
+param changeFeedLagThresholdMs int = 60000
+
 @description('Browser origins allowed to call the API from another origin (e.g. https://app.example.com); the Function App\'s platform CORS answers them. Empty: no cross-origin access.')
 param corsAllowedOrigins array = []
 
@@ -163,6 +173,30 @@ module functionApp 'modules/functionapp.bicep' = {
   // Using the storage, monitoring and cosmos outputs orders this module after those
   // deployments, role assignments included, so the host can reach storage, Cosmos DB
   // and Application Insights with its identity as soon as it first starts.
+}
+
+module workbook 'modules/workbook.bicep' = {
+  name: 'workbook'
+  params: {
+    location: location
+    tags: tags
+    displayName: 'Blog (${baseName}-${suffix})'
+    appInsightsId: monitoring.outputs.appInsightsId
+    cosmosAccountId: cosmos.outputs.id
+  }
+}
+
+module alerts 'modules/alerts.bicep' = if (alertsEnabled) {
+  name: 'alerts'
+  params: {
+    location: location
+    tags: tags
+    baseName: '${baseName}-${suffix}'
+    appInsightsId: monitoring.outputs.appInsightsId
+    cosmosAccountId: cosmos.outputs.id
+    alertEmail: alertEmail
+    changeFeedLagThresholdMs: changeFeedLagThresholdMs
+  }
 }
 
 output functionAppName string = functionApp.outputs.name

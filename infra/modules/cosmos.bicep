@@ -267,5 +267,6 @@ resource dataContributors 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignme
 }]
 
 output accountName string = account.name
+output id string = account.id
 output endpoint string = account.properties.documentEndpoint
 output databaseName string = database.name

@@ -67,6 +67,7 @@ resource metricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' =
 }
 
 output appInsightsName string = appInsights.name
+output appInsightsId string = appInsights.id
 // The connection string only locates the component (ingestion endpoint + instrumentation
 // key); with DisableLocalAuth it cannot be used to send telemetry without an Entra token.
 output appInsightsConnectionString string = appInsights.properties.ConnectionString

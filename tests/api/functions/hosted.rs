@@ -179,6 +179,48 @@ async fn a_proxied_http_request_is_served_as_the_client_sent_it() {
     );
 }
 
+/// Seconds since the epoch, as the store stamps `_ts`.
+fn epoch_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Each applied batch says how far behind its newest change it is, in the line the host writes
+/// to the function's log, where a log query reads `lag_ms=<n>`.
+#[tokio::test]
+async fn an_applied_batch_reports_its_lag_behind_the_newest_change() {
+    let app = spawn_hosted().await;
+    let user = app.create_user("ana").await;
+    let post = app
+        .create_post(user["id"].as_str().unwrap(), "late", "two minutes behind")
+        .await;
+    let post_id = post["id"].as_str().unwrap();
+    let mut newest = app.current(Container::Posts, post_id, post_id).await;
+    let mut older = newest.clone();
+    // As the change feed would deliver a backlog: the newest change two minutes old.
+    newest["_ts"] = json!(epoch_secs() - 120);
+    older["_ts"] = json!(epoch_secs() - 600);
+
+    let applied = app.deliver("PostsChangeFeed", &[older, newest]).await;
+    applied.assert_applied();
+    let logs = applied.logs();
+    let lag: u64 = logs
+        .split("lag_ms=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no lag_ms=<n> in {logs:?}"));
+    // From the newest change, not the oldest; `_ts` has whole seconds.
+    assert!((120_000..600_000).contains(&lag), "lag_ms={lag}: {logs}");
+
+    // A batch with nothing stamped has no lag to report.
+    let empty = app.deliver("UsersChangeFeed", &[]).await;
+    empty.assert_applied();
+    assert!(!empty.logs().contains("lag_ms"), "{}", empty.logs());
+}
+
 /// The real `handler` binary, started as the host starts it, with its stdout and stderr kept.
 pub(super) struct Handler {
     pub(super) child: std::process::Child,
@@ -279,6 +321,16 @@ async fn the_binary_logs_json_lines_to_stdout_only_with_the_invocation_id() {
     let handler = Handler::start(dir.path(), Some("json"));
     handler.wait_ready(&client).await;
     invoke_twice(&handler, &client, "inv-json-0001").await;
+    // A change of a user the store does not hold, a minute old: nothing to project, still a batch.
+    let stale = json!({ "id": "u-gone", "userId": "u-gone", "type": "user", "username": "gone", "_ts": epoch_secs() - 60 });
+    let lagged = client
+        .post(format!("{}/UsersChangeFeed", handler.base))
+        .header("X-Azure-Functions-InvocationId", "inv-json-lag")
+        .json(&json!({ "Data": { "documents": [stale] }, "Metadata": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lagged.status(), StatusCode::OK);
     let (out, err) = handler.stop();
 
     // The host logs every stderr line as an error.
@@ -296,6 +348,15 @@ async fn the_binary_logs_json_lines_to_stdout_only_with_the_invocation_id() {
         in_span.iter().any(|l| l["message"] == "batch applied"),
         "{out}"
     );
+    // The lag is a field of its own, for a log query to read.
+    let lagged = lines
+        .iter()
+        .find(|l| l["span"]["invocation_id"] == "inv-json-lag" && l["message"] == "batch applied")
+        .unwrap_or_else(|| panic!("no applied batch with a lag: {out}"));
+    let lag = lagged["lag_ms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{lagged}"));
+    assert!((60_000..600_000).contains(&lag), "{lagged}");
     assert!(
         in_span.iter().any(|l| l["level"] == "ERROR"),
         "the undecodable invocation is logged: {out}"
