@@ -145,10 +145,20 @@ class Checker:
 
     @staticmethod
     def default_api_version(root: Any) -> str | None:
-        config = importlib.import_module(root.__name__ + "._configuration")
-        source = inspect.getsource(config)
-        found = re.search(r'api_version[^"\n]*"(\d{4}-\d{2}-\d{2}(?:-preview)?)"', source)
-        return found.group(1) if found else None
+        """The one API version a single-API package calls: the one its client configuration
+        names, else the one its operations send most often."""
+        folder = Path(root.__file__).parent
+        pattern = re.compile(r'"(\d{4}-\d{2}-\d{2}(?:-preview)?)"')
+        for files in (["_configuration.py"], sorted(p.name for p in (folder / "operations").glob("*.py"))):
+            seen: dict[str, int] = {}
+            for name in files:
+                path = folder / name if name == "_configuration.py" else folder / "operations" / name
+                if path.is_file():
+                    for version in pattern.findall(path.read_text()):
+                        seen[version] = seen.get(version, 0) + 1
+            if seen:
+                return max(seen, key=seen.get)
+        return None
 
     def model(self, module: Any, cls_name: str) -> Model:
         key = (module.__name__, cls_name)
@@ -174,8 +184,8 @@ class Checker:
             # values the expression can take.
             if op.get("type") == "property_accessor":
                 # `c.name` inside `[for c in containers: ...]`: each element's property.
-                items = scope.get("loops", {}).get(operands.get("operand_1"))
-                field = operands.get("operand_2")
+                owner, field = operands.get("operand_1"), operands.get("operand_2")
+                items = scope.get("loops", {}).get(owner) if isinstance(owner, str) else None
                 if items is None or not isinstance(field, str):
                     return []
                 out = []

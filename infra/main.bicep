@@ -68,6 +68,9 @@ param cosmosBackupMode string = 'Periodic'
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string = 'blog'
 
+@description('Private networking: a virtual network the Function App integrates into, private endpoints (with private DNS zones) for Cosmos DB and the storage account\'s blob, queue and table services, and public network access off on both accounts. Off (default): none of it is deployed and both accounts take Entra-authenticated traffic on their public endpoints.')
+param vnetEnabled bool = false
+
 @description('Alerts (failed executions, HTTP 5xx, Cosmos DB throttling, change-feed lag) and their action group. Off: none of them is deployed.')
 param alertsEnabled bool = false
 
@@ -121,6 +124,7 @@ module resources 'resources.bicep' = {
     authClientId: authClientId
     authTenantId: authTenantId
     authScopes: authScopes
+    vnetEnabled: vnetEnabled
     alertsEnabled: alertsEnabled
     alertEmail: alertEmail
     changeFeedLagThresholdMs: changeFeedLagThresholdMs

@@ -60,6 +60,9 @@ param cosmosDatabaseName string = 'blog'
 @description('Optional Microsoft Entra object id of the deploying developer, granted Cosmos DB data access (azd passes AZURE_PRINCIPAL_ID). Empty: none.')
 param principalId string = ''
 
+@description('Private networking: a virtual network the Function App integrates into, private endpoints (with private DNS zones) for Cosmos DB and the storage account\'s blob, queue and table services, and public network access off on both accounts. Off (default): none of it is deployed and both accounts take Entra-authenticated traffic on their public endpoints.')
+param vnetEnabled bool = false
+
 @description('Alerts (failed executions, HTTP 5xx, Cosmos DB throttling, change-feed lag) and their action group. Off: none of them is deployed.')
 param alertsEnabled bool = false
 
@@ -93,6 +96,7 @@ var cosmosAccountName = toLower('cosmos-${baseName}-${suffix}')
 var planName = 'plan-${baseName}-${suffix}'
 var functionAppName = toLower('func-${baseName}-${suffix}')
 var deploymentContainerName = 'app-package'
+var vnetName = 'vnet-${baseName}-${suffix}'
 
 var authEnabled = !empty(authClientId)
 
@@ -130,6 +134,7 @@ module storage 'modules/storage.bicep' = {
     tags: tags
     deploymentContainerName: deploymentContainerName
     hostPrincipalId: identity.outputs.principalId
+    privateNetworking: vnetEnabled
   }
 }
 
@@ -144,6 +149,18 @@ module cosmos 'modules/cosmos.bicep' = {
     autoscaleMaxThroughput: autoscaleMaxThroughput
     backupMode: cosmosBackupMode
     dataContributorPrincipalIds: cosmosPrincipalIds
+    privateNetworking: vnetEnabled
+  }
+}
+
+module network 'modules/network.bicep' = if (vnetEnabled) {
+  name: 'network'
+  params: {
+    name: vnetName
+    location: location
+    tags: tags
+    storageAccountId: storage.outputs.id
+    cosmosAccountId: cosmos.outputs.id
   }
 }
 
@@ -165,6 +182,9 @@ module functionApp 'modules/functionapp.bicep' = {
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
     cosmosEndpoint: cosmos.outputs.endpoint
     cosmosDatabaseName: cosmos.outputs.databaseName
+    // The network module's outputs exist only when it is deployed; using them orders the app
+    // after its private endpoints and DNS zones.
+    virtualNetworkSubnetId: vnetEnabled ? network.outputs.appSubnetId : ''
     corsAllowedOrigins: corsAllowedOrigins
     authClientId: authClientId
     authTenantId: authTenantId

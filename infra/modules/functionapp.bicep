@@ -61,6 +61,9 @@ param cosmosEndpoint string
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string
 
+@description('Subnet the app integrates into (delegated to Microsoft.App/environments). Empty: no virtual network integration.')
+param virtualNetworkSubnetId string = ''
+
 @description('Browser origins the platform answers CORS for. No cookies are involved (writes carry a bearer token), so credentials stay off.')
 param corsAllowedOrigins array = []
 
@@ -197,7 +200,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   #checkov:skip=CKV_AZURE_17:A public JSON API called by browsers and scripts; clients do not hold TLS client certificates.
   #checkov:skip=CKV_AZURE_212:Consumption-style plans scale out on demand (and Flex scales to zero); a fixed worker count does not apply.
   #checkov:skip=CKV_AZURE_213:The Functions host manages instance health and replaces failed instances itself; a periodic health-check probe would keep the scale-to-zero plan from scaling in.
-  #checkov:skip=CKV_AZURE_222:The blog API is public by design; there is no virtual network or private endpoint in front of it.
+  #checkov:skip=CKV_AZURE_222:The blog API is public by design, with or without vnetEnabled (private networking makes the app's own outbound traffic private, not its API); reads are anonymous and writes need an Entra token.
   #checkov:skip=CKV_AZURE_78:siteConfig.ftpsState is not valid on Flex Consumption, whose apps have no FTP deployment; basic publishing credentials (ftp and scm) are disabled below.
   name: name
   location: location
@@ -215,6 +218,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
     clientCertEnabled: false
     publicNetworkAccess: 'Enabled'
     functionAppConfig: flexAppConfig
+    virtualNetworkSubnetId: empty(virtualNetworkSubnetId) ? null : virtualNetworkSubnetId
     siteConfig: {
       minTlsVersion: '1.2'
       scmMinTlsVersion: '1.2'
