@@ -51,7 +51,7 @@ var logAlerts = [
   {
     name: 'failed-executions'
     displayName: 'Failed function executions'
-    description: 'A function execution failed: an HTTP function answered 5xx or a change-feed batch was not applied (the retry policy redelivers it; repeated failures hold back its part of the feed).'
+    description: 'A function execution failed: a change-feed batch was not applied (the retry policy redelivers it; repeated failures hold back its part of the feed), or the host got no answer from the handler.'
     severity: 1
     query: 'requests | where success == false'
     timeAggregation: 'Count'
