@@ -1,18 +1,41 @@
 #!/usr/bin/env bash
 # Offline checks of the Azure infrastructure under infra/ (no Bicep compiler needed):
 #   1. every .bicep file parses with pycep (the Bicep grammar checkov itself uses);
-#   2. infra/main.parameters.json is valid JSON and names only parameters main.bicep declares;
-#   3. checkov's Bicep checks all pass. A justified exception is allowed only as an
+#   2. .ci/infra_check.py: infra/main.parameters.json names only declared parameters and only
+#      `${VAR}`s azd sets or docs/deploy.md documents; azure.yaml has the shape azd reads; the
+#      postprovision hook writes a valid local.settings.json from main.bicep's outputs;
+#   3. .ci/arm_types.py: every resource's property names and enum values match the Azure
+#      management SDK's model of its type at its API version (.ci/test_arm_types.py first shows
+#      it reports a misspelt property and an invalid enum value);
+#   4. checkov's Bicep checks all pass. A justified exception is allowed only as an
 #      inline `#checkov:skip=<ID>:<reason>` comment inside the resource in the Bicep file.
 #
 # Run from the repository root: bash .ci/bicep-check.sh
 # The tools are installed with pip into a throw-away venv (a mktemp dir, removed on
-# exit). Set BICEP_CHECK_VENV=<dir> to keep and reuse a venv instead (e.g. .ci/.venv).
+# exit). Set BICEP_CHECK_VENV=<dir> to keep and reuse venvs instead (<dir> and <dir>.types).
 set -euo pipefail
 
 CHECKOV_VERSION=3.3.30
 PYCEP_VERSION=0.5.1
 LARK_VERSION=1.3.1
+PYYAML_VERSION=6.0.2
+# The Azure management SDK packages whose models define each resource type at the API versions
+# infra/ uses (.ci/arm_types.py maps type@version to a model; a version none of these carries
+# fails the check). Single-API packages (cosmosdb, loganalytics, network, privatedns) are pinned
+# at the release whose one API version the templates use.
+AZURE_SDKS=(
+  azure-mgmt-resource==23.2.0        # resourceGroups 2022-09-01
+  azure-mgmt-msi==7.0.0              # userAssignedIdentities 2023-01-31
+  azure-mgmt-authorization==4.0.0    # roleAssignments 2022-04-01
+  azure-mgmt-web==8.0.0              # serverfarms, sites 2024-04-01
+  azure-mgmt-storage==22.1.0         # storageAccounts 2024-01-01
+  azure-mgmt-cosmosdb==9.7.0         # databaseAccounts 2024-11-15
+  azure-mgmt-loganalytics==13.1.1    # workspaces 2025-07-01
+  azure-mgmt-applicationinsights==4.1.0  # components 2020-02-02, workbooks 2023-06-01
+  azure-mgmt-monitor==6.0.2          # actionGroups 2023-01-01, metricAlerts 2018-03-01, scheduledQueryRules 2022-08-01-preview
+  azure-mgmt-network==28.1.0         # virtualNetworks, privateEndpoints 2024-05-01
+  azure-mgmt-privatedns==1.2.0       # privateDnsZones 2024-06-01
+)
 
 PYTHON=${PYTHON:-python3}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,36 +50,52 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/bicep-check.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 VENV=${BICEP_CHECK_VENV:-$WORK/venv}
+# A second venv for the SDK models (and pycep, PyYAML): both installs run at once, since
+# downloading is most of this script's time.
+TYPES_VENV=$VENV.types
 
 make_venv() {
-  "$PYTHON" -m venv "$VENV"
+  "$PYTHON" -m venv "$1"
 }
 
-if [ ! -x "$VENV/bin/python" ]; then
-  if ! make_venv 2>"$WORK/venv.err"; then
-    # Debian's system Python ships venv/ensurepip in a separate package.
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "bicep-check: python venv unavailable; installing python3-venv" >&2
-      apt-get install -y -q python3-venv >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
-      rm -rf "$VENV"
-      make_venv
-    else
-      cat "$WORK/venv.err" >&2
-      exit 1
+for venv in "$VENV" "$TYPES_VENV"; do
+  if [ ! -x "$venv/bin/python" ]; then
+    if ! make_venv "$venv" 2>"$WORK/venv.err"; then
+      # Debian's system Python ships venv/ensurepip in a separate package.
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "bicep-check: python venv unavailable; installing python3-venv" >&2
+        apt-get install -y -q python3-venv >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
+        rm -rf "$venv"
+        make_venv "$venv"
+      else
+        cat "$WORK/venv.err" >&2
+        exit 1
+      fi
     fi
   fi
-fi
+done
 
 PY="$VENV/bin/python"
-"$PY" -m pip install --quiet --disable-pip-version-check \
-  "checkov==$CHECKOV_VERSION" "pycep-parser==$PYCEP_VERSION" "lark==$LARK_VERSION"
+TPY="$TYPES_VENV/bin/python"
+PIP_FLAGS=(--quiet --disable-pip-version-check)
+"$PY" -m pip install "${PIP_FLAGS[@]}" \
+  "checkov==$CHECKOV_VERSION" "pycep-parser==$PYCEP_VERSION" "lark==$LARK_VERSION" >"$WORK/pip.log" 2>&1 &
+checkov_pip=$!
+"$TPY" -m pip install "${PIP_FLAGS[@]}" \
+  "pycep-parser==$PYCEP_VERSION" "lark==$LARK_VERSION" "PyYAML==$PYYAML_VERSION" "${AZURE_SDKS[@]}" >"$WORK/pip-types.log" 2>&1 &
+types_pip=$!
+for job in "$checkov_pip" "$types_pip"; do
+  if ! wait "$job"; then
+    cat "$WORK/pip.log" "$WORK/pip-types.log" >&2
+    echo "bicep-check: pip install failed" >&2
+    exit 1
+  fi
+done
 
 echo "bicep-check: checkov $("$PY" -c 'from checkov.version import version; print(version)'), pycep-parser $("$PY" -c 'import importlib.metadata as m; print(m.version("pycep-parser"))')"
 
-# 1. Parse every .bicep file; 2. validate the JSON parameters file against main.bicep.
+# 1. Parse every .bicep file.
 "$PY" - <<'PY'
-import json
-import re
 import sys
 from pathlib import Path
 
@@ -79,31 +118,19 @@ for path in files:
     print(f"parsed {path}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
 if failed:
     sys.exit(f"bicep-check: {failed} of {len(files)} Bicep files failed to parse")
-
-main = Path("infra/main.bicep")
-if not main.is_file():
+if not Path("infra/main.bicep").is_file():
     sys.exit("bicep-check: infra/main.bicep is missing")
-declared = set(parser.parse(file_path=main).get("parameters") or {})
-
-params_file = Path("infra/main.parameters.json")
-if params_file.is_file():
-    try:
-        doc = json.loads(params_file.read_text())
-    except json.JSONDecodeError as exc:
-        sys.exit(f"bicep-check: {params_file} is not valid JSON: {exc}")
-    given = doc.get("parameters")
-    if not isinstance(given, dict):
-        sys.exit(f"bicep-check: {params_file} has no 'parameters' object")
-    unknown = sorted(set(given) - declared)
-    if unknown:
-        sys.exit(f"bicep-check: {params_file} sets parameters main.bicep does not declare: {unknown}")
-    for name, entry in given.items():
-        if not isinstance(entry, dict) or not ({"value", "reference"} & set(entry)):
-            sys.exit(f"bicep-check: {params_file}: parameter {name!r} needs a 'value' (or 'reference')")
-    print(f"checked {params_file}: {len(given)} parameters, all declared in {main}")
 PY
 
-# 3. checkov. Its JSON report is read to fail on failed checks, parsing errors, or a
+# 2. The parameters file, azure.yaml, the azd tags and the postprovision hook.
+"$TPY" .ci/infra_check.py
+
+# 3. Every resource's properties and enum values against Azure's published definitions of its
+#    type and API version; first proof that the check can fail.
+"$TPY" .ci/test_arm_types.py
+"$TPY" .ci/arm_types.py
+
+# 4. checkov. Its JSON report is read to fail on failed checks, parsing errors, or a
 #    scan that found nothing; the readable report is printed when something is wrong.
 set +e
 "$VENV/bin/checkov" -d infra --framework bicep --compact --skip-download -o json >"$WORK/checkov.json" 2>"$WORK/checkov.err"

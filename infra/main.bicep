@@ -1,32 +1,37 @@
-// Blog backend on Azure: an Azure Functions custom handler (Linux binary `handler`)
-// over Azure Cosmos DB for NoSQL. Managed identity everywhere: no account keys,
-// connection strings or publishing passwords are created or stored.
+// Blog backend on Azure: a resource group holding an Azure Functions custom handler (Linux binary
+// `handler`) over Azure Cosmos DB for NoSQL (infra/resources.bicep). Subscription scope, as azd
+// templates are, so `azd up` creates the group and `azd down` deletes all of it.
 //
-//   az deployment group create -g <rg> -f infra/main.bicep -p infra/main.parameters.json
-//
-// How to deploy: docs/deploy.md.
+//   azd up                                                   (docs/deploy.md)
+//   az deployment sub create -l <region> -f infra/main.bicep \
+//     -p environmentName=<name> location=<region>            (the path without azd)
 
-targetScope = 'resourceGroup'
+targetScope = 'subscription'
+
+@description('Name of the environment (azd sets AZURE_ENV_NAME): names the resource group and seeds the unique resource names.')
+@minLength(1)
+@maxLength(64)
+param environmentName string
 
 @description('Azure region for every resource. Flex Consumption must be offered there (az functionapp list-flexconsumption-locations).')
-param location string = resourceGroup().location
+@minLength(1)
+@metadata({
+  azd: {
+    type: 'location'
+  }
+})
+param location string
+
+@description('Resource group to create. Empty: rg-<environmentName>.')
+param resourceGroupName string = ''
+
+@description('Microsoft Entra object id of the deploying developer (azd sets AZURE_PRINCIPAL_ID): granted Cosmos DB data access for running the handler or the Functions host locally against the account. Empty: nobody but the app.')
+param principalId string = ''
 
 @description('Short prefix used in resource names: lowercase letters, digits and hyphens.')
 @minLength(2)
 @maxLength(10)
 param baseName string = 'blog'
-
-@description('Tags applied to every resource.')
-param tags object = {
-  app: 'blog'
-}
-
-@description('FlexConsumption (default). ElasticPremium is the fallback for a region whose Flex Consumption offer lacks the custom handler runtime.')
-@allowed([
-  'FlexConsumption'
-  'ElasticPremium'
-])
-param hostingPlan string = 'FlexConsumption'
 
 @description('Flex Consumption instance memory size in MB.')
 @allowed([
@@ -36,10 +41,10 @@ param hostingPlan string = 'FlexConsumption'
 ])
 param instanceMemoryMB int = 2048
 
-@description('Flex Consumption maximum instance count.')
-@minValue(40)
+@description('Flex Consumption maximum instance count of each per-function scale group (the HTTP functions, and each change-feed trigger on its own).')
+@minValue(1)
 @maxValue(1000)
-param maximumInstanceCount int = 40
+param maximumInstanceCount int = 100
 
 @description('Cosmos DB capacity: serverless (default, pay per request) or autoscale (provisioned throughput shared by the database containers).')
 @allowed([
@@ -52,7 +57,7 @@ param cosmosThroughputMode string = 'serverless'
 @minValue(1000)
 param autoscaleMaxThroughput int = 1000
 
-@description('Cosmos DB backup: Periodic (default; a copy every 4 hours, the last 2 kept, restored by a support request), Continuous7Days or Continuous30Days (point-in-time restore within the last 7 or 30 days, self-service). Moving from Periodic to continuous is one-way.')
+@description('Cosmos DB backup: Periodic (default), Continuous7Days or Continuous30Days. Moving from Periodic to continuous is one-way.')
 @allowed([
   'Periodic'
   'Continuous7Days'
@@ -63,13 +68,23 @@ param cosmosBackupMode string = 'Periodic'
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string = 'blog'
 
-@description('Optional Microsoft Entra object id of a developer granted Cosmos DB data access (e.g. az ad signed-in-user show --query id -o tsv). Empty: none.')
-param developerPrincipalId string = ''
+@description('Private networking: a virtual network the Function App integrates into, private endpoints (with private DNS zones) for Cosmos DB and the storage account\'s blob, queue and table services, and public network access off on both accounts. Off (default): none of it is deployed and both accounts take Entra-authenticated traffic on their public endpoints.')
+param vnetEnabled bool = false
+
+@description('Alerts (failed executions, HTTP 5xx, Cosmos DB throttling, change-feed lag) and their action group. Off: none of them is deployed.')
+param alertsEnabled bool = false
+
+@description('E-mail address the alerts notify (only with alertsEnabled). Empty: an action group without receivers.')
+param alertEmail string = ''
+
+@description('Change-feed lag, in milliseconds, above which the lag alert fires (only with alertsEnabled).')
+@minValue(1000)
+param changeFeedLagThresholdMs int = 60000
 
 @description('Browser origins allowed to call the API from another origin (e.g. https://app.example.com); the Function App\'s platform CORS answers them. Empty: no cross-origin access.')
 param corsAllowedOrigins array = []
 
-@description('Optional client (application) id of a Microsoft Entra app registration for the API. Set: App Service authentication validates Entra sign-ins and bearer tokens for it and the app acts as the signed-in caller. Empty: authentication stays off, so every write answers 401 (reads stay public).')
+@description('Optional client (application) id of the API\'s Microsoft Entra app registration. Empty: no caller can be identified, so every write answers 401 (reads stay public).')
 param authClientId string = ''
 
 @description('Microsoft Entra tenant of the app registration (default: this deployment\'s tenant).')
@@ -78,100 +93,54 @@ param authTenantId string = tenant().tenantId
 @description('Scopes a browser client asks for when signing in, space-separated (published by GET /api/config). Empty: api://<authClientId>/.default.')
 param authScopes string = ''
 
-var suffix = uniqueString(resourceGroup().id, baseName)
-var compactBase = toLower(replace(baseName, '-', ''))
+var tags = {
+  'azd-env-name': environmentName
+  app: 'blog'
+}
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 
-var identityName = 'id-${baseName}-${suffix}'
-var storageAccountName = take('st${compactBase}${suffix}', 24)
-var logAnalyticsName = 'log-${baseName}-${suffix}'
-var appInsightsName = 'appi-${baseName}-${suffix}'
-var cosmosAccountName = toLower('cosmos-${baseName}-${suffix}')
-var planName = 'plan-${baseName}-${suffix}'
-var functionAppName = toLower('func-${baseName}-${suffix}')
-var deploymentContainerName = 'app-package'
-
-var cosmosPrincipalIds = concat([
-  identity.outputs.principalId
-], empty(developerPrincipalId) ? [] : [
-  developerPrincipalId
-])
-
-module identity 'modules/identity.bicep' = {
-  name: 'identity'
-  params: {
-    name: identityName
-    location: location
-    tags: tags
-  }
+resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
+  name: empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
+  location: location
+  tags: tags
 }
 
-module monitoring 'modules/monitoring.bicep' = {
-  name: 'monitoring'
+module resources 'resources.bicep' = {
+  name: 'resources'
+  scope: rg
   params: {
-    logAnalyticsName: logAnalyticsName
-    appInsightsName: appInsightsName
     location: location
     tags: tags
-    publisherPrincipalId: identity.outputs.principalId
-  }
-}
-
-module storage 'modules/storage.bicep' = {
-  name: 'storage'
-  params: {
-    name: storageAccountName
-    location: location
-    tags: tags
-    deploymentContainerName: deploymentContainerName
-    hostPrincipalId: identity.outputs.principalId
-  }
-}
-
-module cosmos 'modules/cosmos.bicep' = {
-  name: 'cosmos'
-  params: {
-    accountName: cosmosAccountName
-    location: location
-    tags: tags
-    databaseName: cosmosDatabaseName
-    throughputMode: cosmosThroughputMode
-    autoscaleMaxThroughput: autoscaleMaxThroughput
-    backupMode: cosmosBackupMode
-    dataContributorPrincipalIds: cosmosPrincipalIds
-  }
-}
-
-module functionApp 'modules/functionapp.bicep' = {
-  name: 'functionapp'
-  params: {
-    name: functionAppName
-    planName: planName
-    location: location
-    tags: tags
-    hostingPlan: hostingPlan
+    resourceToken: resourceToken
+    baseName: baseName
+    principalId: principalId
     instanceMemoryMB: instanceMemoryMB
     maximumInstanceCount: maximumInstanceCount
-    identityId: identity.outputs.id
-    identityClientId: identity.outputs.clientId
-    storageAccountName: storage.outputs.name
-    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
-    appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
-    cosmosEndpoint: cosmos.outputs.endpoint
-    cosmosDatabaseName: cosmos.outputs.databaseName
+    cosmosThroughputMode: cosmosThroughputMode
+    autoscaleMaxThroughput: autoscaleMaxThroughput
+    cosmosBackupMode: cosmosBackupMode
+    cosmosDatabaseName: cosmosDatabaseName
     corsAllowedOrigins: corsAllowedOrigins
     authClientId: authClientId
     authTenantId: authTenantId
     authScopes: authScopes
+    vnetEnabled: vnetEnabled
+    alertsEnabled: alertsEnabled
+    alertEmail: alertEmail
+    changeFeedLagThresholdMs: changeFeedLagThresholdMs
   }
-  // Using the storage, monitoring and cosmos outputs orders this module after those
-  // deployments, role assignments included, so the host can reach storage, Cosmos DB
-  // and Application Insights with its identity as soon as it first starts.
 }
 
-output functionAppName string = functionApp.outputs.name
-output apiBaseUrl string = 'https://${functionApp.outputs.defaultHostName}/api'
-output cosmosEndpoint string = cosmos.outputs.endpoint
-output cosmosDatabaseName string = cosmos.outputs.databaseName
-output identityClientId string = identity.outputs.clientId
-output storageAccountName string = storage.outputs.name
-output deploymentContainerUrl string = storage.outputs.deploymentContainerUrl
+// azd writes these to .azure/<environment>/.env; scripts/postprovision.sh turns them into
+// local.settings.json.
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_FUNCTION_APP_NAME string = resources.outputs.functionAppName
+output API_BASE_URL string = resources.outputs.apiBaseUrl
+output COSMOS_ENDPOINT string = resources.outputs.cosmosEndpoint
+output COSMOS_DATABASE string = resources.outputs.cosmosDatabaseName
+output AZURE_MANAGED_IDENTITY_CLIENT_ID string = resources.outputs.identityClientId
+output AZURE_STORAGE_ACCOUNT_NAME string = resources.outputs.storageAccountName
+output AUTH_ISSUER string = resources.outputs.authIssuer
+output AUTH_AUDIENCE string = resources.outputs.authAudience

@@ -38,6 +38,9 @@ param backupMode string = 'Periodic'
 @description('Principal (object) ids granted the Cosmos DB Built-in Data Contributor role on the account.')
 param dataContributorPrincipalIds array
 
+@description('True: public network access off; the app reaches the account through a private endpoint (modules/network.bicep).')
+param privateNetworking bool = false
+
 var isServerless = throughputMode == 'serverless'
 
 var backupPolicy = backupMode == 'Periodic' ? {
@@ -50,7 +53,7 @@ var backupPolicy = backupMode == 'Periodic' ? {
 } : {
   type: 'Continuous'
   continuousModeProperties: {
-    tier: backupMode
+    tier: backupMode == 'Continuous30Days' ? 'Continuous30Days' : 'Continuous7Days'
   }
 }
 
@@ -181,7 +184,7 @@ var containers = [
 ]
 
 resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
-  #checkov:skip=CKV_AZURE_101:The Function App has no virtual network integration in this template, so it reaches Cosmos DB over the public endpoint; local (key) auth is disabled and every request needs an Entra token with a data-plane role.
+  #checkov:skip=CKV_AZURE_101:Holds only with vnetEnabled=false (the default): the Function App then has no virtual network and reaches Cosmos DB on the public endpoint, where key auth is off and every request needs an Entra token with a data-plane role. With vnetEnabled=true publicNetworkAccess is Disabled and the app goes through a private endpoint.
   name: accountName
   location: location
   tags: tags
@@ -210,7 +213,7 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
     enableMultipleWriteLocations: false
     enableAutomaticFailover: false
     enableFreeTier: false
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: privateNetworking ? 'Disabled' : 'Enabled'
   }
 }
 
@@ -267,5 +270,6 @@ resource dataContributors 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignme
 }]
 
 output accountName string = account.name
+output id string = account.id
 output endpoint string = account.properties.documentEndpoint
 output databaseName string = database.name

@@ -1,13 +1,13 @@
-// Hosting plan + Function App running the blog's custom handler (one Linux binary
-// named `handler`, declared in host.json's customHandler section).
+// Flex Consumption plan (FC1, Linux) + Function App running the blog's custom handler (one
+// Linux binary named `handler`, declared in host.json's customHandler section), with
+// functionAppConfig.runtime custom/1.0 and the deployment package in a blob container read with
+// the user-assigned identity.
 //
-// Default: Flex Consumption (FC1, Linux) with functionAppConfig.runtime custom/1.0
-// and the deployment package in a blob container read with the user-assigned identity.
-// Fallback (hostingPlan = 'ElasticPremium'): for a region whose Flex Consumption offer
-// lacks the custom runtime, an Elastic Premium (EP1, Linux) plan with the classic
-// FUNCTIONS_WORKER_RUNTIME=custom / FUNCTIONS_EXTENSION_VERSION=~4 settings, running
-// from a zip package (WEBSITE_RUN_FROM_PACKAGE=1) and no Azure Files content share,
-// since shared-key access to the storage account is off.
+// Flex Consumption takes its runtime, package and scale settings from functionAppConfig only:
+// the app settings FUNCTIONS_WORKER_RUNTIME, FUNCTIONS_EXTENSION_VERSION,
+// WEBSITE_RUN_FROM_PACKAGE and WEBSITE_CONTENT*, and the site properties siteConfig.ftpsState and
+// reserved, are listed as not valid there, so none is set. (Its platform has no FTP endpoint;
+// basic publishing credentials are off below.)
 
 @description('Function App name (globally unique host name prefix).')
 param name string
@@ -20,13 +20,6 @@ param location string
 
 @description('Tags applied to the resources.')
 param tags object = {}
-
-@description('FlexConsumption (default) or ElasticPremium (fallback where Flex does not offer the custom runtime).')
-@allowed([
-  'FlexConsumption'
-  'ElasticPremium'
-])
-param hostingPlan string = 'FlexConsumption'
 
 @description('Flex Consumption runtime name; custom = custom handler.')
 param runtimeName string = 'custom'
@@ -42,15 +35,10 @@ param runtimeVersion string = '1.0'
 ])
 param instanceMemoryMB int = 2048
 
-@description('Flex Consumption maximum number of instances.')
-@minValue(40)
-@maxValue(1000)
-param maximumInstanceCount int = 40
-
-@description('Elastic Premium maximum burst instance count (fallback plan only).')
+@description('Flex Consumption maximum number of instances of each per-function scale group (the HTTP functions, and each change-feed trigger on its own).')
 @minValue(1)
-@maxValue(100)
-param maximumElasticWorkerCount int = 20
+@maxValue(1000)
+param maximumInstanceCount int = 100
 
 @description('Resource id of the user-assigned identity.')
 param identityId string
@@ -73,10 +61,13 @@ param cosmosEndpoint string
 @description('Cosmos DB database name.')
 param cosmosDatabaseName string
 
+@description('Subnet the app integrates into (delegated to Microsoft.App/environments). Empty: no virtual network integration.')
+param virtualNetworkSubnetId string = ''
+
 @description('Browser origins the platform answers CORS for. No cookies are involved (writes carry a bearer token), so credentials stay off.')
 param corsAllowedOrigins array = []
 
-@description('Client id of the Microsoft Entra app registration for the API; empty: App Service authentication off.')
+@description('Client id of the Microsoft Entra app registration for the API; empty: no caller can be identified and every write answers 401.')
 param authClientId string = ''
 
 @description('Microsoft Entra tenant id of that app registration.')
@@ -84,8 +75,6 @@ param authTenantId string = ''
 
 @description('Scopes a browser client asks for (space-separated); empty: api://<authClientId>/.default.')
 param authScopes string = ''
-
-var isFlex = hostingPlan == 'FlexConsumption'
 
 var flexAppConfig = {
   deployment: {
@@ -108,7 +97,7 @@ var flexAppConfig = {
   }
 }
 
-// Settings shared by both plans. Every connection is identity-based: the host,
+// Every connection is identity-based: the host,
 // the Cosmos DB trigger/bindings (connection prefix COSMOS) and the app itself use
 // the user-assigned identity; nothing here is a secret.
 var commonSettings = [
@@ -152,23 +141,30 @@ var commonSettings = [
     name: 'BLOG_STORE'
     value: 'cosmos'
   }
-  // Who is calling: the principal App Service authentication vouches for. Without an app
-  // registration authentication stays off and every write answers 401.
-  {
-    name: 'BLOG_AUTH'
-    value: 'easyauth'
-  }
 ]
 
 var authEnabled = !empty(authClientId)
 var authIssuer = '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
 
-// Published to browser clients by GET /api/config: where and as what to sign in.
-var authClientSettings = authEnabled ? [
+// Who is calling: the app validates Microsoft Entra access tokens for the API itself (v2 tokens:
+// `iss` is the tenant's v2.0 issuer, `aud` the registration's client id), so the deployment does
+// not hinge on the platform's authentication module and its headers. Without an app registration
+// no token can be valid: BLOG_AUTH=easyauth with the platform's authentication off identifies
+// nobody, so every write answers 401 and the start-up log says why.
+var authSettings = authEnabled ? [
+  {
+    name: 'BLOG_AUTH'
+    value: 'jwt'
+  }
   {
     name: 'BLOG_AUTH_ISSUER'
     value: authIssuer
   }
+  {
+    name: 'BLOG_AUTH_AUDIENCE'
+    value: authClientId
+  }
+  // Published to browser clients by GET /api/config: as what to sign in.
   {
     name: 'BLOG_AUTH_CLIENT_ID'
     value: authClientId
@@ -177,22 +173,10 @@ var authClientSettings = authEnabled ? [
     name: 'BLOG_AUTH_SCOPES'
     value: empty(authScopes) ? 'api://${authClientId}/.default' : authScopes
   }
-] : []
-
-// Only for the fallback plan: Flex Consumption rejects these as app settings (its
-// runtime comes from functionAppConfig and it always runs from its package).
-var premiumSettings = [
+] : [
   {
-    name: 'FUNCTIONS_EXTENSION_VERSION'
-    value: '~4'
-  }
-  {
-    name: 'FUNCTIONS_WORKER_RUNTIME'
-    value: 'custom'
-  }
-  {
-    name: 'WEBSITE_RUN_FROM_PACKAGE'
-    value: '1'
+    name: 'BLOG_AUTH'
+    value: 'easyauth'
   }
 ]
 
@@ -201,26 +185,23 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: planName
   location: location
   tags: tags
-  kind: isFlex ? 'functionapp' : 'elastic'
-  sku: isFlex ? {
+  kind: 'functionapp'
+  sku: {
     name: 'FC1'
     tier: 'FlexConsumption'
-  } : {
-    name: 'EP1'
-    tier: 'ElasticPremium'
   }
-  properties: union({
+  properties: {
+    // Linux: set on the plan (the site's own `reserved` is not valid on Flex Consumption).
     reserved: true
-  }, isFlex ? {} : {
-    maximumElasticWorkerCount: maximumElasticWorkerCount
-  })
+  }
 }
 
 resource site 'Microsoft.Web/sites@2024-04-01' = {
   #checkov:skip=CKV_AZURE_17:A public JSON API called by browsers and scripts; clients do not hold TLS client certificates.
   #checkov:skip=CKV_AZURE_212:Consumption-style plans scale out on demand (and Flex scales to zero); a fixed worker count does not apply.
   #checkov:skip=CKV_AZURE_213:The Functions host manages instance health and replaces failed instances itself; a periodic health-check probe would keep the scale-to-zero plan from scaling in.
-  #checkov:skip=CKV_AZURE_222:The blog API is public by design; there is no virtual network or private endpoint in front of it.
+  #checkov:skip=CKV_AZURE_222:The blog API is public by design, with or without vnetEnabled (private networking makes the app's own outbound traffic private, not its API); reads are anonymous and writes need an Entra token.
+  #checkov:skip=CKV_AZURE_78:siteConfig.ftpsState is not valid on Flex Consumption, whose apps have no FTP deployment; basic publishing credentials (ftp and scm) are disabled below.
   name: name
   location: location
   tags: tags
@@ -233,15 +214,14 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   }
   properties: {
     serverFarmId: plan.id
-    reserved: true
     httpsOnly: true
     clientCertEnabled: false
     publicNetworkAccess: 'Enabled'
-    functionAppConfig: isFlex ? flexAppConfig : null
+    functionAppConfig: flexAppConfig
+    virtualNetworkSubnetId: empty(virtualNetworkSubnetId) ? null : virtualNetworkSubnetId
     siteConfig: {
       minTlsVersion: '1.2'
       scmMinTlsVersion: '1.2'
-      ftpsState: 'Disabled'
       http20Enabled: true
       remoteDebuggingEnabled: false
       // The platform answers preflights and adds the CORS headers before the handler runs.
@@ -249,60 +229,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         allowedOrigins: corsAllowedOrigins
         supportCredentials: false
       }
-      appSettings: concat(commonSettings, authClientSettings, isFlex ? [] : premiumSettings)
-    }
-  }
-}
-
-// App Service authentication with Microsoft Entra ID, only when an app registration is given.
-// Anonymous requests pass through (reads are public; the app answers 401 to an anonymous
-// write); a signed-in caller's principal reaches the app in the X-MS-CLIENT-PRINCIPAL* headers,
-// which the platform strips from what clients send. Bearer tokens for the API (v1 audience
-// api://<clientId>, v2 audience <clientId>) are validated here. No token store: the app needs
-// no tokens, only the principal.
-// checkov reads every sites/config as the site's web configuration (siteConfig); this one is
-// authsettingsV2, which has none of those properties (they are set on the site above, or
-// skipped there with reasons).
-resource authSettings 'Microsoft.Web/sites/config@2024-04-01' = if (authEnabled) {
-  #checkov:skip=CKV_AZURE_13:This resource turns App Service authentication on (authsettingsV2 platform.enabled); checkov looks only for the v1 authsettings property properties.enabled.
-  #checkov:skip=CKV_AZURE_63:Not a web configuration: authsettingsV2 has no httpLoggingEnabled; logs go to Application Insights.
-  #checkov:skip=CKV_AZURE_65:Not a web configuration: authsettingsV2 has no detailedErrorLoggingEnabled.
-  #checkov:skip=CKV_AZURE_66:Not a web configuration: authsettingsV2 has no requestTracingEnabled.
-  #checkov:skip=CKV_AZURE_80:Not a web configuration: authsettingsV2 has no netFrameworkVersion (and the app is a Linux custom handler).
-  #checkov:skip=CKV_AZURE_88:Not a web configuration: authsettingsV2 has no azureStorageAccounts; the app keeps no files.
-  #checkov:skip=CKV_AZURE_222:Not a web configuration: public network access belongs to the site (public by design, skipped there with its reason).
-  parent: site
-  name: 'authsettingsV2'
-  properties: {
-    platform: {
-      enabled: true
-    }
-    globalValidation: {
-      requireAuthentication: false
-      unauthenticatedClientAction: 'AllowAnonymous'
-    }
-    httpSettings: {
-      requireHttps: true
-    }
-    identityProviders: {
-      azureActiveDirectory: {
-        enabled: true
-        registration: {
-          clientId: authClientId
-          openIdIssuer: authIssuer
-        }
-        validation: {
-          allowedAudiences: [
-            'api://${authClientId}'
-            authClientId
-          ]
-        }
-      }
-    }
-    login: {
-      tokenStore: {
-        enabled: false
-      }
+      appSettings: concat(commonSettings, authSettings)
     }
   }
 }

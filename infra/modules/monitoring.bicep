@@ -26,7 +26,7 @@ param publisherPrincipalId string
 // Built-in role: Monitoring Metrics Publisher.
 var monitoringMetricsPublisherRoleId = '3913510d-42f4-4e42-8a64-420c390055eb'
 
-resource workspace 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
+resource workspace 'Microsoft.OperationalInsights/workspaces@2025-07-01' = {
   name: logAnalyticsName
   location: location
   tags: tags
@@ -67,6 +67,7 @@ resource metricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' =
 }
 
 output appInsightsName string = appInsights.name
+output appInsightsId string = appInsights.id
 // The connection string only locates the component (ingestion endpoint + instrumentation
 // key); with DisableLocalAuth it cannot be used to send telemetry without an Entra token.
 output appInsightsConnectionString string = appInsights.properties.ConnectionString

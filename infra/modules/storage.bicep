@@ -19,6 +19,9 @@ param deploymentContainerName string
 @description('Principal (object) id of the identity the Functions host runs as.')
 param hostPrincipalId string
 
+@description('True: public network access off; the app reaches the account through private endpoints (modules/network.bicep).')
+param privateNetworking bool = false
+
 // Built-in roles the Functions host needs on its storage account when it connects
 // with a managed identity (blob leases/keys, queues, tables).
 var storageBlobDataOwnerRoleId = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
@@ -30,9 +33,8 @@ var hostRoleIds = [
   storageTableDataContributorRoleId
 ]
 
-resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
-  #checkov:skip=CKV_AZURE_35:The Function App has no virtual network integration in this template, so it reaches its host storage over the public endpoint; shared keys are disabled and every request needs an Entra token with an RBAC role.
-  #checkov:skip=CKV_AZURE_59:Same reason as CKV_AZURE_35: public network access is required without VNet integration/private endpoints; access is Entra-only (allowSharedKeyAccess false).
+resource storage 'Microsoft.Storage/storageAccounts@2024-01-01' = {
+  #checkov:skip=CKV_AZURE_35:Holds only with vnetEnabled=false (the default): the Function App then has no virtual network and reaches its host storage on the public endpoint, where shared keys are off and every request needs an Entra token with an RBAC role. With vnetEnabled=true the default action is Deny and access goes through private endpoints.
   #checkov:skip=CKV_AZURE_206:The account holds only Functions host state and the redeployable app package; locally redundant storage is enough and geo-replication would only add cost.
   name: name
   location: location
@@ -49,10 +51,10 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     defaultToOAuthAuthentication: true
     minimumTlsVersion: 'TLS1_2'
     supportsHttpsTrafficOnly: true
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: privateNetworking ? 'Disabled' : 'Enabled'
     networkAcls: {
-      bypass: 'AzureServices'
-      defaultAction: 'Allow'
+      bypass: privateNetworking ? 'None' : 'AzureServices'
+      defaultAction: privateNetworking ? 'Deny' : 'Allow'
     }
     encryption: {
       keySource: 'Microsoft.Storage'
@@ -74,7 +76,7 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   }
 }
 
-resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2024-01-01' = {
   parent: storage
   name: 'default'
   properties: {
@@ -89,7 +91,7 @@ resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01'
   }
 }
 
-resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2024-01-01' = {
   parent: blobService
   name: deploymentContainerName
   properties: {

@@ -115,6 +115,112 @@ async fn the_hosted_app_answers_the_probe_and_takes_invocations() {
     app.deliver("UsersChangeFeed", &[]).await.assert_applied();
 }
 
+/// `enableProxyingHttpRequest`: the host passes an HTTP function's request through its reverse
+/// proxy as the client sent it (method, `/api/...` path, query, headers, body) to
+/// `127.0.0.1:<port>`, adding its own `X-Azure-Functions-*` headers and `X-Forwarded-*`; the
+/// handler's answer goes back unchanged, so it must be the API's answer, not an invocation reply.
+#[tokio::test]
+async fn a_proxied_http_request_is_served_as_the_client_sent_it() {
+    let app = spawn_hosted().await;
+    let proxied = |req: reqwest::RequestBuilder, n: u32| {
+        req.header("X-Azure-Functions-HostVersion", "4.1041.200.0")
+            .header(
+                "X-Azure-Functions-InvocationId",
+                format!("5b7c2d2e-0000-4000-8000-{n:012}"),
+            )
+            .header("X-Forwarded-For", "203.0.113.7")
+            .header("X-Forwarded-Proto", "https")
+            .header("X-Forwarded-Host", "func-blog-x.azurewebsites.net")
+    };
+
+    let user = app
+        .send(proxied(
+            app.client
+                .post(app.url("/api/users"))
+                .json(&json!({ "username": "ana" })),
+            1,
+        ))
+        .await;
+    assert_eq!(user.status, 201, "{:?}", user.body);
+    let user_id = user.body["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        user.header("location"),
+        Some(format!("/api/users/{user_id}").as_str()),
+        "a relative Location, whatever host the proxy called"
+    );
+
+    for title in ["first", "second"] {
+        let post = app
+            .send(proxied(
+                app.client
+                    .post(app.url("/api/posts"))
+                    .json(&json!({ "userId": user_id, "title": title, "content": "proxied" })),
+                2,
+            ))
+            .await;
+        assert_eq!(post.status, 201, "{:?}", post.body);
+        let post_id = post.body["id"].as_str().unwrap();
+        let doc = app.current(Container::Posts, post_id, post_id).await;
+        app.deliver("PostsChangeFeed", &[doc])
+            .await
+            .assert_applied();
+    }
+
+    // The query string reaches the handler as the client wrote it.
+    let page = app
+        .send(proxied(app.client.get(app.url("/api/feed?limit=1")), 3))
+        .await;
+    assert_eq!(page.status, 200, "{:?}", page.body);
+    assert_eq!(page.items().len(), 1, "{:?}", page.body);
+    assert_eq!(page.items()[0]["title"], "second");
+    assert!(
+        page.body.get("Outputs").is_none(),
+        "an HTTP answer, not an invocation reply"
+    );
+}
+
+/// Seconds since the epoch, as the store stamps `_ts`.
+fn epoch_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Each applied batch says how far behind its newest change it is, in the line the host writes
+/// to the function's log, where a log query reads `lag_ms=<n>`.
+#[tokio::test]
+async fn an_applied_batch_reports_its_lag_behind_the_newest_change() {
+    let app = spawn_hosted().await;
+    let user = app.create_user("ana").await;
+    let post = app
+        .create_post(user["id"].as_str().unwrap(), "late", "two minutes behind")
+        .await;
+    let post_id = post["id"].as_str().unwrap();
+    let mut newest = app.current(Container::Posts, post_id, post_id).await;
+    let mut older = newest.clone();
+    // As the change feed would deliver a backlog: the newest change two minutes old.
+    newest["_ts"] = json!(epoch_secs() - 120);
+    older["_ts"] = json!(epoch_secs() - 600);
+
+    let applied = app.deliver("PostsChangeFeed", &[older, newest]).await;
+    applied.assert_applied();
+    let logs = applied.logs();
+    let lag: u64 = logs
+        .split("lag_ms=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no lag_ms=<n> in {logs:?}"));
+    // From the newest change, not the oldest; `_ts` has whole seconds.
+    assert!((120_000..600_000).contains(&lag), "lag_ms={lag}: {logs}");
+
+    // A batch with nothing stamped has no lag to report.
+    let empty = app.deliver("UsersChangeFeed", &[]).await;
+    empty.assert_applied();
+    assert!(!empty.logs().contains("lag_ms"), "{}", empty.logs());
+}
+
 /// The real `handler` binary, started as the host starts it, with its stdout and stderr kept.
 pub(super) struct Handler {
     pub(super) child: std::process::Child,
@@ -215,6 +321,16 @@ async fn the_binary_logs_json_lines_to_stdout_only_with_the_invocation_id() {
     let handler = Handler::start(dir.path(), Some("json"));
     handler.wait_ready(&client).await;
     invoke_twice(&handler, &client, "inv-json-0001").await;
+    // A change of a user the store does not hold, a minute old: nothing to project, still a batch.
+    let stale = json!({ "id": "u-gone", "userId": "u-gone", "type": "user", "username": "gone", "_ts": epoch_secs() - 60 });
+    let lagged = client
+        .post(format!("{}/UsersChangeFeed", handler.base))
+        .header("X-Azure-Functions-InvocationId", "inv-json-lag")
+        .json(&json!({ "Data": { "documents": [stale] }, "Metadata": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lagged.status(), StatusCode::OK);
     let (out, err) = handler.stop();
 
     // The host logs every stderr line as an error.
@@ -232,6 +348,15 @@ async fn the_binary_logs_json_lines_to_stdout_only_with_the_invocation_id() {
         in_span.iter().any(|l| l["message"] == "batch applied"),
         "{out}"
     );
+    // The lag is a field of its own, for a log query to read.
+    let lagged = lines
+        .iter()
+        .find(|l| l["span"]["invocation_id"] == "inv-json-lag" && l["message"] == "batch applied")
+        .unwrap_or_else(|| panic!("no applied batch with a lag: {out}"));
+    let lag = lagged["lag_ms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{lagged}"));
+    assert!((60_000..600_000).contains(&lag), "{lagged}");
     assert!(
         in_span.iter().any(|l| l["level"] == "ERROR"),
         "the undecodable invocation is logged: {out}"
