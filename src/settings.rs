@@ -353,7 +353,7 @@ impl Settings {
             cors_origins: cors_origins(get("BLOG_CORS_ORIGINS"))?,
             log_format: parsed("BLOG_LOG_FORMAT", get("BLOG_LOG_FORMAT"))?
                 .unwrap_or(LogFormat::Text),
-            auth: auth_settings(&get, hosted)?,
+            auth: auth_settings(&get, hosted, addr)?,
             server: crate::server::ServerLimits::from_lookup(&get)
                 .map_err(|(n, why)| bad(n, why))?,
             feed_cache,
@@ -414,6 +414,7 @@ fn flag(name: &'static str, value: Option<String>) -> Result<Option<bool>, Setti
 fn auth_settings(
     get: &impl Fn(&str) -> Option<String>,
     hosted: bool,
+    addr: SocketAddr,
 ) -> Result<AuthSettings, SettingError> {
     let default = if hosted {
         AuthMode::EasyAuth
@@ -421,6 +422,23 @@ fn auth_settings(
         AuthMode::None
     };
     let mode = parsed("BLOG_AUTH", get("BLOG_AUTH"))?.unwrap_or(default);
+    // `none` lets anyone write as anyone: on an address other machines can reach that is an open
+    // blog, so it takes the operator's explicit word, never a default or a forgotten setting.
+    let open_writes = flag(
+        "BLOG_INSECURE_OPEN_WRITES",
+        get("BLOG_INSECURE_OPEN_WRITES"),
+    )?
+    .unwrap_or(false);
+    if mode == AuthMode::None && !addr.ip().is_loopback() && !open_writes {
+        return Err(bad(
+            "BLOG_AUTH",
+            format!(
+                "`none` on {addr}, an address other machines can reach, would let anyone write \
+                 as any user: set `BLOG_AUTH=jwt`, or bind to loopback (`BLOG_BIND=127.0.0.1`), \
+                 or set `BLOG_INSECURE_OPEN_WRITES=true` if open writes are meant"
+            ),
+        ));
+    }
     if mode == AuthMode::EasyAuth && !hosted {
         // The `X-MS-CLIENT-PRINCIPAL*` headers are trustworthy only behind App Service
         // authentication, which strips them from what clients send.
@@ -865,6 +883,34 @@ mod tests {
         let e = parse(&[("BLOG_AUTH", "easyauth")]).unwrap_err();
         assert_eq!(e.name, "BLOG_AUTH");
         assert!(e.why.contains("Functions host"), "{e}");
+    }
+
+    #[test]
+    fn auth_none_on_a_network_address_is_refused_unless_open_writes_are_meant() {
+        for bind in ["0.0.0.0", "192.0.2.10", "::"] {
+            let e = parse(&[("BLOG_BIND", bind)]).unwrap_err();
+            assert_eq!(e.name, "BLOG_AUTH", "{bind}");
+            assert!(e.why.contains("BLOG_INSECURE_OPEN_WRITES=true"), "{e}");
+            assert!(e.why.contains("BLOG_AUTH=jwt"), "{e}");
+            let e = parse(&[("BLOG_BIND", bind), ("BLOG_AUTH", "none")]).unwrap_err();
+            assert_eq!(e.name, "BLOG_AUTH", "{bind}");
+            let s = parse(&[("BLOG_BIND", bind), ("BLOG_INSECURE_OPEN_WRITES", "true")]);
+            assert_eq!(s.unwrap().auth.mode, AuthMode::None, "{bind}");
+            let e = parse(&[("BLOG_BIND", bind), ("BLOG_INSECURE_OPEN_WRITES", "off")]);
+            assert_eq!(e.unwrap_err().name, "BLOG_AUTH", "{bind}");
+        }
+        for bind in ["127.0.0.1", "127.0.0.2", "::1"] {
+            assert!(parse(&[("BLOG_BIND", bind)]).is_ok(), "{bind}");
+        }
+        let e = parse(&[("BLOG_INSECURE_OPEN_WRITES", "maybe")]).unwrap_err();
+        assert_eq!(e.name, "BLOG_INSECURE_OPEN_WRITES");
+        let jwt = parse(&[
+            ("BLOG_BIND", "0.0.0.0"),
+            ("BLOG_AUTH", "jwt"),
+            ("BLOG_AUTH_ISSUER", "https://login.example.com/t/v2.0"),
+            ("BLOG_AUTH_AUDIENCE", "api://blog"),
+        ]);
+        assert_eq!(jwt.unwrap().auth.mode, AuthMode::Jwt);
     }
 
     #[test]
