@@ -215,15 +215,31 @@ fn start_pump(store: Arc<dyn Store>, answered: Arc<Notify>) -> pump::Pump {
     })
 }
 
-/// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer.
+/// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer
+/// on the API's paths.
 fn routes(hosted: bool, limits: ServerLimits, cors_origins: &[String]) -> Router<AppState> {
     let routes = api::routes(hosted, limits.request_timeout);
-    // Outermost, so that preflights are answered before routing and every answer, errors
-    // included, carries the CORS headers.
-    match api::cors::layer(cors_origins) {
-        Some(cors) => routes.layer(cors),
-        None => routes,
-    }
+    let Some(cors) = api::cors::layer(cors_origins) else {
+        return routes;
+    };
+    // Outermost, so that preflights are answered before routing and every answer under `/api/`,
+    // errors included, carries the CORS headers; any other path passes by it untouched.
+    routes.layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let cors = cors.clone();
+            async move {
+                if api::cors::covers(req.uri().path()) {
+                    use tower::{Layer as _, ServiceExt as _};
+                    match cors.layer(next).oneshot(req).await {
+                        Ok(response) => response.map(axum::body::Body::new),
+                        Err(never) => match never {},
+                    }
+                } else {
+                    next.run(req).await
+                }
+            }
+        },
+    ))
 }
 
 /// Open the store the settings choose (the bench and the operations commands open theirs

@@ -32,6 +32,43 @@ async fn trigger_endpoints_do_not_exist_standalone() {
 }
 
 #[tokio::test]
+async fn cors_answers_for_the_api_but_never_for_the_trigger_endpoints() {
+    let origin = "https://app.example";
+    let fixture = embedded_fixture().await;
+    let app = TestApp::spawn_with(fixture, false, |a| {
+        a.hosted(true).with_cors(vec![origin.to_string()])
+    })
+    .await;
+    let preflight = |path: String| {
+        app.send(
+            app.client
+                .request(reqwest::Method::OPTIONS, app.url(&path))
+                .header("origin", origin)
+                .header("access-control-request-method", "POST")
+                .header("access-control-request-headers", "content-type"),
+        )
+    };
+    let r = preflight("/api/users".into()).await;
+    assert_eq!(r.header("access-control-allow-origin"), Some(origin));
+    for function in ["PostsChangeFeed", "UsersChangeFeed"] {
+        let r = preflight(format!("/{function}")).await;
+        assert_eq!(r.header("access-control-allow-origin"), None, "{function}");
+        assert_eq!(r.header("access-control-allow-methods"), None, "{function}");
+        let r = app
+            .send(
+                app.client
+                    .post(app.url(&format!("/{function}")))
+                    .header("origin", origin)
+                    .header("Content-Type", "application/json")
+                    .body(envelope(json!([]), 0)),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{function}");
+        assert_eq!(r.header("access-control-allow-origin"), None, "{function}");
+    }
+}
+
+#[tokio::test]
 async fn trigger_endpoints_take_only_json() {
     let app = spawn_hosted().await;
     let body = envelope(json!([]), 0);
