@@ -121,9 +121,9 @@ pub async fn serve_with(
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: pause rather than spin.
                     tracing::warn!(error = %e, "accept failed");
@@ -134,7 +134,15 @@ pub async fn serve_with(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router());
+        // Every request knows its client's address (`ConnectInfo`), as `axum::serve` does it.
+        let service = TowerToHyperService::new(tower::util::MapRequest::new(
+            router(),
+            move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                req
+            },
+        ));
         // A client that stops reading would block the response's write, and so hold its slot,
         // forever: a write that makes no progress for `request_timeout` ends the connection.
         let mut stream = TimeoutStream::new(stream);

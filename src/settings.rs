@@ -250,6 +250,9 @@ pub struct Settings {
     /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`. `0` turns snapshots off on
     /// every store.
     pub feed_cache: Duration,
+    /// `BLOG_WRITES_PER_MINUTE`: writes per caller per minute (a bucket of that many, refilled
+    /// evenly over the minute); 0: no limit.
+    pub writes_per_minute: u32,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -341,6 +344,20 @@ impl Settings {
                     )
                 })?,
         };
+        let writes_per_minute = match get("BLOG_WRITES_PER_MINUTE") {
+            None => crate::api::write_limit::DEFAULT_WRITES_PER_MINUTE,
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= 1_000_000)
+                .ok_or_else(|| {
+                    bad(
+                        "BLOG_WRITES_PER_MINUTE",
+                        format!("`{v}` is not a whole number from 0 (no limit) to 1000000"),
+                    )
+                })?,
+        };
         Ok(Settings {
             addr,
             hosted,
@@ -357,6 +374,7 @@ impl Settings {
             server: crate::server::ServerLimits::from_lookup(&get)
                 .map_err(|(n, why)| bad(n, why))?,
             feed_cache,
+            writes_per_minute,
         })
     }
 }
@@ -654,6 +672,9 @@ mod tests {
         assert_eq!(s.feed_cache, Duration::from_millis(250));
         let s = parse(&[("BLOG_FEED_CACHE_MS", "0")]).unwrap();
         assert_eq!(s.feed_cache, Duration::ZERO);
+        assert_eq!(s.writes_per_minute, 60);
+        let s = parse(&[("BLOG_WRITES_PER_MINUTE", " 0 ")]).unwrap();
+        assert_eq!(s.writes_per_minute, 0);
     }
 
     #[test]
@@ -700,6 +721,9 @@ mod tests {
             ("BLOG_FEED_CACHE_MS", "-1"),
             ("BLOG_FEED_CACHE_MS", "fast"),
             ("BLOG_FEED_CACHE_MS", "600000"),
+            ("BLOG_WRITES_PER_MINUTE", "-1"),
+            ("BLOG_WRITES_PER_MINUTE", "lots"),
+            ("BLOG_WRITES_PER_MINUTE", "1000001"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }

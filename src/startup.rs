@@ -82,6 +82,15 @@ impl Application {
         }
     }
 
+    /// The same application with at most `per_minute` writes per caller (`BLOG_WRITES_PER_MINUTE`);
+    /// none by default here.
+    pub fn with_write_limit(self, per_minute: u32) -> Self {
+        Application {
+            state: self.state.with_write_limit(per_minute),
+            ..self
+        }
+    }
+
     /// As under the Functions host: with the trigger endpoints.
     pub fn hosted(mut self, hosted: bool) -> Self {
         self.hosted = hosted;
@@ -180,6 +189,7 @@ fn state(settings: &Settings, store: Arc<dyn Store>) -> AppState {
     AppState::new(store)
         .with_auth(Auth::new(&settings.auth))
         .with_feed_cache(settings.feed_cache)
+        .with_write_limit(settings.writes_per_minute)
 }
 
 /// `router`, and a notice given once its first answer has been handed to its connection: the

@@ -15,6 +15,7 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod users;
+pub mod write_limit;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,17 +51,29 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Auth>,
     pub feed: Arc<FeedCache>,
+    /// Each caller's write budget (`BLOG_WRITES_PER_MINUTE`).
+    pub writes: Arc<write_limit::WriteLimit>,
 }
 
 impl AppState {
-    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]) and the default feed
-    /// snapshot age.
+    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]), the default feed
+    /// snapshot age and no write rate limit (see [`AppState::with_write_limit`]; `handler`
+    /// sets the one its settings give).
     pub fn new(store: Arc<dyn Store>) -> Self {
         let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
         AppState {
             store,
             auth: Arc::new(Auth::none()),
             feed,
+            writes: Arc::new(write_limit::WriteLimit::new(0)),
+        }
+    }
+
+    /// At most `per_minute` writes per caller, refilled evenly over the minute; 0: no limit.
+    pub fn with_write_limit(self, per_minute: u32) -> Self {
+        AppState {
+            writes: Arc::new(write_limit::WriteLimit::new(per_minute)),
+            ..self
         }
     }
 

@@ -13,14 +13,17 @@
 pub mod easyauth;
 pub mod jwt;
 
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
+use axum::http::Method;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::api::write_limit::Writer;
 use crate::api::AppState;
 use crate::domain::{Id, Kind};
 use crate::error::{ApiError, ApiResult};
@@ -195,13 +198,21 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
         let auth = &state.auth;
         if auth.mode() == AuthMode::None {
+            // Nobody is verified, so the client's address is who writes.
+            let peer = parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0);
+            spend_a_write(parts, state, &Writer::peer(peer))?;
             return Ok(Caller::Unverified);
         }
         match auth.identify(parts).await? {
             Some(identity) => {
+                let user_id = identity.user_id();
                 if let Some(slot) = parts.extensions.get::<ActingUser>() {
-                    slot.set(&identity.user_id());
+                    slot.set(&user_id);
                 }
+                spend_a_write(parts, state, &Writer::User(user_id.to_string()))?;
                 Ok(Caller::Verified(identity))
             }
             None => Err(ApiError::Unauthorized {
@@ -213,6 +224,22 @@ impl FromRequestParts<AppState> for Caller {
             }),
         }
     }
+}
+
+/// Take one write from `who`'s budget (`BLOG_WRITES_PER_MINUTE`) when the request is a write
+/// (reads such as `GET /api/me` are free): 429 with `Retry-After` when it is spent, decided
+/// before the body is read, so nothing is written.
+fn spend_a_write(parts: &Parts, state: &AppState, who: &Writer) -> ApiResult<()> {
+    if matches!(parts.method, Method::GET | Method::HEAD) {
+        return Ok(());
+    }
+    state
+        .writes
+        .check(who)
+        .map_err(|retry_after| ApiError::TooManyWrites {
+            per_minute: state.writes.per_minute(),
+            retry_after,
+        })
 }
 
 impl Caller {

@@ -394,3 +394,53 @@ async fn a_client_that_stops_reading_does_not_keep_its_connection() {
     assert_eq!(r.status(), 200);
     drop(reader);
 }
+
+/// With `BLOG_AUTH=none` writes are counted per client address: a flood from 127.0.0.2 is
+/// refused with 429 once its budget is spent, writing nothing, while 127.0.0.1 writes as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_limited_per_client_address_without_sign_in() {
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |a| a.with_write_limit(5)).await;
+    let from = |ip: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(ip))
+            .build()
+            .unwrap()
+    };
+    let flood = from([127, 0, 0, 2]);
+    let other = from([127, 0, 0, 1]);
+    let mut answers = Vec::new();
+    for i in 0..20 {
+        let r = flood
+            .post(app.url("/api/users"))
+            .json(&serde_json::json!({ "username": format!("flood{i}") }))
+            .send()
+            .await
+            .unwrap();
+        answers.push((
+            r.status().as_u16(),
+            r.headers().get("retry-after").is_some(),
+            r.headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap().to_string()),
+        ));
+    }
+    let created = answers.iter().filter(|a| a.0 == 201).count();
+    assert_eq!(created, 5, "{answers:?}");
+    for (status, retry_after, content_type) in &answers[5..] {
+        assert_eq!(*status, 429);
+        assert!(retry_after);
+        assert_eq!(content_type.as_deref(), Some("application/problem+json"));
+    }
+    // Only the five acknowledged users exist.
+    let users = blog::store::Query::cross_partition();
+    assert_eq!(app.store.count(Container::Users, &users).await.unwrap(), 5);
+    for i in 0..5 {
+        let r = other
+            .post(app.url("/api/users"))
+            .json(&serde_json::json!({ "username": format!("other{i}") }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+}

@@ -17,7 +17,8 @@ macro_rules! identity_suite {
             jwt_issuer_down_refuses_writes_with_503_and_reads_still_work,
             easyauth_principals_act_as_themselves,
             easyauth_trusts_no_header_when_app_service_authentication_is_off,
-            none_mode_is_as_before, jwt_deletes_are_the_owners_own);
+            none_mode_is_as_before, jwt_deletes_are_the_owners_own,
+            jwt_writes_are_limited_per_signed_in_caller);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -981,4 +982,82 @@ pub async fn jwt_deletes_are_the_owners_own(fixture: Fixture) {
         .await
         .items()
         .is_empty());
+}
+
+/// `BLOG_WRITES_PER_MINUTE=3`: a signed-in caller's fourth write within the minute is 429
+/// problem+json with `Retry-After` and writes nothing; another caller (from the same address)
+/// and reads are unaffected.
+pub async fn jwt_writes_are_limited_per_signed_in_caller(fixture: Fixture) {
+    let issuer = Issuer::start().await;
+    let key = SigningKey::ec("ec-1");
+    issuer.publish(&[&key]);
+    let app = TestApp::spawn_with(fixture, true, |a| {
+        a.with_auth(jwt_auth(&issuer, None)).with_write_limit(3)
+    })
+    .await;
+    let ana = issuer.token(&key, "ana");
+    let bob = issuer.token(&key, "bob");
+    let ana_id = created(
+        &app.as_bearer("POST", "/api/users", &ana, json!({"username": "ana"}))
+            .await,
+    );
+    for title in ["one", "two"] {
+        let body = json!({"title": title, "content": "c"});
+        created(&app.as_bearer("POST", "/api/posts", &ana, body).await);
+    }
+    let over = app
+        .as_bearer(
+            "POST",
+            "/api/posts",
+            &ana,
+            json!({"title": "three", "content": "c"}),
+        )
+        .await;
+    over.assert_problem(429);
+    let retry: u64 = over
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=20).contains(&retry), "Retry-After: {retry}");
+    assert!(
+        over.body["detail"].as_str().unwrap().contains("3 a minute"),
+        "{:?}",
+        over.body
+    );
+    let rename = app
+        .as_bearer(
+            "PUT",
+            &format!("/api/users/{ana_id}"),
+            &ana,
+            json!({"username": "ana2"}),
+        )
+        .await;
+    rename.assert_problem(429);
+    // Nothing of the refused writes is there.
+    let anas_posts = blog::store::Query::cross_partition()
+        .of_kind(blog::domain::Kind::Post)
+        .eq("userId", ana_id.as_str());
+    let posts = app.store.count(blog::store::Container::Posts, &anas_posts);
+    assert_eq!(posts.await.unwrap(), 2);
+    assert_eq!(
+        app.get(&format!("/api/users/{ana_id}")).await.body["username"],
+        "ana"
+    );
+    // Reads, the caller's own included, are not writes.
+    assert_eq!(
+        app.as_bearer("GET", "/api/me", &ana, Value::Null)
+            .await
+            .status,
+        200
+    );
+    // Another caller writes as usual.
+    created(
+        &app.as_bearer("POST", "/api/users", &bob, json!({"username": "bob"}))
+            .await,
+    );
+    for title in ["b1", "b2"] {
+        let body = json!({"title": title, "content": "c"});
+        created(&app.as_bearer("POST", "/api/posts", &bob, body).await);
+    }
 }
