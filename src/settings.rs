@@ -371,7 +371,7 @@ impl Settings {
             log_format: parsed("BLOG_LOG_FORMAT", get("BLOG_LOG_FORMAT"))?
                 .unwrap_or(LogFormat::Text),
             auth: auth_settings(&get, hosted, addr)?,
-            server: crate::server::ServerLimits::from_lookup(&get)
+            server: crate::server::ServerLimits::from_lookup(&get, hosted)
                 .map_err(|(n, why)| bad(n, why))?,
             feed_cache,
             writes_per_minute,

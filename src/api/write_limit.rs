@@ -12,7 +12,7 @@
 //!   bucket has refilled are indistinguishable from a new caller and are dropped by a sweep once
 //!   a minute, or at once (at most once a second) when more than [`SWEEP_ABOVE`] callers are held.
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -44,13 +44,7 @@ impl Writer {
     /// The writer behind a client address: an IPv4 address as it is (IPv4-mapped IPv6 included),
     /// an IPv6 address by its /64 network.
     pub fn address(addr: IpAddr) -> Writer {
-        Writer::Address(match addr.to_canonical() {
-            IpAddr::V6(v6) => {
-                let network = u128::from(v6) & !((1u128 << 64) - 1);
-                IpAddr::V6(Ipv6Addr::from(network))
-            }
-            v4 => v4,
-        })
+        Writer::Address(crate::server::client_of(addr))
     }
 
     /// The writer for a request from `peer` (unknown: every such request counts as one writer).
