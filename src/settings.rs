@@ -105,6 +105,9 @@ pub struct AuthSettings {
     pub client_id: Option<String>,
     /// `BLOG_AUTH_SCOPES`: the scopes a client asks for (space- or comma-separated; published only).
     pub scopes: Vec<String>,
+    /// `BLOG_AUTH_WRITE_SCOPE`: a write needs this among the caller's delegated scopes (`scp`)
+    /// or application roles (`roles`), else 403 (`jwt`, `easyauth`); unset: any verified caller.
+    pub write_scope: Option<String>,
     /// In Azure (`WEBSITE_SITE_NAME` set) App Service authentication is off
     /// (`WEBSITE_AUTH_ENABLED` is not true): nothing strips client-sent `X-MS-CLIENT-PRINCIPAL*`
     /// headers, so `easyauth` must not trust them.
@@ -124,6 +127,7 @@ impl Default for AuthSettings {
             jwks_url: None,
             client_id: None,
             scopes: Vec::new(),
+            write_scope: None,
             platform_auth_off: false,
             in_azure: false,
         }
@@ -499,6 +503,7 @@ fn auth_settings(
                     .collect()
             })
             .unwrap_or_default(),
+        write_scope: get("BLOG_AUTH_WRITE_SCOPE").map(|v| v.trim().to_string()),
         in_azure: get("WEBSITE_SITE_NAME").is_some(),
         platform_auth_off: get("WEBSITE_SITE_NAME").is_some()
             && !matches!(
@@ -968,5 +973,13 @@ mod tests {
         assert_eq!(s.jwks_url.as_deref(), Some("http://127.0.0.1:9/keys"));
         assert_eq!(s.client_id.as_deref(), Some("spa-client"));
         assert_eq!(s.scopes, ["openid", "api://blog/Posts.Write", "profile"]);
+        assert_eq!(s.write_scope, None);
+        let s = parse(&[
+            ("BLOG_AUTH", "jwt"),
+            ("BLOG_AUTH_ISSUER", "https://login.example.com/t/v2.0"),
+            ("BLOG_AUTH_AUDIENCE", "api://blog"),
+            ("BLOG_AUTH_WRITE_SCOPE", " Blog.Write "),
+        ]);
+        assert_eq!(s.unwrap().auth.write_scope.as_deref(), Some("Blog.Write"));
     }
 }

@@ -38,6 +38,8 @@ use crate::store::{Container, Store};
 pub struct Identity {
     issuer: String,
     subject: String,
+    /// The delegated scopes (`scp`) and application roles (`roles`) the identity was granted.
+    grants: Vec<String>,
 }
 
 impl Identity {
@@ -45,7 +47,21 @@ impl Identity {
         Identity {
             issuer: issuer.into(),
             subject: subject.into(),
+            grants: Vec::new(),
         }
+    }
+
+    /// The same identity, granted these scopes and roles.
+    pub fn with_grants(self, grants: impl IntoIterator<Item = String>) -> Self {
+        Identity {
+            grants: grants.into_iter().collect(),
+            ..self
+        }
+    }
+
+    /// Whether the identity was granted `scope_or_role` (exactly, as a scope or a role).
+    pub fn is_granted(&self, scope_or_role: &str) -> bool {
+        self.grants.iter().any(|g| g == scope_or_role)
     }
 
     /// The id of this identity's user: `u-` and the first 128 bits of SHA-256 over issuer and
@@ -109,6 +125,23 @@ impl Auth {
 
     pub fn mode(&self) -> AuthMode {
         self.settings.mode
+    }
+
+    /// With `BLOG_AUTH_WRITE_SCOPE` set, a write (not a read such as `GET /api/me`) needs that
+    /// value among the identity's scopes or roles: a token for the audience proves who is
+    /// calling, not that the application they signed in with may write. 403 otherwise.
+    fn may_write(&self, parts: &Parts, identity: &Identity) -> ApiResult<()> {
+        match &self.settings.write_scope {
+            Some(scope)
+                if !matches!(parts.method, Method::GET | Method::HEAD)
+                    && !identity.is_granted(scope) =>
+            {
+                Err(ApiError::Forbidden(format!(
+                    "writes need the scope or role `{scope}`, which the caller was not granted"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// What a client needs to know to sign in (`GET /api/config`): public values only.
@@ -212,6 +245,7 @@ impl FromRequestParts<AppState> for Caller {
                 if let Some(slot) = parts.extensions.get::<ActingUser>() {
                     slot.set(&user_id);
                 }
+                auth.may_write(parts, &identity)?;
                 spend_a_write(parts, state, &Writer::User(user_id.to_string()))?;
                 Ok(Caller::Verified(identity))
             }

@@ -18,7 +18,8 @@ macro_rules! identity_suite {
             easyauth_principals_act_as_themselves,
             easyauth_trusts_no_header_when_app_service_authentication_is_off,
             none_mode_is_as_before, jwt_deletes_are_the_owners_own,
-            jwt_writes_are_limited_per_signed_in_caller);
+            jwt_writes_are_limited_per_signed_in_caller,
+            jwt_writes_need_the_write_scope_when_one_is_set);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -32,14 +33,21 @@ macro_rules! identity_suite {
 
 pub fn jwt_auth(issuer: &Issuer, jwks_url: Option<String>) -> Auth {
     Auth::new(&AuthSettings {
+        jwks_url,
+        ..jwt_settings(issuer)
+    })
+}
+
+/// The settings of `BLOG_AUTH=jwt` trusting `issuer` (through discovery).
+fn jwt_settings(issuer: &Issuer) -> AuthSettings {
+    AuthSettings {
         mode: AuthMode::Jwt,
         issuer: Some(issuer.issuer.clone()),
         audience: Some(AUDIENCE.into()),
-        jwks_url,
         client_id: Some("spa-client-id".into()),
         scopes: vec![format!("{AUDIENCE}/Blog.Write")],
         ..AuthSettings::default()
-    })
+    }
 }
 
 /// An issuer publishing an RS256 and an ES256 key, and the app trusting it (through discovery).
@@ -1060,4 +1068,55 @@ pub async fn jwt_writes_are_limited_per_signed_in_caller(fixture: Fixture) {
         let body = json!({"title": title, "content": "c"});
         created(&app.as_bearer("POST", "/api/posts", &bob, body).await);
     }
+}
+
+/// `BLOG_AUTH_WRITE_SCOPE=Blog.Write`: a token for the audience writes only when its `scp`
+/// (space-separated) or `roles` holds exactly that value; otherwise 403 and nothing written.
+/// Reads need no scope.
+pub async fn jwt_writes_need_the_write_scope_when_one_is_set(fixture: Fixture) {
+    let issuer = Issuer::start().await;
+    let key = SigningKey::rsa("rsa-1");
+    issuer.publish(&[&key]);
+    let auth = Auth::new(&AuthSettings {
+        write_scope: Some("Blog.Write".into()),
+        ..jwt_settings(&issuer)
+    });
+    let app = TestApp::spawn_with_auth(fixture, true, auth).await;
+    let token = |subject: &str, extra: Value| key.sign(&issuer.claims(subject, extra));
+    for (subject, grants) in [
+        ("no-grants", json!({})),
+        ("reader", json!({"scp": "openid Blog.Read"})),
+        ("prefix", json!({"scp": "Blog.Writer", "roles": ["Blog"]})),
+        ("other-app-role", json!({"roles": ["Blog.Admin"]})),
+    ] {
+        let t = token(subject, grants);
+        let r = app
+            .as_bearer("POST", "/api/users", &t, json!({"username": subject}))
+            .await;
+        r.assert_problem(403);
+        assert!(
+            r.body["detail"].as_str().unwrap().contains("Blog.Write"),
+            "{:?}",
+            r.body
+        );
+        // Nothing was written, and reading needs no scope.
+        app.as_bearer("GET", "/api/me", &t, Value::Null)
+            .await
+            .assert_problem(404);
+    }
+    let delegated = token("ana", json!({"scp": "openid Blog.Write profile"}));
+    created(
+        &app.as_bearer("POST", "/api/users", &delegated, json!({"username": "ana"}))
+            .await,
+    );
+    let application = token("importer", json!({"roles": ["Blog.Import", "Blog.Write"]}));
+    created(
+        &app.as_bearer(
+            "POST",
+            "/api/users",
+            &application,
+            json!({"username": "importer"}),
+        )
+        .await,
+    );
 }
