@@ -228,7 +228,7 @@ fn start_pump(store: Arc<dyn Store>, answered: Arc<Notify>) -> pump::Pump {
 /// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer
 /// on the API's paths.
 fn routes(hosted: bool, limits: ServerLimits, cors_origins: &[String]) -> Router<AppState> {
-    let routes = api::routes(hosted, limits.request_timeout);
+    let routes = api::routes(hosted, limits);
     let Some(cors) = api::cors::layer(cors_origins) else {
         return routes;
     };

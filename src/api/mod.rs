@@ -194,16 +194,17 @@ pub fn operations() -> Vec<Operation> {
     out
 }
 
-/// The whole application: API routes (each answered within `request_timeout`), readiness at
-/// `/`, problem+json for unknown routes and methods, the body limit and per-request store
-/// accounting; under the Functions host (`hosted`) also the trigger invocations, which do not
-/// exist standalone.
-pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Router {
-    routes(hosted, request_timeout).with_state(state)
+/// The whole application: API routes (each answered within the limits' `request_timeout`),
+/// readiness at `/`, problem+json for unknown routes and methods, the body limit and
+/// per-request store accounting; under the Functions host (`hosted`) also the trigger
+/// invocations, which do not exist standalone (their bodies read within `header_timeout`).
+pub fn router(state: AppState, hosted: bool, limits: crate::server::ServerLimits) -> Router {
+    routes(hosted, limits).with_state(state)
 }
 
 /// [`router`] before it is given its state (start-up builds it while the store opens).
-pub fn routes(hosted: bool, request_timeout: Duration) -> Router<AppState> {
+pub fn routes(hosted: bool, limits: crate::server::ServerLimits) -> Router<AppState> {
+    let request_timeout = limits.request_timeout;
     // Only API requests are timed: a trigger batch is applied or refused, never cut off.
     let api = api_router().route_layer(axum::middleware::from_fn(
         move |req: Request, next: Next| async move {
@@ -214,7 +215,7 @@ pub fn routes(hosted: bool, request_timeout: Duration) -> Router<AppState> {
         },
     ));
     let routes = if hosted {
-        api.merge(crate::functions::routes())
+        api.merge(crate::functions::routes(limits.header_timeout))
     } else {
         api
     };

@@ -68,6 +68,58 @@ async fn cors_answers_for_the_api_but_never_for_the_trigger_endpoints() {
     }
 }
 
+/// Invocations whose bodies stall are answered 408 once the read deadline passes, applying
+/// nothing, and meanwhile do not hold back an invocation that arrives whole: two stalled uploads
+/// (as many as are read at once) used to block every delivery for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_invocations_time_out_and_do_not_hold_others_back() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let limits = blog::server::ServerLimits {
+        header_timeout: Duration::from_secs(1),
+        ..blog::server::ServerLimits::default()
+    };
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |a| {
+        a.hosted(true).limits(limits)
+    })
+    .await;
+    let addr = app.origin.trim_start_matches("http://").to_string();
+    let mut stalled = Vec::new();
+    for function in ["PostsChangeFeed", "UsersChangeFeed"] {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /{function} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: 100000\r\n\r\n{{\"Data\": {{\"documents\": ["
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let user = app.create_user("ana").await;
+    let renamed =
+        json!([{ "id": id(&user), "type": "user", "userId": id(&user), "username": "ana" }]);
+    let whole = tokio::time::timeout(
+        Duration::from_secs(15),
+        app.invoke("UsersChangeFeed", envelope(renamed, 0)),
+    )
+    .await
+    .expect("an invocation that arrives whole is not held back by stalled ones");
+    whole.assert_applied();
+
+    for mut s in stalled {
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(15), s.read_to_end(&mut answer))
+            .await
+            .expect("a stalled invocation is answered")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.contains("did not arrive within 1 s"), "{answer}");
+    }
+}
+
 #[tokio::test]
 async fn trigger_endpoints_take_only_json() {
     let app = spawn_hosted().await;
