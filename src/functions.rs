@@ -44,8 +44,8 @@ pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 pub const INVOCATION_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 /// How many invocations are read and applied at once; more wait their turn. The host runs at
-/// most one invocation per lease at a time; this bounds the memory whatever arrives (two bodies
-/// at the limit stay under 100 MiB in the tests).
+/// most one invocation per lease at a time; this bounds the memory whatever arrives (the README
+/// states the bound, which a test holds with this many bodies at the limit decoded at once).
 pub const INVOCATION_CONCURRENCY: usize = 2;
 
 /// Which change feed a trigger follows, hence which projection it runs.
