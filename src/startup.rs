@@ -45,9 +45,10 @@ pub struct Application {
 }
 
 impl Application {
-    /// A standalone application with the default limits over an already bound listener and an
-    /// already open store (tests, bench), with `BLOG_AUTH=none` unless [`Application::with_auth`]
-    /// says otherwise.
+    /// A standalone application with the default limits but no cap per client address (its
+    /// clients, tests and the bench, all connect from this machine) over an already bound
+    /// listener and an already open store, with `BLOG_AUTH=none` unless
+    /// [`Application::with_auth`] says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
@@ -55,7 +56,10 @@ impl Application {
             pump,
             cors_origins: Vec::new(),
             hosted: false,
-            limits: ServerLimits::default(),
+            limits: ServerLimits {
+                max_connections_per_ip: 0,
+                ..ServerLimits::default()
+            },
         }
     }
 
