@@ -59,6 +59,13 @@ pub enum ApiError {
     /// 429: the store throttles; retry after the given time.
     #[error("the store is busy; retry later")]
     Throttled { retry_after: Duration },
+    /// 429: the caller used up their writes for now (`BLOG_WRITES_PER_MINUTE`); retry after the
+    /// given time.
+    #[error("too many writes: at most {per_minute} a minute per caller; retry in {} s", retry_secs(.retry_after))]
+    TooManyWrites {
+        per_minute: u32,
+        retry_after: Duration,
+    },
     /// 503: the store is unreachable or not ready; retry after the given time.
     #[error("the store is unavailable; retry later")]
     Unavailable { retry_after: Duration },
@@ -77,6 +84,11 @@ pub enum ApiError {
     /// 500: anything else. The error and its sources are logged, never returned.
     #[error("internal error: {0}")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// A wait in whole seconds for `Retry-After`, rounded up, at least 1.
+fn retry_secs(wait: &Duration) -> u64 {
+    wait.as_secs_f64().ceil().max(1.0) as u64
 }
 
 /// How often the store's refusal is logged while it lasts.
@@ -155,7 +167,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Throttled { .. } | ApiError::TooManyWrites { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Unavailable { .. }
             | ApiError::IdentityUnavailable { .. }
             | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -236,15 +250,17 @@ impl IntoResponse for ApiError {
         }
         let retry_after = match &self {
             ApiError::Throttled { retry_after }
+            | ApiError::TooManyWrites { retry_after, .. }
             | ApiError::Unavailable { retry_after }
             | ApiError::IdentityUnavailable { retry_after } => Some(*retry_after),
             ApiError::TimedOut(_) | ApiError::Erasing(_) => Some(Duration::from_secs(1)),
             _ => None,
         };
         if let Some(retry_after) = retry_after {
-            let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_secs(&retry_after)),
+            );
         }
         if let ApiError::Unauthorized {
             challenge: Some(c), ..

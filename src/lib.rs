@@ -44,5 +44,5 @@ pub use api::AppState;
 /// The whole HTTP application over the given state; `hosted`: as under the Functions host (with
 /// the trigger endpoints).
 pub fn app(state: AppState, hosted: bool) -> axum::Router {
-    api::router(state, hosted, server::DEFAULT_REQUEST_TIMEOUT)
+    api::router(state, hosted, server::ServerLimits::default())
 }

@@ -11,12 +11,20 @@
 //!   client stopped reading) ends the connection, so such a client cannot keep its slot.
 //! - **Connection cap**: at most [`ServerLimits::max_connections`] connections are served at
 //!   once; further ones wait in the listen backlog until one closes.
+//! - **Per-address cap**: at most [`ServerLimits::max_connections_per_ip`] of them from one client
+//!   address (an IPv6 address by its /64 network); a connection over it is closed at once, so one
+//!   client cannot take the slots every other client needs.
+//! - **Header size**: a request whose header block is larger than [`MAX_HEADER_BYTES`] answers
+//!   431 and the connection closes, so an unfinished header holds at most that much memory.
 //! - **Graceful shutdown**: once the shutdown signal fires, no connection is accepted, idle
 //!   connections close, and in-flight requests finish (for at most the request timeout plus a few
 //!   seconds) before [`serve`] returns.
 
+use axum::response::IntoResponse as _;
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -25,6 +33,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_io_timeout::TimeoutStream;
+use tower::ServiceExt as _;
 
 /// How long a client may take to send a request's headers (`BLOG_HEADER_TIMEOUT_SECS`).
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -32,6 +41,15 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(20);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many connections are served at once (`BLOG_MAX_CONNECTIONS`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// How many of them one client address may hold (`BLOG_MAX_CONNECTIONS_PER_IP`): a browser opens
+/// at most six per origin, so this leaves room for several browsers behind one shared address,
+/// while one address can take only a sixteenth of the default connection cap.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 64;
+/// The largest request header block read (request line and headers); larger answers 431. Tens
+/// of KiB, as other servers allow: far above a bearer token and the usual headers, while an
+/// unfinished header on each of many connections cannot add up to much memory. (hyper's own
+/// default is about 400 KB.)
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// How long in-flight requests get after the request timeout on shutdown.
 const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
 
@@ -41,6 +59,8 @@ pub struct ServerLimits {
     pub header_timeout: Duration,
     pub request_timeout: Duration,
     pub max_connections: usize,
+    /// 0: no per-address cap (under the Functions host every connection comes from the host).
+    pub max_connections_per_ip: usize,
 }
 
 impl Default for ServerLimits {
@@ -49,6 +69,7 @@ impl Default for ServerLimits {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
         }
     }
 }
@@ -57,20 +78,29 @@ impl Default for ServerLimits {
 pub type LimitError = (&'static str, String);
 
 impl ServerLimits {
-    /// From `BLOG_HEADER_TIMEOUT_SECS` (1..=30), `BLOG_REQUEST_TIMEOUT_SECS` (1..=3600) and
-    /// `BLOG_MAX_CONNECTIONS` (1..=65536); unset means the default.
-    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, LimitError> {
-        let number = |name: &'static str, max: u64, default: u64| -> Result<u64, LimitError> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| (1..=max).contains(n))
-                    .ok_or_else(|| (name, format!("`{v}` is not a whole number from 1 to {max}"))),
-            }
+    /// From `BLOG_HEADER_TIMEOUT_SECS` (1..=30), `BLOG_REQUEST_TIMEOUT_SECS` (1..=3600),
+    /// `BLOG_MAX_CONNECTIONS` (1..=65536) and `BLOG_MAX_CONNECTIONS_PER_IP` (0..=65536, 0: none);
+    /// unset means the default, except that the per-address cap is off by default under the
+    /// Functions host (`hosted`), where every connection comes from the host.
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        hosted: bool,
+    ) -> Result<Self, LimitError> {
+        let within = |name: &'static str, min: u64, max: u64, default: u64| match get(name) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| {
+                    (
+                        name,
+                        format!("`{v}` is not a whole number from {min} to {max}"),
+                    )
+                }),
         };
+        let number = |name: &'static str, max: u64, default: u64| within(name, 1, max, default);
         let d = ServerLimits::default();
         Ok(ServerLimits {
             header_timeout: Duration::from_secs(number(
@@ -85,6 +115,16 @@ impl ServerLimits {
             )?),
             max_connections: number("BLOG_MAX_CONNECTIONS", 65_536, d.max_connections as u64)?
                 as usize,
+            max_connections_per_ip: within(
+                "BLOG_MAX_CONNECTIONS_PER_IP",
+                0,
+                65_536,
+                if hosted {
+                    0
+                } else {
+                    d.max_connections_per_ip as u64
+                },
+            )? as usize,
         })
     }
 }
@@ -111,8 +151,10 @@ pub async fn serve_with(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        .max_buf_size(MAX_HEADER_BYTES)
         .keep_alive(true);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let per_address = PerAddress::new(limits.max_connections_per_ip);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
 
@@ -121,9 +163,9 @@ pub async fn serve_with(
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: pause rather than spin.
                     tracing::warn!(error = %e, "accept failed");
@@ -133,8 +175,30 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
+        // Over its address's cap: closed at once, giving its slot back.
+        let Some(address_slot) = per_address.admit(peer.ip()) else {
+            tracing::debug!("connection closed: its address holds its cap of connections");
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router());
+        let router = router();
+        let service = TowerToHyperService::new(tower::service_fn(
+            move |mut req: hyper::Request<hyper::body::Incoming>| {
+                let router = router.clone();
+                async move {
+                    // hyper stops reading a header block at about its buffer size; this makes
+                    // the limit exact for the ones it still parsed.
+                    if header_block_len(&req) > MAX_HEADER_BYTES {
+                        return Ok(headers_too_large());
+                    }
+                    // Every request knows its client's address (`ConnectInfo`), as
+                    // `axum::serve` does it.
+                    req.extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
+                    router.oneshot(req).await
+                }
+            },
+        ));
         // A client that stops reading would block the response's write, and so hold its slot,
         // forever: a write that makes no progress for `request_timeout` ends the connection.
         let mut stream = TimeoutStream::new(stream);
@@ -146,6 +210,7 @@ pub async fn serve_with(
                 tracing::debug!(error = %e, "connection ended with an error");
             }
             drop(slot);
+            drop(address_slot);
         });
     }
     drop(listener);
@@ -162,6 +227,97 @@ pub async fn serve_with(
     }
 }
 
+/// The size of a request's header block as sent: request line and header lines.
+fn header_block_len<B>(req: &hyper::Request<B>) -> usize {
+    let line = req.method().as_str().len() + req.uri().to_string().len() + "  HTTP/1.1\r\n".len();
+    req.headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + ": \r\n".len())
+        .sum::<usize>()
+        + line
+}
+
+/// 431 problem+json, closing the connection.
+fn headers_too_large() -> axum::response::Response {
+    let status = hyper::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+    let body = serde_json::json!({
+        "type": "about:blank",
+        "title": status.canonical_reason(),
+        "status": status.as_u16(),
+        "detail": format!("the request's header block is larger than {MAX_HEADER_BYTES} bytes"),
+    });
+    let mut response = (status, axum::Json(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/problem+json"),
+    );
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
+}
+
+/// The client a connection or a write is counted against: its address, an IPv6 address by its
+/// /64 network (one subscriber usually holds a whole /64, so counting its addresses one by one
+/// would count nothing), an IPv4-mapped IPv6 address as the IPv4 address it is.
+pub fn client_of(addr: IpAddr) -> IpAddr {
+    match addr.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        v4 => v4,
+    }
+}
+
+/// How many connections each client address holds (only addresses with one or more: at most
+/// as many entries as open connections).
+struct PerAddress {
+    max: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl PerAddress {
+    fn new(max: usize) -> Arc<Self> {
+        Arc::new(PerAddress {
+            max,
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A slot for one more connection from `addr`, or `None` when it holds its cap.
+    fn admit(self: &Arc<Self>, addr: IpAddr) -> Option<AddressSlot> {
+        if self.max == 0 {
+            return Some(AddressSlot(None));
+        }
+        let client = client_of(addr);
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let held = open.entry(client).or_insert(0);
+        if *held >= self.max {
+            return None;
+        }
+        *held += 1;
+        Some(AddressSlot(Some((self.clone(), client))))
+    }
+}
+
+/// One connection's place in its address's count, given back when dropped.
+struct AddressSlot(Option<(Arc<PerAddress>, IpAddr)>);
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let Some((per_address, client)) = self.0.take() else {
+            return;
+        };
+        let mut open = per_address.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(held) = open.get_mut(&client) {
+            *held -= 1;
+            if *held == 0 {
+                open.remove(&client);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,7 +328,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        ServerLimits::from_lookup(&|k: &str| m.get(k).cloned())
+        ServerLimits::from_lookup(&|k: &str| m.get(k).cloned(), false)
     }
 
     #[test]
@@ -187,7 +343,14 @@ mod tests {
         assert_eq!(l.header_timeout, Duration::from_secs(5));
         assert_eq!(l.request_timeout, Duration::from_secs(60));
         assert_eq!(l.max_connections, 10);
+        assert_eq!(l.max_connections_per_ip, 64);
+        let l = parse(&[("BLOG_MAX_CONNECTIONS_PER_IP", "0")]).unwrap();
+        assert_eq!(l.max_connections_per_ip, 0);
+        let hosted = ServerLimits::from_lookup(&|_: &str| None, true).unwrap();
+        assert_eq!(hosted.max_connections_per_ip, 0);
         for (k, v) in [
+            ("BLOG_MAX_CONNECTIONS_PER_IP", "-1"),
+            ("BLOG_MAX_CONNECTIONS_PER_IP", "65537"),
             ("BLOG_HEADER_TIMEOUT_SECS", "0"),
             ("BLOG_HEADER_TIMEOUT_SECS", "31"),
             ("BLOG_REQUEST_TIMEOUT_SECS", "x"),
@@ -195,5 +358,25 @@ mod tests {
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().0, k);
         }
+    }
+
+    #[test]
+    fn an_address_holds_at_most_its_cap_and_gets_slots_back() {
+        let per = PerAddress::new(2);
+        let a: IpAddr = "127.0.0.2".parse().unwrap();
+        let b: IpAddr = "127.0.0.1".parse().unwrap();
+        let first = per.admit(a).unwrap();
+        let _second = per.admit(a).unwrap();
+        assert!(per.admit(a).is_none());
+        assert!(per.admit(b).is_some());
+        drop(first);
+        assert!(per.admit(a).is_some());
+        // The same /64 is one client; the entries go when their connections do.
+        let v6 = |s: &str| s.parse::<IpAddr>().unwrap();
+        let x = per.admit(v6("2001:db8::1")).unwrap();
+        let y = per.admit(v6("2001:db8::2")).unwrap();
+        assert!(per.admit(v6("2001:db8::3")).is_none());
+        drop((x, y));
+        assert!(!per.open.lock().unwrap().contains_key(&v6("2001:db8::")));
     }
 }

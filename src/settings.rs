@@ -105,6 +105,9 @@ pub struct AuthSettings {
     pub client_id: Option<String>,
     /// `BLOG_AUTH_SCOPES`: the scopes a client asks for (space- or comma-separated; published only).
     pub scopes: Vec<String>,
+    /// `BLOG_AUTH_WRITE_SCOPE`: a write needs this among the caller's delegated scopes (`scp`)
+    /// or application roles (`roles`), else 403 (`jwt`, `easyauth`); unset: any verified caller.
+    pub write_scope: Option<String>,
     /// In Azure (`WEBSITE_SITE_NAME` set) App Service authentication is off
     /// (`WEBSITE_AUTH_ENABLED` is not true): nothing strips client-sent `X-MS-CLIENT-PRINCIPAL*`
     /// headers, so `easyauth` must not trust them.
@@ -124,6 +127,7 @@ impl Default for AuthSettings {
             jwks_url: None,
             client_id: None,
             scopes: Vec::new(),
+            write_scope: None,
             platform_auth_off: false,
             in_azure: false,
         }
@@ -250,6 +254,9 @@ pub struct Settings {
     /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`. `0` turns snapshots off on
     /// every store.
     pub feed_cache: Duration,
+    /// `BLOG_WRITES_PER_MINUTE`: writes per caller per minute (a bucket of that many, refilled
+    /// evenly over the minute); 0: no limit.
+    pub writes_per_minute: u32,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -341,6 +348,20 @@ impl Settings {
                     )
                 })?,
         };
+        let writes_per_minute = match get("BLOG_WRITES_PER_MINUTE") {
+            None => crate::api::write_limit::DEFAULT_WRITES_PER_MINUTE,
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= 1_000_000)
+                .ok_or_else(|| {
+                    bad(
+                        "BLOG_WRITES_PER_MINUTE",
+                        format!("`{v}` is not a whole number from 0 (no limit) to 1000000"),
+                    )
+                })?,
+        };
         Ok(Settings {
             addr,
             hosted,
@@ -353,10 +374,11 @@ impl Settings {
             cors_origins: cors_origins(get("BLOG_CORS_ORIGINS"))?,
             log_format: parsed("BLOG_LOG_FORMAT", get("BLOG_LOG_FORMAT"))?
                 .unwrap_or(LogFormat::Text),
-            auth: auth_settings(&get, hosted)?,
-            server: crate::server::ServerLimits::from_lookup(&get)
+            auth: auth_settings(&get, hosted, addr)?,
+            server: crate::server::ServerLimits::from_lookup(&get, hosted)
                 .map_err(|(n, why)| bad(n, why))?,
             feed_cache,
+            writes_per_minute,
         })
     }
 }
@@ -414,6 +436,7 @@ fn flag(name: &'static str, value: Option<String>) -> Result<Option<bool>, Setti
 fn auth_settings(
     get: &impl Fn(&str) -> Option<String>,
     hosted: bool,
+    addr: SocketAddr,
 ) -> Result<AuthSettings, SettingError> {
     let default = if hosted {
         AuthMode::EasyAuth
@@ -421,6 +444,23 @@ fn auth_settings(
         AuthMode::None
     };
     let mode = parsed("BLOG_AUTH", get("BLOG_AUTH"))?.unwrap_or(default);
+    // `none` lets anyone write as anyone: on an address other machines can reach that is an open
+    // blog, so it takes the operator's explicit word, never a default or a forgotten setting.
+    let open_writes = flag(
+        "BLOG_INSECURE_OPEN_WRITES",
+        get("BLOG_INSECURE_OPEN_WRITES"),
+    )?
+    .unwrap_or(false);
+    if mode == AuthMode::None && !addr.ip().is_loopback() && !open_writes {
+        return Err(bad(
+            "BLOG_AUTH",
+            format!(
+                "`none` on {addr}, an address other machines can reach, would let anyone write \
+                 as any user: set `BLOG_AUTH=jwt`, or bind to loopback (`BLOG_BIND=127.0.0.1`), \
+                 or set `BLOG_INSECURE_OPEN_WRITES=true` if open writes are meant"
+            ),
+        ));
+    }
     if mode == AuthMode::EasyAuth && !hosted {
         // The `X-MS-CLIENT-PRINCIPAL*` headers are trustworthy only behind App Service
         // authentication, which strips them from what clients send.
@@ -463,6 +503,7 @@ fn auth_settings(
                     .collect()
             })
             .unwrap_or_default(),
+        write_scope: get("BLOG_AUTH_WRITE_SCOPE").map(|v| v.trim().to_string()),
         in_azure: get("WEBSITE_SITE_NAME").is_some(),
         platform_auth_off: get("WEBSITE_SITE_NAME").is_some()
             && !matches!(
@@ -636,6 +677,9 @@ mod tests {
         assert_eq!(s.feed_cache, Duration::from_millis(250));
         let s = parse(&[("BLOG_FEED_CACHE_MS", "0")]).unwrap();
         assert_eq!(s.feed_cache, Duration::ZERO);
+        assert_eq!(s.writes_per_minute, 60);
+        let s = parse(&[("BLOG_WRITES_PER_MINUTE", " 0 ")]).unwrap();
+        assert_eq!(s.writes_per_minute, 0);
     }
 
     #[test]
@@ -682,6 +726,9 @@ mod tests {
             ("BLOG_FEED_CACHE_MS", "-1"),
             ("BLOG_FEED_CACHE_MS", "fast"),
             ("BLOG_FEED_CACHE_MS", "600000"),
+            ("BLOG_WRITES_PER_MINUTE", "-1"),
+            ("BLOG_WRITES_PER_MINUTE", "lots"),
+            ("BLOG_WRITES_PER_MINUTE", "1000001"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }
@@ -868,6 +915,34 @@ mod tests {
     }
 
     #[test]
+    fn auth_none_on_a_network_address_is_refused_unless_open_writes_are_meant() {
+        for bind in ["0.0.0.0", "192.0.2.10", "::"] {
+            let e = parse(&[("BLOG_BIND", bind)]).unwrap_err();
+            assert_eq!(e.name, "BLOG_AUTH", "{bind}");
+            assert!(e.why.contains("BLOG_INSECURE_OPEN_WRITES=true"), "{e}");
+            assert!(e.why.contains("BLOG_AUTH=jwt"), "{e}");
+            let e = parse(&[("BLOG_BIND", bind), ("BLOG_AUTH", "none")]).unwrap_err();
+            assert_eq!(e.name, "BLOG_AUTH", "{bind}");
+            let s = parse(&[("BLOG_BIND", bind), ("BLOG_INSECURE_OPEN_WRITES", "true")]);
+            assert_eq!(s.unwrap().auth.mode, AuthMode::None, "{bind}");
+            let e = parse(&[("BLOG_BIND", bind), ("BLOG_INSECURE_OPEN_WRITES", "off")]);
+            assert_eq!(e.unwrap_err().name, "BLOG_AUTH", "{bind}");
+        }
+        for bind in ["127.0.0.1", "127.0.0.2", "::1"] {
+            assert!(parse(&[("BLOG_BIND", bind)]).is_ok(), "{bind}");
+        }
+        let e = parse(&[("BLOG_INSECURE_OPEN_WRITES", "maybe")]).unwrap_err();
+        assert_eq!(e.name, "BLOG_INSECURE_OPEN_WRITES");
+        let jwt = parse(&[
+            ("BLOG_BIND", "0.0.0.0"),
+            ("BLOG_AUTH", "jwt"),
+            ("BLOG_AUTH_ISSUER", "https://login.example.com/t/v2.0"),
+            ("BLOG_AUTH_AUDIENCE", "api://blog"),
+        ]);
+        assert_eq!(jwt.unwrap().auth.mode, AuthMode::Jwt);
+    }
+
+    #[test]
     fn jwt_needs_issuer_and_audience() {
         let e = parse(&[("BLOG_AUTH", "jwt"), ("BLOG_AUTH_AUDIENCE", "api://blog")]);
         assert_eq!(e.unwrap_err().name, "BLOG_AUTH_ISSUER");
@@ -898,5 +973,13 @@ mod tests {
         assert_eq!(s.jwks_url.as_deref(), Some("http://127.0.0.1:9/keys"));
         assert_eq!(s.client_id.as_deref(), Some("spa-client"));
         assert_eq!(s.scopes, ["openid", "api://blog/Posts.Write", "profile"]);
+        assert_eq!(s.write_scope, None);
+        let s = parse(&[
+            ("BLOG_AUTH", "jwt"),
+            ("BLOG_AUTH_ISSUER", "https://login.example.com/t/v2.0"),
+            ("BLOG_AUTH_AUDIENCE", "api://blog"),
+            ("BLOG_AUTH_WRITE_SCOPE", " Blog.Write "),
+        ]);
+        assert_eq!(s.unwrap().auth.write_scope.as_deref(), Some("Blog.Write"));
     }
 }

@@ -45,9 +45,10 @@ pub struct Application {
 }
 
 impl Application {
-    /// A standalone application with the default limits over an already bound listener and an
-    /// already open store (tests, bench), with `BLOG_AUTH=none` unless [`Application::with_auth`]
-    /// says otherwise.
+    /// A standalone application with the default limits but no cap per client address (its
+    /// clients, tests and the bench, all connect from this machine) over an already bound
+    /// listener and an already open store, with `BLOG_AUTH=none` unless
+    /// [`Application::with_auth`] says otherwise.
     pub fn new(listener: TcpListener, store: Arc<dyn Store>, pump: bool) -> Self {
         Application {
             listener,
@@ -55,7 +56,10 @@ impl Application {
             pump,
             cors_origins: Vec::new(),
             hosted: false,
-            limits: ServerLimits::default(),
+            limits: ServerLimits {
+                max_connections_per_ip: 0,
+                ..ServerLimits::default()
+            },
         }
     }
 
@@ -78,6 +82,15 @@ impl Application {
     pub fn with_feed_cache(self, max_age: std::time::Duration) -> Self {
         Application {
             state: self.state.with_feed_cache(max_age),
+            ..self
+        }
+    }
+
+    /// The same application with at most `per_minute` writes per caller (`BLOG_WRITES_PER_MINUTE`);
+    /// none by default here.
+    pub fn with_write_limit(self, per_minute: u32) -> Self {
+        Application {
+            state: self.state.with_write_limit(per_minute),
             ..self
         }
     }
@@ -180,6 +193,7 @@ fn state(settings: &Settings, store: Arc<dyn Store>) -> AppState {
     AppState::new(store)
         .with_auth(Auth::new(&settings.auth))
         .with_feed_cache(settings.feed_cache)
+        .with_write_limit(settings.writes_per_minute)
 }
 
 /// `router`, and a notice given once its first answer has been handed to its connection: the
@@ -215,15 +229,31 @@ fn start_pump(store: Arc<dyn Store>, answered: Arc<Notify>) -> pump::Pump {
     })
 }
 
-/// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer.
+/// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer
+/// on the API's paths.
 fn routes(hosted: bool, limits: ServerLimits, cors_origins: &[String]) -> Router<AppState> {
-    let routes = api::routes(hosted, limits.request_timeout);
-    // Outermost, so that preflights are answered before routing and every answer, errors
-    // included, carries the CORS headers.
-    match api::cors::layer(cors_origins) {
-        Some(cors) => routes.layer(cors),
-        None => routes,
-    }
+    let routes = api::routes(hosted, limits);
+    let Some(cors) = api::cors::layer(cors_origins) else {
+        return routes;
+    };
+    // Outermost, so that preflights are answered before routing and every answer under `/api/`,
+    // errors included, carries the CORS headers; any other path passes by it untouched.
+    routes.layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let cors = cors.clone();
+            async move {
+                if api::cors::covers(req.uri().path()) {
+                    use tower::{Layer as _, ServiceExt as _};
+                    match cors.layer(next).oneshot(req).await {
+                        Ok(response) => response.map(axum::body::Body::new),
+                        Err(never) => match never {},
+                    }
+                } else {
+                    next.run(req).await
+                }
+            }
+        },
+    ))
 }
 
 /// Open the store the settings choose (the bench and the operations commands open theirs

@@ -1,7 +1,8 @@
 //! Cross-origin requests from browser apps (`BLOG_CORS_ORIGINS`): the allowed origins may call
-//! every route with the write methods and the request headers the API reads, and read the
-//! response headers it sets. Without origins there are no CORS headers at all, so browsers keep
-//! other origins out.
+//! the API (`/api/...`) with every method and request header it reads, and read the response
+//! headers it sets. Nothing else answers CORS: the trigger invocations are the Functions host's
+//! alone, and the page and its files are not an API. Without origins there are no CORS headers
+//! at all, so browsers keep other origins out.
 
 use std::time::Duration;
 
@@ -15,6 +16,15 @@ pub const EXPOSED_HEADERS: [&str; 5] = [
     "retry-after",
     "x-store-operations",
     "x-request-charge",
+];
+
+/// Every method the API's operations use (a test holds this to the route table).
+pub const ALLOWED_METHODS: [Method; 5] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
 ];
 
 /// How long a browser may cache a preflight answer.
@@ -34,7 +44,7 @@ pub fn layer(origins: &[String]) -> Option<CorsLayer> {
     Some(
         CorsLayer::new()
             .allow_origin(allow_origin)
-            .allow_methods([Method::GET, Method::HEAD, Method::POST, Method::PUT])
+            .allow_methods(ALLOWED_METHODS)
             .allow_headers([
                 header::AUTHORIZATION,
                 header::CONTENT_TYPE,
@@ -44,4 +54,9 @@ pub fn layer(origins: &[String]) -> Option<CorsLayer> {
             .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
             .max_age(PREFLIGHT_MAX_AGE),
     )
+}
+
+/// Whether a request to `path` is one CORS answers for: the API under `/api/`.
+pub fn covers(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
 }

@@ -15,6 +15,7 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod users;
+pub mod write_limit;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,17 +51,29 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Auth>,
     pub feed: Arc<FeedCache>,
+    /// Each caller's write budget (`BLOG_WRITES_PER_MINUTE`).
+    pub writes: Arc<write_limit::WriteLimit>,
 }
 
 impl AppState {
-    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]) and the default feed
-    /// snapshot age.
+    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]), the default feed
+    /// snapshot age and no write rate limit (see [`AppState::with_write_limit`]; `handler`
+    /// sets the one its settings give).
     pub fn new(store: Arc<dyn Store>) -> Self {
         let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
         AppState {
             store,
             auth: Arc::new(Auth::none()),
             feed,
+            writes: Arc::new(write_limit::WriteLimit::new(0)),
+        }
+    }
+
+    /// At most `per_minute` writes per caller, refilled evenly over the minute; 0: no limit.
+    pub fn with_write_limit(self, per_minute: u32) -> Self {
+        AppState {
+            writes: Arc::new(write_limit::WriteLimit::new(per_minute)),
+            ..self
         }
     }
 
@@ -181,16 +194,17 @@ pub fn operations() -> Vec<Operation> {
     out
 }
 
-/// The whole application: API routes (each answered within `request_timeout`), readiness at
-/// `/`, problem+json for unknown routes and methods, the body limit and per-request store
-/// accounting; under the Functions host (`hosted`) also the trigger invocations, which do not
-/// exist standalone.
-pub fn router(state: AppState, hosted: bool, request_timeout: Duration) -> Router {
-    routes(hosted, request_timeout).with_state(state)
+/// The whole application: API routes (each answered within the limits' `request_timeout`),
+/// readiness at `/`, problem+json for unknown routes and methods, the body limit and
+/// per-request store accounting; under the Functions host (`hosted`) also the trigger
+/// invocations, which do not exist standalone (their bodies read within `header_timeout`).
+pub fn router(state: AppState, hosted: bool, limits: crate::server::ServerLimits) -> Router {
+    routes(hosted, limits).with_state(state)
 }
 
 /// [`router`] before it is given its state (start-up builds it while the store opens).
-pub fn routes(hosted: bool, request_timeout: Duration) -> Router<AppState> {
+pub fn routes(hosted: bool, limits: crate::server::ServerLimits) -> Router<AppState> {
+    let request_timeout = limits.request_timeout;
     // Only API requests are timed: a trigger batch is applied or refused, never cut off.
     let api = api_router().route_layer(axum::middleware::from_fn(
         move |req: Request, next: Next| async move {
@@ -201,7 +215,7 @@ pub fn routes(hosted: bool, request_timeout: Duration) -> Router<AppState> {
         },
     ));
     let routes = if hosted {
-        api.merge(crate::functions::routes())
+        api.merge(crate::functions::routes(limits.header_timeout))
     } else {
         api
     };

@@ -30,6 +30,14 @@ pub const PRINCIPAL: &str = "x-ms-client-principal";
 pub const PRINCIPAL_IDP: &str = "x-ms-client-principal-idp";
 pub const PRINCIPAL_ID: &str = "x-ms-client-principal-id";
 
+/// Claim types that carry delegated scopes (space-separated).
+const SCOPE_CLAIMS: &[&str] = &["http://schemas.microsoft.com/identity/claims/scope", "scp"];
+/// Claim types that carry an application role (one per claim).
+const ROLE_CLAIMS: &[&str] = &[
+    "roles",
+    "http://schemas.microsoft.com/ws/2008/06/identity/claims/role",
+];
+
 /// Claim types that carry a principal's stable id, in order of preference.
 const ID_CLAIMS: &[&str] = &[
     "http://schemas.microsoft.com/identity/claims/objectidentifier",
@@ -95,7 +103,19 @@ pub fn identify(headers: &HeaderMap) -> Result<Option<Identity>, String> {
             })
         })
         .ok_or_else(|| format!("`{PRINCIPAL_ID}` is missing"))?;
-    Ok(Some(Identity::new(idp.to_ascii_lowercase(), id)))
+    let claims = principal.map(|p| p.claims).unwrap_or_default();
+    let grants = claims.into_iter().flat_map(|c| {
+        if SCOPE_CLAIMS.contains(&c.typ.as_str()) {
+            c.val.split_whitespace().map(String::from).collect()
+        } else if ROLE_CLAIMS.contains(&c.typ.as_str()) {
+            vec![c.val]
+        } else {
+            Vec::new()
+        }
+    });
+    Ok(Some(
+        Identity::new(idp.to_ascii_lowercase(), id).with_grants(grants),
+    ))
 }
 
 fn decode(encoded: &str) -> Result<Principal, String> {
@@ -146,6 +166,20 @@ mod tests {
         // Other modes trust no principal header.
         assert!(!forgeable_with(&[host, ("BLOG_AUTH", "none")]));
         assert!(!forgeable_with(&[]));
+    }
+
+    #[test]
+    fn scopes_and_roles_in_the_principal_are_grants() {
+        let p = principal(json!({"auth_typ": "aad", "claims": [
+            {"typ": "http://schemas.microsoft.com/identity/claims/scope", "val": "openid Blog.Write"},
+            {"typ": "roles", "val": "Blog.Admin"},
+            {"typ": "name", "val": "Blog.Reader"},
+        ]}));
+        let i = identify(&headers(&[(PRINCIPAL_ID, "o1"), (PRINCIPAL, &p)]))
+            .unwrap()
+            .unwrap();
+        assert!(i.is_granted("Blog.Write") && i.is_granted("openid") && i.is_granted("Blog.Admin"));
+        assert!(!i.is_granted("Blog.Reader") && !i.is_granted("Blog"));
     }
 
     #[test]

@@ -127,6 +127,24 @@ struct Claims {
     oid: Option<String>,
     #[serde(default)]
     sub: Option<String>,
+    /// Delegated scopes: space-separated (Microsoft Entra ID, RFC 8693), or a list.
+    #[serde(default)]
+    scp: Option<serde_json::Value>,
+    /// Application roles.
+    #[serde(default)]
+    roles: Option<serde_json::Value>,
+}
+
+/// The values of a `scp` or `roles` claim: a space-separated string or a list of strings.
+fn claim_values(claim: Option<serde_json::Value>) -> Vec<String> {
+    match claim {
+        Some(serde_json::Value::String(s)) => s.split_whitespace().map(String::from).collect(),
+        Some(serde_json::Value::Array(values)) => values
+            .into_iter()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 impl JwtVerifier {
@@ -175,7 +193,9 @@ impl JwtVerifier {
             .or(claims.sub)
             .filter(|s| !s.is_empty())
             .ok_or_else(|| JwtError::Invalid("the token names no `oid` or `sub`".into()))?;
-        Ok(Identity::new(claims.iss, subject))
+        let mut grants = claim_values(claims.scp);
+        grants.extend(claim_values(claims.roles));
+        Ok(Identity::new(claims.iss, subject).with_grants(grants))
     }
 
     /// The cached key for `kid` usable with `alg`, fetching the key set when it is not cached

@@ -13,14 +13,17 @@
 pub mod easyauth;
 pub mod jwt;
 
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
+use axum::http::Method;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::api::write_limit::Writer;
 use crate::api::AppState;
 use crate::domain::{Id, Kind};
 use crate::error::{ApiError, ApiResult};
@@ -35,6 +38,8 @@ use crate::store::{Container, Store};
 pub struct Identity {
     issuer: String,
     subject: String,
+    /// The delegated scopes (`scp`) and application roles (`roles`) the identity was granted.
+    grants: Vec<String>,
 }
 
 impl Identity {
@@ -42,7 +47,21 @@ impl Identity {
         Identity {
             issuer: issuer.into(),
             subject: subject.into(),
+            grants: Vec::new(),
         }
+    }
+
+    /// The same identity, granted these scopes and roles.
+    pub fn with_grants(self, grants: impl IntoIterator<Item = String>) -> Self {
+        Identity {
+            grants: grants.into_iter().collect(),
+            ..self
+        }
+    }
+
+    /// Whether the identity was granted `scope_or_role` (exactly, as a scope or a role).
+    pub fn is_granted(&self, scope_or_role: &str) -> bool {
+        self.grants.iter().any(|g| g == scope_or_role)
     }
 
     /// The id of this identity's user: `u-` and the first 128 bits of SHA-256 over issuer and
@@ -106,6 +125,23 @@ impl Auth {
 
     pub fn mode(&self) -> AuthMode {
         self.settings.mode
+    }
+
+    /// With `BLOG_AUTH_WRITE_SCOPE` set, a write (not a read such as `GET /api/me`) needs that
+    /// value among the identity's scopes or roles: a token for the audience proves who is
+    /// calling, not that the application they signed in with may write. 403 otherwise.
+    fn may_write(&self, parts: &Parts, identity: &Identity) -> ApiResult<()> {
+        match &self.settings.write_scope {
+            Some(scope)
+                if !matches!(parts.method, Method::GET | Method::HEAD)
+                    && !identity.is_granted(scope) =>
+            {
+                Err(ApiError::Forbidden(format!(
+                    "writes need the scope or role `{scope}`, which the caller was not granted"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// What a client needs to know to sign in (`GET /api/config`): public values only.
@@ -195,13 +231,22 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
         let auth = &state.auth;
         if auth.mode() == AuthMode::None {
+            // Nobody is verified, so the client's address is who writes.
+            let peer = parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0);
+            spend_a_write(parts, state, &Writer::peer(peer))?;
             return Ok(Caller::Unverified);
         }
         match auth.identify(parts).await? {
             Some(identity) => {
+                let user_id = identity.user_id();
                 if let Some(slot) = parts.extensions.get::<ActingUser>() {
-                    slot.set(&identity.user_id());
+                    slot.set(&user_id);
                 }
+                auth.may_write(parts, &identity)?;
+                spend_a_write(parts, state, &Writer::User(user_id.to_string()))?;
                 Ok(Caller::Verified(identity))
             }
             None => Err(ApiError::Unauthorized {
@@ -213,6 +258,22 @@ impl FromRequestParts<AppState> for Caller {
             }),
         }
     }
+}
+
+/// Take one write from `who`'s budget (`BLOG_WRITES_PER_MINUTE`) when the request is a write
+/// (reads such as `GET /api/me` are free): 429 with `Retry-After` when it is spent, decided
+/// before the body is read, so nothing is written.
+fn spend_a_write(parts: &Parts, state: &AppState, who: &Writer) -> ApiResult<()> {
+    if matches!(parts.method, Method::GET | Method::HEAD) {
+        return Ok(());
+    }
+    state
+        .writes
+        .check(who)
+        .map_err(|retry_after| ApiError::TooManyWrites {
+            per_minute: state.writes.per_minute(),
+            retry_after,
+        })
 }
 
 impl Caller {

@@ -394,3 +394,151 @@ async fn a_client_that_stops_reading_does_not_keep_its_connection() {
     assert_eq!(r.status(), 200);
     drop(reader);
 }
+
+/// With `BLOG_AUTH=none` writes are counted per client address: a flood from 127.0.0.2 is
+/// refused with 429 once its budget is spent, writing nothing, while 127.0.0.1 writes as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_limited_per_client_address_without_sign_in() {
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |a| a.with_write_limit(5)).await;
+    let from = |ip: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(ip))
+            .build()
+            .unwrap()
+    };
+    let flood = from([127, 0, 0, 2]);
+    let other = from([127, 0, 0, 1]);
+    let mut answers = Vec::new();
+    for i in 0..20 {
+        let r = flood
+            .post(app.url("/api/users"))
+            .json(&serde_json::json!({ "username": format!("flood{i}") }))
+            .send()
+            .await
+            .unwrap();
+        answers.push((
+            r.status().as_u16(),
+            r.headers().get("retry-after").is_some(),
+            r.headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap().to_string()),
+        ));
+    }
+    let created = answers.iter().filter(|a| a.0 == 201).count();
+    assert_eq!(created, 5, "{answers:?}");
+    for (status, retry_after, content_type) in &answers[5..] {
+        assert_eq!(*status, 429);
+        assert!(retry_after);
+        assert_eq!(content_type.as_deref(), Some("application/problem+json"));
+    }
+    // Only the five acknowledged users exist.
+    let users = blog::store::Query::cross_partition();
+    assert_eq!(app.store.count(Container::Users, &users).await.unwrap(), 5);
+    for i in 0..5 {
+        let r = other
+            .post(app.url("/api/users"))
+            .json(&serde_json::json!({ "username": format!("other{i}") }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+}
+
+/// One idle connection from `from` to `port` (nothing sent).
+async fn idle_connection(from: [u8; 4], port: u16) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    socket
+        .connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
+        .unwrap()
+}
+
+/// Whether the server closed `s` within `within`.
+async fn closed_soon(s: &mut tokio::net::TcpStream, within: Duration) -> bool {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = [0u8; 256];
+    loop {
+        match tokio::time::timeout(within, s.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+/// A client that opens many idle connections from one address (127.0.0.2) gets only its cap of
+/// them; the rest are closed at once, and a client at another address (127.0.0.1) is served at
+/// once although the flood is larger than the whole connection cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(
+        dir.path(),
+        &[
+            ("BLOG_MAX_CONNECTIONS", "16"),
+            ("BLOG_MAX_CONNECTIONS_PER_IP", "4"),
+            ("BLOG_HEADER_TIMEOUT_SECS", "30"),
+        ],
+    )
+    .await;
+    let mut flood = Vec::new();
+    for _ in 0..40 {
+        flood.push(idle_connection([127, 0, 0, 2], handler.port).await);
+    }
+    let mut closed = 0;
+    for s in flood.iter_mut() {
+        if closed_soon(s, Duration::from_millis(300)).await {
+            closed += 1;
+        }
+    }
+    assert_eq!(
+        closed, 36,
+        "connections beyond the address's cap of 4 are closed"
+    );
+
+    let client = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 1]))
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let r = client
+        .get(format!("{}/api/feed", handler.base))
+        .send()
+        .await
+        .expect("another address is served while the flood holds its connections");
+    assert_eq!(r.status(), 200);
+    drop(flood);
+}
+
+/// A request header block over the limit answers 431; one well within it is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_block_over_the_limit_answers_431() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(dir.path(), &[]).await;
+    let ask = |header_bytes: usize| {
+        let port = handler.port;
+        async move {
+            use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+            let mut s = idle_connection([127, 0, 0, 1], port).await;
+            let filler = "a".repeat(header_bytes);
+            let request = format!(
+                "GET /api/feed HTTP/1.1\r\nHost: x\r\nX-Filler: {filler}\r\nConnection: close\r\n\r\n"
+            );
+            // The server may answer and close before taking all of it.
+            let _ = s.write_all(request.as_bytes()).await;
+            let mut answer = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut answer)).await;
+            let answer = String::from_utf8_lossy(&answer).to_string();
+            answer
+                .split(' ')
+                .nth(1)
+                .and_then(|code| code.parse::<u16>().ok())
+                .unwrap_or_else(|| panic!("no status line in {answer:?}"))
+        }
+    };
+    assert_eq!(ask(16 * 1024).await, 200);
+    assert_eq!(ask(40 * 1024).await, 431);
+    assert_eq!(ask(400 * 1024).await, 431);
+}

@@ -32,6 +32,95 @@ async fn trigger_endpoints_do_not_exist_standalone() {
 }
 
 #[tokio::test]
+async fn cors_answers_for_the_api_but_never_for_the_trigger_endpoints() {
+    let origin = "https://app.example";
+    let fixture = embedded_fixture().await;
+    let app = TestApp::spawn_with(fixture, false, |a| {
+        a.hosted(true).with_cors(vec![origin.to_string()])
+    })
+    .await;
+    let preflight = |path: String| {
+        app.send(
+            app.client
+                .request(reqwest::Method::OPTIONS, app.url(&path))
+                .header("origin", origin)
+                .header("access-control-request-method", "POST")
+                .header("access-control-request-headers", "content-type"),
+        )
+    };
+    let r = preflight("/api/users".into()).await;
+    assert_eq!(r.header("access-control-allow-origin"), Some(origin));
+    for function in ["PostsChangeFeed", "UsersChangeFeed"] {
+        let r = preflight(format!("/{function}")).await;
+        assert_eq!(r.header("access-control-allow-origin"), None, "{function}");
+        assert_eq!(r.header("access-control-allow-methods"), None, "{function}");
+        let r = app
+            .send(
+                app.client
+                    .post(app.url(&format!("/{function}")))
+                    .header("origin", origin)
+                    .header("Content-Type", "application/json")
+                    .body(envelope(json!([]), 0)),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{function}");
+        assert_eq!(r.header("access-control-allow-origin"), None, "{function}");
+    }
+}
+
+/// Invocations whose bodies stall are answered 408 once the read deadline passes, applying
+/// nothing, and meanwhile do not hold back an invocation that arrives whole: two stalled uploads
+/// (as many as are read at once) used to block every delivery for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_invocations_time_out_and_do_not_hold_others_back() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let limits = blog::server::ServerLimits {
+        header_timeout: Duration::from_secs(1),
+        ..blog::server::ServerLimits::default()
+    };
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |a| {
+        a.hosted(true).limits(limits)
+    })
+    .await;
+    let addr = app.origin.trim_start_matches("http://").to_string();
+    let mut stalled = Vec::new();
+    for function in ["PostsChangeFeed", "UsersChangeFeed"] {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /{function} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: 100000\r\n\r\n{{\"Data\": {{\"documents\": ["
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let user = app.create_user("ana").await;
+    let renamed =
+        json!([{ "id": id(&user), "type": "user", "userId": id(&user), "username": "ana" }]);
+    let whole = tokio::time::timeout(
+        Duration::from_secs(15),
+        app.invoke("UsersChangeFeed", envelope(renamed, 0)),
+    )
+    .await
+    .expect("an invocation that arrives whole is not held back by stalled ones");
+    whole.assert_applied();
+
+    for mut s in stalled {
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(15), s.read_to_end(&mut answer))
+            .await
+            .expect("a stalled invocation is answered")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.contains("did not arrive within 1 s"), "{answer}");
+    }
+}
+
+#[tokio::test]
 async fn trigger_endpoints_take_only_json() {
     let app = spawn_hosted().await;
     let body = envelope(json!([]), 0);
@@ -142,6 +231,7 @@ async fn memory_stays_bounded_for_any_body_the_limit_admits() {
         eprintln!("skipped: no /proc to read the peak memory from");
         return;
     }
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let dir = tempfile::tempdir().unwrap();
     let handler = Handler::start(dir.path(), None);
     let client = reqwest::Client::builder()
@@ -177,14 +267,61 @@ async fn memory_stays_bounded_for_any_body_the_limit_admits() {
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let r = send(wide).await.unwrap();
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    // Three at once.
-    let (a, b, c) = tokio::join!(send(fullest.clone()), send(fullest.clone()), send(fullest));
-    for r in [a, b, c] {
-        let r = r.unwrap();
-        assert_eq!(r.status(), StatusCode::OK, "{:?}", r.text().await);
+    // As many at once as are applied at once, decoded at the same moment: every body held whole
+    // but its last byte, then each one's last byte sent together.
+    let addr = handler.base.trim_start_matches("http://").to_string();
+    let mut uploads = Vec::new();
+    for _ in 0..blog::functions::INVOCATION_CONCURRENCY {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /PostsChangeFeed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            fullest.len()
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(&fullest[..fullest.len() - 1]).await.unwrap();
+        uploads.push(s);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for s in uploads.iter_mut() {
+        s.write_all(&fullest[fullest.len() - 1..]).await.unwrap();
+    }
+    for mut s in uploads {
+        let mut answer = Vec::new();
+        s.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     }
 
     let peak = peak_rss_mib(handler.child.id());
-    eprintln!("handler peak RSS: {peak} MiB");
-    assert!(peak < 300, "peak resident memory {peak} MiB");
+    let bound = documented_trigger_memory_bound_mib();
+    eprintln!("handler peak RSS: {peak} MiB (the documented bound: {bound} MiB)");
+    assert!(
+        peak < bound,
+        "peak resident memory {peak} MiB, docs/functions-host.md says under {bound}"
+    );
+}
+
+/// The bound docs/functions-host.md gives for the trigger invocations' memory (the first "under
+/// N MiB" in the paragraph on the trigger endpoints), so that the document and this test cannot
+/// part.
+fn documented_trigger_memory_bound_mib() -> u64 {
+    let page = super::common::repo().join("docs/functions-host.md");
+    let doc = std::fs::read_to_string(page).unwrap();
+    let paragraph = doc
+        .split("\n\n")
+        .find(|p| p.contains("The trigger endpoints `/PostsChangeFeed`"))
+        .expect("the paragraph on the trigger endpoints");
+    let words: Vec<&str> = paragraph.split_whitespace().collect();
+    words
+        .windows(3)
+        .find_map(|w| match w {
+            [under, n, unit]
+                if under.trim_start_matches('(') == "under" && unit.starts_with("MiB") =>
+            {
+                n.parse().ok()
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no \"under N MiB\" in: {paragraph}"))
 }

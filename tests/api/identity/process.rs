@@ -93,6 +93,47 @@ async fn easyauth_standalone_refuses_to_start_naming_the_setting() {
 }
 
 #[tokio::test]
+async fn none_on_an_address_others_can_reach_refuses_to_start_naming_the_fix() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .env_clear()
+        .env("PORT", free_port().to_string())
+        .env("BLOG_BIND", "0.0.0.0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the handler starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`BLOG_AUTH=none` on 0.0.0.0 started and kept running");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status:?}");
+    let mut text = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    assert!(text.contains("BLOG_AUTH"), "{text}");
+    assert!(text.contains("BLOG_INSECURE_OPEN_WRITES=true"), "{text}");
+}
+
+#[tokio::test]
 async fn none_warns_at_start_and_loudly_on_an_address_others_can_reach() {
     let dir = tempfile::tempdir().unwrap();
     let out = Handler::start(dir.path(), &[]).await.stop();
@@ -102,9 +143,15 @@ async fn none_warns_at_start_and_loudly_on_an_address_others_can_reach() {
         .unwrap_or_else(|| panic!("no warning: {out}"));
     assert!(line.contains("WARN"), "{line}");
 
-    let out = Handler::start(dir.path(), &[("BLOG_BIND", "0.0.0.0".into())])
-        .await
-        .stop();
+    let out = Handler::start(
+        dir.path(),
+        &[
+            ("BLOG_BIND", "0.0.0.0".into()),
+            ("BLOG_INSECURE_OPEN_WRITES", "true".into()),
+        ],
+    )
+    .await
+    .stop();
     let line = out
         .lines()
         .find(|l| l.contains("BLOG_AUTH=none"))

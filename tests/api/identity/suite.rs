@@ -17,7 +17,9 @@ macro_rules! identity_suite {
             jwt_issuer_down_refuses_writes_with_503_and_reads_still_work,
             easyauth_principals_act_as_themselves,
             easyauth_trusts_no_header_when_app_service_authentication_is_off,
-            none_mode_is_as_before, jwt_deletes_are_the_owners_own);
+            none_mode_is_as_before, jwt_deletes_are_the_owners_own,
+            jwt_writes_are_limited_per_signed_in_caller,
+            jwt_writes_need_the_write_scope_when_one_is_set);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -31,14 +33,21 @@ macro_rules! identity_suite {
 
 pub fn jwt_auth(issuer: &Issuer, jwks_url: Option<String>) -> Auth {
     Auth::new(&AuthSettings {
+        jwks_url,
+        ..jwt_settings(issuer)
+    })
+}
+
+/// The settings of `BLOG_AUTH=jwt` trusting `issuer` (through discovery).
+fn jwt_settings(issuer: &Issuer) -> AuthSettings {
+    AuthSettings {
         mode: AuthMode::Jwt,
         issuer: Some(issuer.issuer.clone()),
         audience: Some(AUDIENCE.into()),
-        jwks_url,
         client_id: Some("spa-client-id".into()),
         scopes: vec![format!("{AUDIENCE}/Blog.Write")],
         ..AuthSettings::default()
-    })
+    }
 }
 
 /// An issuer publishing an RS256 and an ES256 key, and the app trusting it (through discovery).
@@ -981,4 +990,133 @@ pub async fn jwt_deletes_are_the_owners_own(fixture: Fixture) {
         .await
         .items()
         .is_empty());
+}
+
+/// `BLOG_WRITES_PER_MINUTE=3`: a signed-in caller's fourth write within the minute is 429
+/// problem+json with `Retry-After` and writes nothing; another caller (from the same address)
+/// and reads are unaffected.
+pub async fn jwt_writes_are_limited_per_signed_in_caller(fixture: Fixture) {
+    let issuer = Issuer::start().await;
+    let key = SigningKey::ec("ec-1");
+    issuer.publish(&[&key]);
+    let app = TestApp::spawn_with(fixture, true, |a| {
+        a.with_auth(jwt_auth(&issuer, None)).with_write_limit(3)
+    })
+    .await;
+    let ana = issuer.token(&key, "ana");
+    let bob = issuer.token(&key, "bob");
+    let ana_id = created(
+        &app.as_bearer("POST", "/api/users", &ana, json!({"username": "ana"}))
+            .await,
+    );
+    for title in ["one", "two"] {
+        let body = json!({"title": title, "content": "c"});
+        created(&app.as_bearer("POST", "/api/posts", &ana, body).await);
+    }
+    let over = app
+        .as_bearer(
+            "POST",
+            "/api/posts",
+            &ana,
+            json!({"title": "three", "content": "c"}),
+        )
+        .await;
+    over.assert_problem(429);
+    let retry: u64 = over
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=20).contains(&retry), "Retry-After: {retry}");
+    assert!(
+        over.body["detail"].as_str().unwrap().contains("3 a minute"),
+        "{:?}",
+        over.body
+    );
+    let rename = app
+        .as_bearer(
+            "PUT",
+            &format!("/api/users/{ana_id}"),
+            &ana,
+            json!({"username": "ana2"}),
+        )
+        .await;
+    rename.assert_problem(429);
+    // Nothing of the refused writes is there.
+    let anas_posts = blog::store::Query::cross_partition()
+        .of_kind(blog::domain::Kind::Post)
+        .eq("userId", ana_id.as_str());
+    let posts = app.store.count(blog::store::Container::Posts, &anas_posts);
+    assert_eq!(posts.await.unwrap(), 2);
+    assert_eq!(
+        app.get(&format!("/api/users/{ana_id}")).await.body["username"],
+        "ana"
+    );
+    // Reads, the caller's own included, are not writes.
+    assert_eq!(
+        app.as_bearer("GET", "/api/me", &ana, Value::Null)
+            .await
+            .status,
+        200
+    );
+    // Another caller writes as usual.
+    created(
+        &app.as_bearer("POST", "/api/users", &bob, json!({"username": "bob"}))
+            .await,
+    );
+    for title in ["b1", "b2"] {
+        let body = json!({"title": title, "content": "c"});
+        created(&app.as_bearer("POST", "/api/posts", &bob, body).await);
+    }
+}
+
+/// `BLOG_AUTH_WRITE_SCOPE=Blog.Write`: a token for the audience writes only when its `scp`
+/// (space-separated) or `roles` holds exactly that value; otherwise 403 and nothing written.
+/// Reads need no scope.
+pub async fn jwt_writes_need_the_write_scope_when_one_is_set(fixture: Fixture) {
+    let issuer = Issuer::start().await;
+    let key = SigningKey::rsa("rsa-1");
+    issuer.publish(&[&key]);
+    let auth = Auth::new(&AuthSettings {
+        write_scope: Some("Blog.Write".into()),
+        ..jwt_settings(&issuer)
+    });
+    let app = TestApp::spawn_with_auth(fixture, true, auth).await;
+    let token = |subject: &str, extra: Value| key.sign(&issuer.claims(subject, extra));
+    for (subject, grants) in [
+        ("no-grants", json!({})),
+        ("reader", json!({"scp": "openid Blog.Read"})),
+        ("prefix", json!({"scp": "Blog.Writer", "roles": ["Blog"]})),
+        ("other-app-role", json!({"roles": ["Blog.Admin"]})),
+    ] {
+        let t = token(subject, grants);
+        let r = app
+            .as_bearer("POST", "/api/users", &t, json!({"username": subject}))
+            .await;
+        r.assert_problem(403);
+        assert!(
+            r.body["detail"].as_str().unwrap().contains("Blog.Write"),
+            "{:?}",
+            r.body
+        );
+        // Nothing was written, and reading needs no scope.
+        app.as_bearer("GET", "/api/me", &t, Value::Null)
+            .await
+            .assert_problem(404);
+    }
+    let delegated = token("ana", json!({"scp": "openid Blog.Write profile"}));
+    created(
+        &app.as_bearer("POST", "/api/users", &delegated, json!({"username": "ana"}))
+            .await,
+    );
+    let application = token("importer", json!({"roles": ["Blog.Import", "Blog.Write"]}));
+    created(
+        &app.as_bearer(
+            "POST",
+            "/api/users",
+            &application,
+            json!({"username": "importer"}),
+        )
+        .await,
+    );
 }
