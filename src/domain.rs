@@ -7,6 +7,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 mod chars;
 mod deletion;
+pub mod follows;
 mod items;
 
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
