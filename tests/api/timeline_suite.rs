@@ -1,7 +1,14 @@
 //! Follows and the personal timeline (docs/timeline.md) as a client sees them, written once and
 //! instantiated per store with `timeline_suite!(path::to::fixture_fn);`.
 
+use std::time::Duration;
+
 use blog::auth::Auth;
+use blog::domain::follows;
+use blog::ops::progress::Progress;
+use blog::ops::verify_and_repair;
+use blog::projection;
+use blog::store::{Container, PatchOp};
 use serde_json::{json, Value};
 
 use crate::api_suite::url_encode;
@@ -15,6 +22,11 @@ macro_rules! timeline_suite {
             following_brings_posts_and_unfollowing_takes_them_away,
             timeline_copies_follow_edits_counters_renames_and_deletes,
             timeline_is_one_store_operation_and_pages, an_erased_user_leaves_every_list);
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn verify_finds_and_repair_mends_follows_and_timelines() {
+            let app = $crate::helpers::TestApp::spawn($fixture().await, false).await;
+            $crate::timeline_suite::verify_finds_and_repair_mends_follows_and_timelines(&app).await;
+        }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn only_the_signed_in_user_follows_for_themselves() {
             $crate::timeline_suite::only_the_signed_in_user_follows_for_themselves($fixture().await)
@@ -410,4 +422,103 @@ pub async fn only_the_signed_in_user_follows_for_themselves(fixture: Fixture) {
         ids(&app, &format!("/api/users/{ana_id}/following")).await,
         vec![bob_id.clone()]
     );
+}
+
+/// Project both change feeds until neither has anything new (what a pump does, for an app
+/// started without one).
+async fn project_all(app: &TestApp) {
+    let mut from: [Option<String>; 2] = [None, None];
+    for _ in 0..50 {
+        let mut quiet = true;
+        for (i, c) in [Container::Posts, Container::Users].into_iter().enumerate() {
+            let page = app.store.changes(c, from[i].as_deref(), 100).await.unwrap();
+            if page.items.is_empty() {
+                continue;
+            }
+            quiet = false;
+            projection::project(&*app.store, c, &page.items)
+                .await
+                .expect("projection");
+            from[i] = Some(page.continuation);
+        }
+        if quiet {
+            return;
+        }
+    }
+    panic!("the projections never went quiet");
+}
+
+pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let cy = id(&app.create_user("cy").await);
+    follow(app, &ana, &bob).await;
+    let p = id(&app.create_post(&bob, "by bob", "c").await);
+    let q = id(&app.create_post(&cy, "by cy", "c").await);
+    project_all(app).await;
+    let clean = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(clean.timelines.last().is_clean(), "{}", clean.render());
+    assert_eq!(timeline_ids(app, &ana).await, vec![p.clone()]);
+
+    // Drift nothing in the change feed would bring back: a mirror and an entry lost, an entry
+    // of someone ana does not follow, an edge with a stale name.
+    let users = Container::Users;
+    app.store
+        .delete(users, &bob, &format!("follower-{ana}"))
+        .await
+        .unwrap();
+    app.store
+        .delete(users, &ana, &format!("timeline-{p}"))
+        .await
+        .unwrap();
+    let cys = app.get(&format!("/api/posts/{q}")).await.body;
+    let cys: blog::domain::Post = serde_json::from_value(json!({
+        "type": "post", "id": q, "postId": q, "userId": cy, "userUsername": "cy",
+        "title": cys["title"], "content": cys["content"], "commentCount": 0, "likeCount": 0,
+        "creationDate": cys["creationDate"],
+    }))
+    .unwrap();
+    app.store
+        .upsert(users, &ana, follows::timeline_entry(&ana, &cys))
+        .await
+        .unwrap();
+    app.store
+        .patch(
+            users,
+            &ana,
+            &format!("following-{bob}"),
+            &[PatchOp::set("/userUsername", "someone else")],
+            None,
+        )
+        .await
+        .unwrap();
+
+    let found = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    let drift = &found.timelines.before.drift;
+    for kind in [
+        "mirror missing or stale",
+        "timeline entry missing",
+        "timeline entry extra",
+        "edge name",
+    ] {
+        assert_eq!(drift.get(kind), Some(&1), "{kind}: {}", found.render());
+    }
+    assert!(found.render().contains("timeline entry extra: 1"));
+
+    let mended = verify_and_repair(&*app.store, true, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    let (_, after) = mended.timelines.repair.as_ref().expect("a repair ran");
+    assert!(after.is_clean(), "{}", mended.render());
+    assert_eq!(timeline_ids(app, &ana).await, vec![p.clone()]);
+    assert_eq!(
+        ids(app, &format!("/api/users/{bob}/followers")).await,
+        vec![ana.clone()]
+    );
+    let r = app.get(&format!("/api/users/{ana}/following")).await;
+    assert_eq!(r.items()[0]["username"], "bob");
 }
