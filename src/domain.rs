@@ -210,10 +210,12 @@ pub fn to_value<T: Serialize>(t: &T) -> Value {
 }
 
 /// Properties the service keeps for itself.
-const INTERNAL_FIELDS: [&str; 6] = [
+const INTERNAL_FIELDS: [&str; 7] = [
     Kind::FIELD,
     "renameVersion",
     "propagatedVersion",
+    // Whether the user's followers' timelines merge their posts in (`follows::MARKER_DATE`).
+    "timelineMerged",
     // Never on what is returned (tombstones are hidden), named here all the same.
     DELETED,
     "ttl",

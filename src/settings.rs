@@ -250,6 +250,9 @@ pub struct Settings {
     /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`. `0` turns snapshots off on
     /// every store.
     pub feed_cache: Duration,
+    /// `BLOG_TIMELINE_FANOUT_LIMIT`: an author with more followers than this is merged into
+    /// timelines when they are read instead of copied into each (see `projection::timeline`).
+    pub timeline_fanout_limit: u64,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -341,6 +344,15 @@ impl Settings {
                     )
                 })?,
         };
+        let timeline_fanout_limit = match get("BLOG_TIMELINE_FANOUT_LIMIT") {
+            None => crate::projection::timeline::DEFAULT_FANOUT_LIMIT,
+            Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                bad(
+                    "BLOG_TIMELINE_FANOUT_LIMIT",
+                    format!("`{v}` is not a whole number of followers"),
+                )
+            })?,
+        };
         Ok(Settings {
             addr,
             hosted,
@@ -357,6 +369,7 @@ impl Settings {
             server: crate::server::ServerLimits::from_lookup(&get)
                 .map_err(|(n, why)| bad(n, why))?,
             feed_cache,
+            timeline_fanout_limit,
         })
     }
 }
@@ -636,6 +649,9 @@ mod tests {
         assert_eq!(s.feed_cache, Duration::from_millis(250));
         let s = parse(&[("BLOG_FEED_CACHE_MS", "0")]).unwrap();
         assert_eq!(s.feed_cache, Duration::ZERO);
+        assert_eq!(s.timeline_fanout_limit, 10_000);
+        let s = parse(&[("BLOG_TIMELINE_FANOUT_LIMIT", "0")]).unwrap();
+        assert_eq!(s.timeline_fanout_limit, 0);
     }
 
     #[test]
@@ -682,6 +698,8 @@ mod tests {
             ("BLOG_FEED_CACHE_MS", "-1"),
             ("BLOG_FEED_CACHE_MS", "fast"),
             ("BLOG_FEED_CACHE_MS", "600000"),
+            ("BLOG_TIMELINE_FANOUT_LIMIT", "-1"),
+            ("BLOG_TIMELINE_FANOUT_LIMIT", "many"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }

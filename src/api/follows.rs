@@ -13,10 +13,10 @@ use super::schema::{PagingParams, PostSummaryPage, UserPage};
 use super::{json_response, list, list_body, AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, following_id, is_live_of, post_of_entry, user_of_edge, FOLLOWER,
-    FOLLOWING, TIMELINE, TIMELINE_SIZE,
+    edge, edge_tombstone_ops, following_id, is_live_of, is_marker, post_of_entry, user_of_edge,
+    FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
 };
-use crate::domain::{is_deleted, is_live, now, Id, Kind};
+use crate::domain::{is_deleted, is_live, now, public, Id, Kind};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, Page, Query, Store, StoreError};
@@ -217,15 +217,21 @@ pub async fn list_followers(
     edges(&s, &user, FOLLOWER, paging).await
 }
 
+/// Room for merge markers in a timeline query's page: markers sort before every entry, so the
+/// first page of the query holds this many of them and still every entry asked for.
+const MARKER_ROOM: u32 = 100;
+
 /// `GET /api/users/{userId}/timeline`: one query in the user's partition, newest first, never
-/// paging past the [`TIMELINE_SIZE`] newest. The continuation token carries how many entries
-/// earlier pages served: `<served>.<store token>`, as the feed's does.
+/// past the [`TIMELINE_SIZE`] newest; plus, for each author followed who is merged (more
+/// followers than the fan-out limit), one query in that author's partition. The continuation
+/// token is the number of posts earlier pages served; each page reads the newest `served + limit`
+/// again and skips what was served, so a page costs the same few operations however deep.
 #[utoipa::path(
     get,
     path = "/api/users/{userId}/timeline",
     tag = "follows",
     summary = "The newest posts of the users a user follows (at most 100), newest first, in short form",
-    description = "One query in the user's partition, kept by the change feed.",
+    description = "One query in the user's partition, kept by the change feed; plus one query per followed author with more followers than the fan-out limit, whose posts are merged in when read.",
     params(("userId" = String, Path, description = "The user's id"), PagingParams),
     responses(
         (status = 200, description = "One page of the timeline", body = PostSummaryPage,
@@ -237,28 +243,70 @@ pub async fn get_timeline(
     PathId(user): PathId,
     paging: Paging,
 ) -> ApiResult<Response> {
-    let (served, inner) = match paging.continuation.as_deref() {
-        None => (0, None),
+    let served = match paging.continuation.as_deref() {
+        None => 0,
         Some(token) => token
-            .split_once('.')
-            .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
-            .filter(|(n, t)| *n < TIMELINE_SIZE && !t.is_empty())
-            .map(|(n, t)| (n, Some(t.to_string())))
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..TIMELINE_SIZE).contains(n))
             .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?,
     };
-    let q = Query::partition(user.as_str())
+    let want = (served + paging.limit as usize).min(TIMELINE_SIZE);
+    let mut q = Query::partition(user.as_str())
         .eq("type", TIMELINE)
         .order_by_creation(Order::Desc)
-        .limit(paging.limit.min((TIMELINE_SIZE - served) as u32))
-        .continuation(inner);
-    let page = s.store.query(Container::Users, &q).await?;
-    let served = served + page.items.len();
+        .limit(want as u32 + MARKER_ROOM);
+    let (mut markers, mut entries) = (Vec::new(), Vec::new());
+    let mut more = false;
+    loop {
+        let page = s.store.query(Container::Users, &q).await?;
+        for item in &page.items {
+            if is_marker(item) {
+                markers.extend(item.get(REF_USER).and_then(Value::as_str).map(String::from));
+            } else {
+                entries.push(post_of_entry(item));
+            }
+        }
+        more = more || page.continuation.is_some();
+        // Another page only while markers filled this one.
+        match page.continuation {
+            Some(t) if entries.len() < want => q.continuation = Some(t),
+            _ => break,
+        }
+    }
+    for author in &markers {
+        let q = Query::partition(author.as_str())
+            .of_kind(Kind::Post)
+            .live()
+            .order_by_creation(Order::Desc)
+            .limit(want as u32);
+        let page = s.store.query(Container::Users, &q).await?;
+        more = more || page.continuation.is_some();
+        entries.extend(page.items.into_iter().map(public));
+    }
+    if !markers.is_empty() {
+        // Newest first, each post once (a merged author's posts copied before they were merged
+        // may be in both).
+        let key = |p: &Value| {
+            let f = |k: &str| {
+                p.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (f("creationDate"), f("id"))
+        };
+        entries.sort_by_key(|p| std::cmp::Reverse(key(p)));
+        entries.dedup_by_key(|p| key(p));
+    }
+    more = more || entries.len() > want;
+    entries.truncate(want);
+    let items: Vec<Value> = entries.into_iter().skip(served).collect();
+    let served = served + items.len();
     let body: Bytes = list_body(Page {
-        items: page.items.iter().map(post_of_entry).collect(),
-        continuation: page
-            .continuation
-            .filter(|_| served < TIMELINE_SIZE)
-            .map(|t| format!("{served}.{t}")),
+        items,
+        continuation: (more && served == want && served < TIMELINE_SIZE)
+            .then(|| served.to_string()),
     });
     Ok(no_cache(json_response(body)))
 }

@@ -41,6 +41,32 @@ pub fn timeline_id(post_id: &str) -> String {
     format!("{TIMELINE}-{post_id}")
 }
 
+/// The `creationDate` of a merge marker: later than any post's, so that a timeline query, newest
+/// first, finds the markers before the entries.
+pub const MARKER_DATE: &str = "9999-12-31T23:59:59.999Z";
+
+pub fn marker_id(author: &str) -> String {
+    format!("{TIMELINE}-merge-{author}")
+}
+
+/// The marker in `owner`'s timeline saying that `author`'s posts are not copied into it (the
+/// author has more followers than the fan-out limit) but merged in when it is read.
+pub fn merge_marker(owner: &str, author: &str) -> Value {
+    json!({
+        "id": marker_id(author),
+        "type": TIMELINE,
+        "userId": owner,
+        REF_USER: author,
+        "merge": true,
+        "creationDate": MARKER_DATE,
+    })
+}
+
+/// Whether a timeline item is a merge marker rather than an entry.
+pub fn is_marker(item: &Value) -> bool {
+    item.get("merge") == Some(&Value::Bool(true))
+}
+
 /// An edge of `kind` ([`FOLLOWING`] or [`FOLLOWER`]) in `owner`'s partition to `other`, who is
 /// called `other_name`, made at `date`.
 pub fn edge(kind: &str, owner: &str, other: &str, other_name: &str, date: &str) -> Value {

@@ -121,6 +121,7 @@ async fn run_verify(settings: &Settings, repair: bool, settle: Duration) -> Exit
         Err(e) => return cannot_run("verify", e),
     };
     println!("verify: {}", describe(settings));
+    crate::projection::timeline::set_fanout_limit(settings.timeline_fanout_limit);
     let outcome = match verify_and_repair(&*store, repair, settle, &Progress::for_terminal).await {
         Ok(o) => o,
         Err(e) => return cannot_run("verify", e),

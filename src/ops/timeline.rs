@@ -6,7 +6,9 @@
 //!   follower's current name) in the followee's partition; each mirror has its edge;
 //! - `followerCount` / `followingCount` are the numbers of live mirrors / edges;
 //! - a timeline holds the newest posts of each user followed (their post copies, by their
-//!   current name), and no entry whose post is gone or whose author is not followed.
+//!   current name), and no entry whose post is gone or whose author is not followed; for a
+//!   followee with more followers than the fan-out limit, a merge marker instead, and no marker
+//!   for anyone else.
 //!
 //! Users are read a page at a time and each one's partition is checked on its own, so memory
 //! stays bounded by the largest partition. Repair replays edges and users through the
@@ -19,8 +21,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::domain::follows::{
-    entry_post, follower_id, following_id, is_live_of, timeline_entry, FOLLOWER, FOLLOWING,
-    REF_USER, TIMELINE, TIMELINE_SIZE,
+    entry_post, follower_id, following_id, is_live_of, is_marker, marker_id, merge_marker,
+    timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::projection::plan::{str_field, Write};
@@ -138,7 +140,15 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
     check.checked += 1;
     let edges = all_of(store, u, FOLLOWING).await?;
     let mirrors = all_of(store, u, FOLLOWER).await?;
-    let entries = all_of(store, u, TIMELINE).await?;
+    let (markers, entries): (Vec<Value>, Vec<Value>) = all_of(store, u, TIMELINE)
+        .await?
+        .into_iter()
+        .partition(is_marker);
+    let mut marked: BTreeSet<String> = markers
+        .iter()
+        .filter_map(|m| str_field(m, REF_USER).map(String::from))
+        .collect();
+    check.checked += markers.len() as u64;
     check.checked += (edges.len() + mirrors.len() + entries.len()) as u64;
 
     // Counters.
@@ -187,6 +197,21 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
             );
             check.replay_edges.push(e.clone());
         }
+        followed.insert(x.to_string(), name.clone());
+        if projection::timeline::is_merged(&followee) {
+            if !marked.remove(x) {
+                check.found(
+                    "timeline marker missing",
+                    format!("users/{u}/{}", marker_id(x)),
+                );
+                check.writes.push(Write::Upsert {
+                    container: Container::Users,
+                    pk: u.into(),
+                    item: merge_marker(u, x),
+                });
+            }
+            continue;
+        }
         let q = Query::partition(x)
             .of_kind(Kind::Post)
             .live()
@@ -199,7 +224,14 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
                 wanted.insert(p.id.clone(), crate::domain::to_value(&p.summary()));
             }
         }
-        followed.insert(x.to_string(), name);
+    }
+    // Markers for anyone not followed, or not merged.
+    for x in marked {
+        check.found(
+            "timeline marker extra",
+            format!("users/{u}/{}", marker_id(&x)),
+        );
+        check.writes.push(delete_entry(u, &marker_id(&x)));
     }
 
     // Mirrors: each has its edge.

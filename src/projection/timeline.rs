@@ -12,11 +12,20 @@
 //! - A user erased: their own edges and the edges others hold to them are marked (whose
 //!   projection then cleans the mirrors and timelines), their mirrors and timeline deleted.
 //!
+//! An author with more followers than the fan-out limit ([`fanout_limit`]) is *merged*: their
+//! posts are not copied into their followers' timelines; each follower's timeline holds a marker
+//! (`follows::merge_marker`) instead, and a timeline read merges the newest posts of each marked
+//! author in, one query in the author's partition each. Whether an author's followers hold
+//! markers is recorded on the author (`timelineMerged`), so that crossing the limit either way is
+//! carried out (markers written, or removed and the posts copied) by the recount that sees it,
+//! and again by the next one if that was cut short.
+//!
 //! A post and a follow made at once both reach the timeline: the posts projection writes the
 //! author's copy before it reads the followers, and this one writes the mirror before it reads
 //! the copies, so at least one of the two sees the other's write.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
@@ -24,11 +33,36 @@ use super::apply;
 use super::gather;
 use super::plan::{str_field, PostsFacts, Write};
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, timeline_entry, FOLLOWER,
-    FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, marker_id, merge_marker,
+    timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreError, StoreResult};
+
+/// The fan-out limit when `BLOG_TIMELINE_FANOUT_LIMIT` is not set.
+pub const DEFAULT_FANOUT_LIMIT: u64 = 10_000;
+
+static FANOUT_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_FANOUT_LIMIT);
+
+/// Set the fan-out limit for this process (from `BLOG_TIMELINE_FANOUT_LIMIT`, at start-up): an
+/// author with more followers than this is merged at read time instead of copied.
+pub fn set_fanout_limit(limit: u64) {
+    FANOUT_LIMIT.store(limit, Ordering::Relaxed);
+}
+
+pub fn fanout_limit() -> u64 {
+    FANOUT_LIMIT.load(Ordering::Relaxed)
+}
+
+/// Whether `user`'s posts are merged into their followers' timelines rather than copied.
+pub fn is_merged(user: &Value) -> bool {
+    user.get("followerCount")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > fanout_limit())
+}
+
+/// The property on a user recording that their followers' timelines hold markers for them.
+const MERGED_FIELD: &str = "timelineMerged";
 
 /// Items read and written per step: memory stays bounded whatever the number of followers.
 pub const PAGE: u32 = 200;
@@ -112,7 +146,7 @@ async fn edge_changed(
                     },
                 )
                 .await?;
-                return Ok(1 + backfill(store, f, x, &name(&followee)).await?);
+                return Ok(1 + copy_or_mark(store, f, x, &followee).await?);
             }
             // One of the two is gone (erased, or the follow raced an erasure): so is the edge.
             _ => {
@@ -141,6 +175,28 @@ async fn edge_changed(
     )
     .await?;
     Ok(written + 1 + remove_entries(store, f, Some(x)).await?)
+}
+
+/// Bring `x`'s posts into `f`'s timeline: a marker when `x` is merged, else the posts copied
+/// (and any marker removed).
+async fn copy_or_mark(store: &dyn Store, f: &str, x: &str, followee: &Value) -> StoreResult<usize> {
+    if is_merged(followee) {
+        let marker = Write::Upsert {
+            container: Container::Users,
+            pk: f.into(),
+            item: merge_marker(f, x),
+        };
+        apply::apply_one(store, &marker).await?;
+        return Ok(1);
+    }
+    let unmark = Write::Delete {
+        container: Container::Users,
+        pk: f.into(),
+        id: marker_id(x),
+    };
+    apply::apply_one(store, &unmark).await?;
+    let name = str_field(followee, "username").unwrap_or_default();
+    Ok(1 + backfill(store, f, x, name).await?)
 }
 
 /// Copy the [`TIMELINE_SIZE`] newest posts of `x` (called `name` now) into `f`'s timeline, from
@@ -236,8 +292,17 @@ pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
             ops.push(PatchOp::set(&format!("/{field}"), n));
         }
     }
+    let mut written = 0;
+    let merged = followers > fanout_limit();
+    let marked = user.get(MERGED_FIELD) == Some(&Value::Bool(true));
+    if merged != marked {
+        let mut counted = user.clone();
+        counted["followerCount"] = followers.into();
+        written += cross_limit(store, user_id, &counted).await?;
+        ops.push(PatchOp::set(&format!("/{MERGED_FIELD}"), merged));
+    }
     if ops.is_empty() {
-        return Ok(0);
+        return Ok(written);
     }
     apply::apply_one(
         store,
@@ -250,7 +315,29 @@ pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
         },
     )
     .await?;
-    Ok(1)
+    Ok(written + 1)
+}
+
+/// `user` crossed the fan-out limit: bring each follower's timeline in line with it (markers
+/// written, or removed and the posts copied), a page of followers at a time.
+async fn cross_limit(store: &dyn Store, user_id: &str, user: &Value) -> StoreResult<usize> {
+    let mut q = Query::partition(user_id)
+        .eq("type", FOLLOWER)
+        .live()
+        .limit(PAGE);
+    let mut written = 0;
+    loop {
+        let page = retry(|| store.query(Container::Users, &q)).await?;
+        for m in &page.items {
+            if let Some(f) = str_field(m, REF_USER) {
+                written += copy_or_mark(store, f, user_id, user).await?;
+            }
+        }
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return Ok(written),
+        }
+    }
 }
 
 /// The posts feed, after the post's own writes: each changed post's entry upserted in its
@@ -286,8 +373,13 @@ pub async fn project_posts(
     Ok(written)
 }
 
-/// Upsert `post`'s entry in the timeline of each follower of its author, a page at a time.
+/// Upsert `post`'s entry in the timeline of each follower of its author, a page at a time;
+/// nothing for a merged author (their followers' timelines read their posts where they are).
 async fn fan_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
+    let author = live_user(store, &post.user_id).await?;
+    if author.as_ref().is_none_or(is_merged) {
+        return Ok(0);
+    }
     let mut q = Query::partition(post.user_id.as_str())
         .eq("type", FOLLOWER)
         .live()

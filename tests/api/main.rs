@@ -37,5 +37,6 @@ mod projection;
 mod schema;
 mod server;
 mod startup;
+mod timeline_process;
 mod validation;
 mod web;
