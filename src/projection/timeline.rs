@@ -279,7 +279,11 @@ async fn count_edges(store: &dyn Store, user_id: &str, kind: &str) -> StoreResul
 }
 
 /// Set `user_id`'s `followerCount` and `followingCount` to the numbers of their live edges, if
-/// they differ, and only if the user is still at the version read.
+/// they differ, and only if the user is still at the version read. When the follower count
+/// crosses the fan-out limit, the followers' timelines are brought in line, in the order that
+/// leaves no post out: going over, the markers are written before the count that stops the
+/// copying; coming back, the count that resumes the copying is written before the markers are
+/// removed and the posts copied, and `timelineMerged` is cleared last.
 pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
     let Some(user) = live_user(store, user_id).await? else {
         return Ok(0);
@@ -292,30 +296,41 @@ pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
             ops.push(PatchOp::set(&format!("/{field}"), n));
         }
     }
-    let mut written = 0;
     let merged = followers > fanout_limit();
     let marked = user.get(MERGED_FIELD) == Some(&Value::Bool(true));
-    if merged != marked {
-        let mut counted = user.clone();
-        counted["followerCount"] = followers.into();
+    let mut counted = user.clone();
+    counted["followerCount"] = followers.into();
+    let patch = |ops: Vec<PatchOp>, if_match: Option<String>| Write::Patch {
+        container: Container::Users,
+        pk: user_id.into(),
+        id: user_id.into(),
+        ops,
+        if_match,
+    };
+    let etag = str_field(&user, "_etag").map(String::from);
+    let mut written = 0;
+    if merged && !marked {
         written += cross_limit(store, user_id, &counted).await?;
-        ops.push(PatchOp::set(&format!("/{MERGED_FIELD}"), merged));
+        ops.push(PatchOp::set(&format!("/{MERGED_FIELD}"), true));
     }
-    if ops.is_empty() {
-        return Ok(written);
+    if !ops.is_empty() {
+        apply::apply_one(store, &patch(ops, etag)).await?;
+        written += 1;
     }
-    apply::apply_one(
-        store,
-        &Write::Patch {
-            container: Container::Users,
-            pk: user_id.into(),
-            id: user_id.into(),
-            ops,
-            if_match: str_field(&user, "_etag").map(String::from),
-        },
-    )
-    .await?;
-    Ok(written + 1)
+    if !merged && marked {
+        // Only once the stored count resumes the copying (a patch made moot by a newer change of
+        // the user leaves it to that change's recount).
+        let resumed = live_user(store, user_id)
+            .await?
+            .is_some_and(|u| !is_merged(&u));
+        if resumed {
+            written += cross_limit(store, user_id, &counted).await?;
+            let done = vec![PatchOp::set(&format!("/{MERGED_FIELD}"), false)];
+            apply::apply_one(store, &patch(done, None)).await?;
+            written += 1;
+        }
+    }
+    Ok(written)
 }
 
 /// `user` crossed the fan-out limit: bring each follower's timeline in line with it (markers
