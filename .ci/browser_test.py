@@ -344,6 +344,37 @@ try:
 
     d.set_window_size(960, 760)
 
+    # Follow another author from their page: their post comes to the Following view once the
+    # change feed has copied it; unfollow again.
+    bo_id, bo_post = d.execute_script(
+        """
+        const send = (path, body) => fetch('/api/' + path, {
+          method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+        }).then((r) => r.json());
+        return send('users', { username: 'bo' }).then((u) =>
+          send('posts', { userId: u.id, title: 'By bo', content: 'For followers.' }).then((p) => [u.id, p.id]));
+        """
+    )
+    go(f"#/user/{bo_id}")
+    h1_is("bo")
+    until("the follow button", lambda: q("#follow").is_enabled() and q("#follow").text == "Follow")
+    q("#follow").click()
+    until("following bo", lambda: q("#follow").text == "Unfollow")
+    d.find_element(By.LINK_TEXT, "Following").click()
+    h1_is("Following")
+    deadline = time.time() + WAIT
+    while not qs(f'.post-summary[data-id="{bo_post}"]'):
+        assert time.time() < deadline, "bo's post never reached the Following view"
+        time.sleep(0.3)
+        d.refresh()
+        h1_is("Following")
+    shot("following")
+    go(f"#/user/{bo_id}")
+    h1_is("bo")
+    until("the unfollow button", lambda: q("#follow").is_enabled() and q("#follow").text == "Unfollow")
+    q("#follow").click()
+    until("no longer following bo", lambda: q("#follow").text == "Follow")
+
     # Erase the account (after a confirmation): its posts leave the feed once the change feed has
     # carried the deletion there, and the user is gone.
     go("#/me")

@@ -7,6 +7,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 mod chars;
 mod deletion;
+pub mod follows;
 mod items;
 
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
@@ -209,10 +210,12 @@ pub fn to_value<T: Serialize>(t: &T) -> Value {
 }
 
 /// Properties the service keeps for itself.
-const INTERNAL_FIELDS: [&str; 6] = [
+const INTERNAL_FIELDS: [&str; 7] = [
     Kind::FIELD,
     "renameVersion",
     "propagatedVersion",
+    // Whether the user's followers' timelines merge their posts in (`follows::MARKER_DATE`).
+    "timelineMerged",
     // Never on what is returned (tombstones are hidden), named here all the same.
     DELETED,
     "ttl",

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    blog::projection::timeline::set_fanout_limit(settings.timeline_fanout_limit);
     // First of all, so that a new database's file and schema are created while the runtime
     // starts, logging is set up, the port is bound and the routes are built.
     let opening = StoreOpening::start(&settings);

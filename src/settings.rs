@@ -257,6 +257,9 @@ pub struct Settings {
     /// `BLOG_WRITES_PER_MINUTE`: writes per caller per minute (a bucket of that many, refilled
     /// evenly over the minute); 0: no limit.
     pub writes_per_minute: u32,
+    /// `BLOG_TIMELINE_FANOUT_LIMIT`: an author with more followers than this is merged into
+    /// timelines when they are read instead of copied into each (see `projection::timeline`).
+    pub timeline_fanout_limit: u64,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -362,6 +365,15 @@ impl Settings {
                     )
                 })?,
         };
+        let timeline_fanout_limit = match get("BLOG_TIMELINE_FANOUT_LIMIT") {
+            None => crate::projection::timeline::DEFAULT_FANOUT_LIMIT,
+            Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                bad(
+                    "BLOG_TIMELINE_FANOUT_LIMIT",
+                    format!("`{v}` is not a whole number of followers"),
+                )
+            })?,
+        };
         Ok(Settings {
             addr,
             hosted,
@@ -379,6 +391,7 @@ impl Settings {
                 .map_err(|(n, why)| bad(n, why))?,
             feed_cache,
             writes_per_minute,
+            timeline_fanout_limit,
         })
     }
 }
@@ -680,6 +693,9 @@ mod tests {
         assert_eq!(s.writes_per_minute, 60);
         let s = parse(&[("BLOG_WRITES_PER_MINUTE", " 0 ")]).unwrap();
         assert_eq!(s.writes_per_minute, 0);
+        assert_eq!(s.timeline_fanout_limit, 10_000);
+        let s = parse(&[("BLOG_TIMELINE_FANOUT_LIMIT", "0")]).unwrap();
+        assert_eq!(s.timeline_fanout_limit, 0);
     }
 
     #[test]
@@ -729,6 +745,8 @@ mod tests {
             ("BLOG_WRITES_PER_MINUTE", "-1"),
             ("BLOG_WRITES_PER_MINUTE", "lots"),
             ("BLOG_WRITES_PER_MINUTE", "1000001"),
+            ("BLOG_TIMELINE_FANOUT_LIMIT", "-1"),
+            ("BLOG_TIMELINE_FANOUT_LIMIT", "many"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }

@@ -1,5 +1,5 @@
 // The client's entry point: find out who is signed in, then route on the URL fragment
-// (#/, #/post/<id>, #/user/<id>, #/write, #/me), so the page works at any path it is served from.
+// (#/, #/post/<id>, #/user/<id>, #/following, #/write, #/me), so the page works at any path it is served from.
 
 import { init, session } from './auth.js';
 import { h, put } from './ui.js';
@@ -39,6 +39,8 @@ function parse(hash) {
       return parts[1] ? [views.post, parts[1]] : null;
     case 'user':
       return parts[1] ? [views.user, parts[1]] : null;
+    case 'following':
+      return [views.following];
     case 'write':
       return [views.write];
     case 'me':

@@ -451,6 +451,8 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
             username: user.username.clone(),
             rename_version: 0,
             propagated_version: Some(0),
+            follower_count: 0,
+            following_count: 0,
         };
         // The user's partition: the user and the short forms of their posts.
         let items = std::iter::once(domain::to_value(&user_item)).chain(copies);

@@ -53,6 +53,7 @@ mod rows;
 mod runner;
 mod snapshot;
 mod throughput;
+mod timeline;
 mod v1;
 mod versus;
 
@@ -245,6 +246,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("writes");
         let [d1, d2, d3, d4] = bench.deletes(&likes).await?;
         phases.done("deletes");
+        let t1 = bench.timeline().await?;
+        phases.done("timeline");
         let lag = bench.lag().await?;
         phases.done("lag");
         // The emulator serves every change-feed page and query by copying (and sorting) all the
@@ -266,7 +269,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("throughput");
         let feed_snapshot = bench.feed_snapshot(&q6).await?;
         phases.done("feed snapshot");
-        let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4];
+        let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1];
         anyhow::Ok((
             baseline,
             rows,

@@ -22,7 +22,8 @@ pub struct Report {
     pub verification: Option<Verification>,
     /// A request that does no store work (`GET /`): the HTTP share of every V3 latency.
     pub http_baseline: Latency,
-    /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6; then the deletes D1–D4 (V3 only).
+    /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6; then the deletes D1–D4
+    /// and the timeline read T1 (V3 only).
     pub rows: Vec<Row>,
     pub change_feed_lag: Lag,
     /// `None` where the run skips it (the emulated store), with the reason in the next field.

@@ -63,12 +63,15 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         .collect();
     assert_eq!(
         names,
-        ["C1", "Q1", "C2", "Q2", "Q3", "C3", "Q4", "C4", "Q5", "Q6", "D1", "D2", "D3", "D4"]
+        [
+            "C1", "Q1", "C2", "Q2", "Q3", "C3", "Q4", "C4", "Q5", "Q6", "D1", "D2", "D3", "D4",
+            "T1"
+        ]
     );
     for r in rows {
-        let deletes = r["request"].as_str().unwrap().starts_with('D');
+        // V3 only: the article has no deletes, and no follows.
+        let deletes = r["request"].as_str().unwrap().starts_with(['D', 'T']);
         if deletes {
-            // V3 only: the article has no deletes.
             assert!(r["v1"].is_null(), "{r}");
         }
         let versions: &[&str] = if deletes { &["v3"] } else { &["v1", "v3"] };
@@ -77,7 +80,7 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
             assert!(r[v]["p50Ms"].as_f64().is_some(), "{r}");
             assert!(r[v]["operations"]["mean"].as_f64().unwrap() >= 1.0, "{r}");
         }
-        if r["request"].as_str().unwrap().starts_with('Q') {
+        if r["request"].as_str().unwrap().starts_with(['Q', 'T']) {
             assert_eq!(
                 r["v3"]["operations"]["max"], 1.0,
                 "one operation per query: {r}"

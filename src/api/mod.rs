@@ -8,6 +8,7 @@ mod deletes;
 mod extract;
 mod feed;
 pub mod feed_cache;
+mod follows;
 mod identity;
 mod items;
 mod likes;
@@ -117,6 +118,11 @@ macro_rules! api_table {
             deletes::delete_comment,
             deletes::delete_like,
             feed::get_feed,
+            follows::follow,
+            follows::unfollow,
+            follows::list_following,
+            follows::list_followers,
+            follows::get_timeline,
             identity::get_me,
             identity::get_config,
             openapi::get_api_description,

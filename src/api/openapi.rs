@@ -38,6 +38,7 @@ Reads are anonymous; writes act as the caller.",
         (name = "users", description = "Users and their posts"),
         (name = "posts", description = "Posts, comments and likes"),
         (name = "feed", description = "The newest posts"),
+        (name = "follows", description = "Follows and the personal timeline"),
         (name = "meta", description = "This document"),
     )
 )]
@@ -142,7 +143,7 @@ fn property_pattern(schema: &str, property: &str) -> Option<&'static str> {
 
 fn parameter_pattern(name: &str) -> Option<&'static str> {
     match name {
-        "userId" | "postId" | "commentId" => Some(ID_PATTERN),
+        "userId" | "postId" | "commentId" | "followeeId" => Some(ID_PATTERN),
         "If-Match" => Some(IF_MATCH_PATTERN),
         "If-None-Match" => Some(IF_NONE_MATCH_PATTERN),
         _ => None,
@@ -181,8 +182,10 @@ fn complete(doc: &mut Value) {
             if !METHODS.contains(&method.as_str()) {
                 continue;
             }
-            let has_body = matches!(method.as_str(), "post" | "put");
-            let write = has_body || method == "delete";
+            // A `PUT` that states no body (a follow) is a write without one, like a delete.
+            let has_body =
+                matches!(method.as_str(), "post" | "put") && op.get("requestBody").is_some();
+            let write = has_body || matches!(method.as_str(), "put" | "delete");
             if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
                 for param in params {
                     let name = param["name"].as_str().unwrap_or_default().to_string();

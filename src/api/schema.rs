@@ -96,6 +96,23 @@ pub struct UserSchema {
     /// Trimmed, 1 to 64 characters, no control characters. Not unique: a user is its id.
     #[schema(min_length = 1, max_length = 64)]
     pub username: String,
+    /// How many users follow this one; kept by the change feed, so it may lag a follow by a
+    /// moment. Not on the entries of follow lists.
+    #[schema(minimum = 0)]
+    pub follower_count: Option<u64>,
+    /// How many users this one follows; kept like `followerCount`.
+    #[schema(minimum = 0)]
+    pub following_count: Option<u64>,
+}
+
+/// One page of users (a follow list), newest follow first.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = UserPage)]
+pub struct UserPage {
+    pub items: Vec<UserSchema>,
+    #[schema(required = true)]
+    pub continuation_token: Option<String>,
 }
 
 /// A post, with its author's current username and its comment and like counts.

@@ -69,6 +69,12 @@ pub struct User {
     /// version is returned to clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub propagated_version: Option<u64>,
+    /// How many users follow this one, and how many this one follows: recounted by the users
+    /// projection whenever an edge of theirs changes (`crate::projection::timeline`).
+    #[serde(default)]
+    pub follower_count: u64,
+    #[serde(default)]
+    pub following_count: u64,
 }
 
 impl User {
@@ -81,6 +87,8 @@ impl User {
             username: username.as_str().to_string(),
             rename_version: 0,
             propagated_version: Some(0),
+            follower_count: 0,
+            following_count: 0,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod newest;
 pub mod progress;
 pub mod repair;
 pub mod report;
+pub mod timeline;
 pub mod verify;
 
 use std::fmt::Write as _;
@@ -120,12 +121,14 @@ async fn run_verify(settings: &Settings, repair: bool, settle: Duration) -> Exit
         Err(e) => return cannot_run("verify", e),
     };
     println!("verify: {}", describe(settings));
+    crate::projection::timeline::set_fanout_limit(settings.timeline_fanout_limit);
     let outcome = match verify_and_repair(&*store, repair, settle, &Progress::for_terminal).await {
         Ok(o) => o,
         Err(e) => return cannot_run("verify", e),
     };
     print!("{}", outcome.render());
-    ExitCode::from(if outcome.last().is_clean() { 0 } else { DRIFT })
+    let clean = outcome.last().is_clean() && outcome.timelines.last().is_clean();
+    ExitCode::from(if clean { 0 } else { DRIFT })
 }
 
 fn cannot_run(what: &str, e: impl std::fmt::Display) -> ExitCode {
@@ -138,6 +141,8 @@ fn cannot_run(what: &str, e: impl std::fmt::Display) -> ExitCode {
 pub struct Outcome {
     pub before: Report,
     pub repair: Option<(Repaired, Report)>,
+    /// Follows and timelines, checked (and repaired) after the rest.
+    pub timelines: timeline::Outcome,
 }
 
 impl Outcome {
@@ -169,6 +174,7 @@ impl Outcome {
             out.push_str(&report::render(after));
             charge += done.usage.request_charge + after.usage.request_charge;
         }
+        out.push_str(&self.timelines.render());
         if charge > 0.0 {
             let _ = writeln!(out, "request units: {charge:.2}");
         }
@@ -191,6 +197,7 @@ pub async fn verify_and_repair(
     settle: Duration,
     progress: &dyn Fn() -> Progress,
 ) -> anyhow::Result<Outcome> {
+    let mend = repair;
     let before = verify::verify(store, &progress(), settle).await?;
     let repair = if repair && !before.is_clean() {
         let done = repair::repair(store, &before, &progress()).await;
@@ -199,7 +206,12 @@ pub async fn verify_and_repair(
     } else {
         None
     };
-    Ok(Outcome { before, repair })
+    let timelines = timeline::verify_and_repair(store, mend, settle).await?;
+    Ok(Outcome {
+        before,
+        repair,
+        timelines,
+    })
 }
 
 async fn run_backup(settings: &Settings, path: PathBuf) -> ExitCode {

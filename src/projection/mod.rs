@@ -17,6 +17,7 @@ pub mod apply;
 pub mod erase;
 pub mod gather;
 pub mod plan;
+pub mod timeline;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -164,6 +165,10 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
             .await
             .map_err(|e| failed(Container::Posts, changes, e))?;
     }
+    // The timelines, after the author's copy is written (see `timeline`).
+    marked += timeline::project_posts(store, changes, &facts)
+        .await
+        .map_err(|e| failed(Container::Posts, changes, e))?;
     Ok(Report {
         changes: changes.len(),
         writes: writes.len() + marked,
@@ -191,6 +196,9 @@ async fn project_users(store: &dyn Store, changes: &[Value]) -> Result<Report, P
                 not_applied: vec![format!("users/{user_id}/{user_id}")],
             })?;
     }
+    total += timeline::project_users(store, changes)
+        .await
+        .map_err(|e| failed(Container::Users, changes, e))?;
     Ok(Report {
         changes: changes.len(),
         writes: total,
@@ -217,6 +225,8 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
             Container::Users,
             Query::partition(user_id).of_kind(Kind::Post),
         ),
+        // Follow edges and timeline entries in other users' partitions.
+        (Container::Users, timeline::naming(user_id)),
     ];
     let mut written = 0;
     for (container, q) in targets {
@@ -272,7 +282,8 @@ async fn erase_user(store: &dyn Store, user_id: &str, user: &Value) -> Result<us
     if user.get(ERASED) == Some(&Value::Bool(true)) {
         return Ok(0);
     }
-    let written = erase::user_items(store, user_id).await?;
+    let written =
+        erase::user_items(store, user_id).await? + timeline::erase_user(store, user_id).await?;
     let done = Write::Patch {
         container: Container::Users,
         pk: user_id.into(),

@@ -99,6 +99,11 @@ mod client {
     crate::client_suite!(cosmos_fixture);
 }
 
+mod timeline {
+    use super::*;
+    crate::timeline_suite!(cosmos_fixture);
+}
+
 fn post(id: &str, user: &str, date: &str) -> Value {
     json!({
         "id": id, "type": "post", "postId": id, "userId": user, "userUsername": "ann",

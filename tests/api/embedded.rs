@@ -22,6 +22,11 @@ mod client {
     crate::client_suite!(embedded_fixture);
 }
 
+mod timeline {
+    use super::*;
+    crate::timeline_suite!(embedded_fixture);
+}
+
 mod restart {
     use std::sync::Arc;
 

@@ -23,6 +23,7 @@ mod client_suite;
 mod deletes_suite;
 mod ops_suite;
 mod store_suite;
+mod timeline_suite;
 
 mod cosmos;
 mod embedded;
@@ -36,5 +37,6 @@ mod projection;
 mod schema;
 mod server;
 mod startup;
+mod timeline_process;
 mod validation;
 mod web;

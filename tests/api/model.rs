@@ -1,17 +1,18 @@
 //! The randomized model test of the projections: random interleavings of user creates, renames
 //! (back and forth among a few names), posts, comments, likes, increments lost with a crashed
-//! process, deletes (unlikes, comments, posts, whole accounts), and change-feed deliveries by two followers per feed (concurrent leases), including
+//! process, deletes (unlikes, comments, posts, whole accounts), follows and unfollows, and change-feed deliveries by two followers per feed (concurrent leases), including
 //! redelivered and stale batches and restarts from an older checkpoint. After draining, every
 //! copy must equal what a projection from scratch computes: usernames on posts, comments and
-//! likes, both counters, the post copies in `users`, and the feed; and nothing live may remain on
-//! a deleted post or of an erased user.
+//! likes, both counters, the post copies in `users`, the feed, the follow lists both ways with
+//! their counters, and every timeline; and nothing live may remain on a deleted post or of an
+//! erased user.
 //!
 //! Seeded and short by default; `BLOG_MODEL_CASES=<n>` runs more cases, `BLOG_MODEL_SEED=<s>` starts
 //! at another seed (a failure names its seed and the operations that led to it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use blog::domain::{is_deleted, Post, FEED_PK, FEED_SIZE};
+use blog::domain::{follows, is_deleted, Post, FEED_PK, FEED_SIZE};
 use blog::projection;
 use blog::store::{Container, Query, Store};
 use futures::StreamExt;
@@ -91,7 +92,7 @@ impl World<'_> {
     }
 
     async fn step(&mut self) {
-        let roll = self.rng.random_range(0..100);
+        let roll = self.rng.random_range(0..110);
         let app = self.app;
         match roll {
             0..=7 => {
@@ -253,6 +254,32 @@ impl World<'_> {
                 self.trace
                     .push(format!("redeliver {} {}", c.name(), docs.len()));
                 self.project(c, docs).await;
+            }
+            100..=106 => {
+                let (Some(u), Some(x)) = (
+                    self.pick(&self.users.clone()),
+                    self.pick(&self.users.clone()),
+                ) else {
+                    return;
+                };
+                let r = app
+                    .put(&format!("/api/users/{u}/following/{x}"), Value::Null)
+                    .await;
+                // 400: oneself; 404: an erased user.
+                assert!([204, 400, 404].contains(&r.status), "{r:?}");
+                assert_eq!(r.status == 400, u == x, "{r:?}");
+                self.trace.push(format!("follow {u} {x}: {}", r.status));
+            }
+            107..=109 => {
+                let (Some(u), Some(x)) = (
+                    self.pick(&self.users.clone()),
+                    self.pick(&self.users.clone()),
+                ) else {
+                    return;
+                };
+                let r = app.delete(&format!("/api/users/{u}/following/{x}")).await;
+                assert_eq!(r.status, 204, "{r:?}");
+                self.trace.push(format!("unfollow {u} {x}"));
             }
             _ => {
                 // A restart: the lease resumes from its last saved checkpoint.
@@ -425,6 +452,95 @@ async fn assert_converged(w: &World<'_>, seed: u64) {
     assert_eq!(stored, feed, "the feed: {}", ctx());
     let unique: BTreeSet<String> = stored.iter().map(id).collect();
     assert_eq!(unique.len(), stored.len());
+    assert_follows_converged(w, &names, &live_posts_by_author(w).await, &ctx).await;
+}
+
+/// The short form of every live post, by author, as the timelines should show it.
+async fn live_posts_by_author(w: &World<'_>) -> BTreeMap<String, Vec<Value>> {
+    let store = w.store();
+    let mut by_author: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for p in &w.posts {
+        let stored = store.read(Container::Posts, p, p).await.unwrap().unwrap();
+        if is_deleted(&stored) {
+            continue;
+        }
+        let summary = serde_json::from_value::<Post>(stored).unwrap().summary();
+        by_author
+            .entry(summary.user_id.clone())
+            .or_default()
+            .push(blog::domain::to_value(&summary));
+    }
+    by_author
+}
+
+/// The follow edges, their mirrors, both counters and every timeline equal what follows from the
+/// live `following` edges, the users' names and the live posts.
+async fn assert_follows_converged(
+    w: &World<'_>,
+    names: &BTreeMap<String, String>,
+    posts_by: &BTreeMap<String, Vec<Value>>,
+    ctx: &impl Fn() -> String,
+) {
+    let store = w.store();
+    let edges = |u: &str, kind: &str| {
+        all(
+            store,
+            Container::Users,
+            Query::partition(u).eq("type", kind).live(),
+        )
+    };
+    let mut following: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for u in names.keys() {
+        for e in edges(u, follows::FOLLOWING).await {
+            let x = e[follows::REF_USER].as_str().unwrap().to_string();
+            let name = names
+                .get(&x)
+                .unwrap_or_else(|| panic!("{u} follows erased {x}: {}", ctx()));
+            assert_eq!(e["userUsername"], name.as_str(), "{e}: {}", ctx());
+            following.entry(u.clone()).or_default().insert(x);
+        }
+    }
+    for (u, name) in names {
+        let mirrors = edges(u, follows::FOLLOWER).await;
+        let got: BTreeSet<String> = mirrors
+            .iter()
+            .map(|m| m[follows::REF_USER].as_str().unwrap().to_string())
+            .collect();
+        let want: BTreeSet<String> = following
+            .iter()
+            .filter(|(_, xs)| xs.contains(u))
+            .map(|(f, _)| f.clone())
+            .collect();
+        assert_eq!(got, want, "{u}'s followers ({name}): {}", ctx());
+        for m in &mirrors {
+            let f = m[follows::REF_USER].as_str().unwrap();
+            assert_eq!(m["userUsername"], names[f].as_str(), "{m}: {}", ctx());
+        }
+        let user = store.read(Container::Users, u, u).await.unwrap().unwrap();
+        let theirs = following.get(u).cloned().unwrap_or_default();
+        assert_eq!(user["followerCount"], want.len(), "{u}: {}", ctx());
+        assert_eq!(user["followingCount"], theirs.len(), "{u}: {}", ctx());
+
+        let entries = all(
+            store,
+            Container::Users,
+            Query::partition(u.as_str()).eq("type", follows::TIMELINE),
+        )
+        .await;
+        let got: BTreeMap<String, Value> = entries
+            .iter()
+            .map(|e| {
+                let post = follows::entry_post(e).unwrap_or_else(|| panic!("{e}: {}", ctx()));
+                (post.id.clone(), blog::domain::to_value(&post))
+            })
+            .collect();
+        let want: BTreeMap<String, Value> = theirs
+            .iter()
+            .flat_map(|x| posts_by.get(x).cloned().unwrap_or_default())
+            .map(|p| (id(&p), p))
+            .collect();
+        assert_eq!(got, want, "{u}'s timeline: {}", ctx());
+    }
 }
 
 /// Run random cases on fresh stores from `fixture`, a few at a time.

@@ -14,7 +14,15 @@ use crate::store::{Container, StoreError, StoreResult};
 /// that indexes only the paths the store's queries filter or sort on, so writes stay cheap.
 pub(super) fn container_properties(c: Container) -> ContainerProperties {
     let paths: &[&str] = match c {
-        Container::Users => &["type", "creationDate", "userUsername", "deleted"],
+        // `refUserId` and `postId`: follow edges and timeline entries (`domain::follows`).
+        Container::Users => &[
+            "type",
+            "creationDate",
+            "userUsername",
+            "deleted",
+            "refUserId",
+            "postId",
+        ],
         Container::Posts => &["type", "creationDate", "userId", "userUsername", "deleted"],
         Container::Feed => &["type", "creationDate"],
         // Checkpoints are only read by id; keep the default policy (every path).

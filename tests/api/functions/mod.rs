@@ -9,3 +9,4 @@ mod contract;
 mod envelope;
 mod hosted;
 mod limits;
+mod timeline;

@@ -1,0 +1,312 @@
+//! Follows and the personal timeline (docs/timeline.md), all in `users`: the edge is written
+//! by the request, its mirror, the counters and the timeline entries by the change feed
+//! (`crate::projection::timeline`).
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::conditional::no_cache;
+use super::schema::{PagingParams, PostSummaryPage, UserPage};
+use super::{json_response, list, list_body, AppState, Paging, PathId, PathIds};
+use crate::auth::Caller;
+use crate::domain::follows::{
+    edge, edge_tombstone_ops, following_id, is_live_of, is_marker, post_of_entry, user_of_edge,
+    FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+};
+use crate::domain::{is_deleted, is_live, now, public, Id, Kind};
+use crate::error::Problem;
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Container, Order, Page, Query, Store, StoreError};
+
+/// How often a follow or unfollow is retried when the edge changed between its read and write.
+const ATTEMPTS: usize = 5;
+
+/// 403 unless the caller may act as `user` (under `BLOG_AUTH=none` the path names the caller).
+fn acts_as(caller: &Caller, user: &Id) -> ApiResult<()> {
+    caller.may_act_for(&[user.as_str()], || {
+        format!("only user `{user}` may change whom they follow")
+    })
+}
+
+async fn live_user(store: &dyn Store, id: &Id) -> ApiResult<Value> {
+    store
+        .read(Container::Users, id.as_str(), id.as_str())
+        .await?
+        .filter(|u| is_live(u, Kind::User))
+        .ok_or_else(|| ApiError::not_found("user", id.as_str()))
+}
+
+/// `PUT /api/users/{userId}/following/{followeeId}`: reads both users, then creates the edge
+/// (or revives its tombstone). Idempotent.
+#[utoipa::path(
+    put,
+    path = "/api/users/{userId}/following/{followeeId}",
+    tag = "follows",
+    summary = "Follow a user",
+    description = "Idempotent: 204 whether or not the user followed them already. The change feed then copies the followee's newest posts into the follower's timeline and recounts `followerCount` and `followingCount`.",
+    params(
+        ("userId" = String, Path, description = "Who follows: the caller's own user"),
+        ("followeeId" = String, Path, description = "Whom they follow"),
+    ),
+    responses(
+        (status = 204, description = "The user follows the followee"),
+        (status = 400, description = "A user cannot follow themselves", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The user is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such user or followee", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The follow kept changing meanwhile; retry", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn follow(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathIds(user, followee): PathIds,
+) -> ApiResult<Response> {
+    acts_as(&caller, &user)?;
+    if user == followee {
+        return Err(ApiError::BadRequest(
+            "a user cannot follow themselves".into(),
+        ));
+    }
+    let store = &*s.store;
+    let (_, target) = futures::try_join!(live_user(store, &user), live_user(store, &followee))?;
+    let name = target["username"].as_str().unwrap_or_default();
+    let item = edge(FOLLOWING, user.as_str(), followee.as_str(), name, &now());
+    let id = following_id(followee.as_str());
+    for _ in 0..ATTEMPTS {
+        match store
+            .create(Container::Users, user.as_str(), item.clone())
+            .await
+        {
+            Ok(_) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            Err(StoreError::Conflict) => {}
+            Err(e) => return Err(e.into()),
+        }
+        // Followed before: nothing to do, unless that follow was taken back.
+        let Some(existing) = store.read(Container::Users, user.as_str(), &id).await? else {
+            continue;
+        };
+        if !is_deleted(&existing) {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let etag = existing.get("_etag").and_then(Value::as_str);
+        match store
+            .replace(Container::Users, user.as_str(), &id, item.clone(), etag)
+            .await
+        {
+            Ok(_) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            Err(StoreError::PreconditionFailed | StoreError::NotFound) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Conflict(format!(
+        "the follow of `{followee}` kept changing; retry"
+    )))
+}
+
+/// `DELETE /api/users/{userId}/following/{followeeId}`: marks the edge deleted (the change feed
+/// carries the mark to the mirror, the timeline and the counters). Idempotent.
+#[utoipa::path(
+    delete,
+    path = "/api/users/{userId}/following/{followeeId}",
+    tag = "follows",
+    summary = "Unfollow a user",
+    description = "Idempotent: 204 whether or not the user followed them. The change feed then removes the followee's posts from the follower's timeline and recounts.",
+    params(
+        ("userId" = String, Path, description = "Who unfollows: the caller's own user"),
+        ("followeeId" = String, Path, description = "Whom they stop following"),
+    ),
+    responses(
+        (status = 204, description = "The user does not follow the followee (any more)"),
+        (status = 403, description = "The user is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The follow kept changing meanwhile; retry", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn unfollow(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathIds(user, followee): PathIds,
+) -> ApiResult<Response> {
+    acts_as(&caller, &user)?;
+    let id = following_id(followee.as_str());
+    for _ in 0..ATTEMPTS {
+        let Some(existing) = s.store.read(Container::Users, user.as_str(), &id).await? else {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        };
+        if !is_live_of(&existing, FOLLOWING) {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let etag = existing.get("_etag").and_then(Value::as_str);
+        match s
+            .store
+            .patch(
+                Container::Users,
+                user.as_str(),
+                &id,
+                &edge_tombstone_ops(),
+                etag,
+            )
+            .await
+        {
+            Ok(_) | Err(StoreError::NotFound) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            Err(StoreError::PreconditionFailed) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Conflict(format!(
+        "the follow of `{followee}` kept changing; retry"
+    )))
+}
+
+/// One page of `user`'s edges of `kind`, newest first, as users: one query in their partition.
+async fn edges(s: &AppState, user: &Id, kind: &str, paging: Paging) -> ApiResult<Response> {
+    let q = Query::partition(user.as_str())
+        .eq("type", kind)
+        .live()
+        .order_by_creation(Order::Desc)
+        .limit(paging.limit)
+        .continuation(paging.continuation);
+    let page = s.store.query(Container::Users, &q).await?;
+    Ok(list(Page {
+        items: page.items.iter().map(user_of_edge).collect(),
+        continuation: page.continuation,
+    }))
+}
+
+/// `GET /api/users/{userId}/following`: one query in the user's partition.
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/following",
+    tag = "follows",
+    summary = "List whom a user follows, newest follow first",
+    description = "One query in the user's partition: an unknown user follows nobody.",
+    params(("userId" = String, Path, description = "The user's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of the users they follow", body = UserPage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn list_following(
+    State(s): State<AppState>,
+    PathId(user): PathId,
+    paging: Paging,
+) -> ApiResult<Response> {
+    edges(&s, &user, FOLLOWING, paging).await
+}
+
+/// `GET /api/users/{userId}/followers`: one query in the user's partition (the mirrors).
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/followers",
+    tag = "follows",
+    summary = "List a user's followers, newest follow first",
+    description = "One query in the user's partition, kept by the change feed: a follow shows here a moment after it is made.",
+    params(("userId" = String, Path, description = "The user's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of the users following them", body = UserPage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn list_followers(
+    State(s): State<AppState>,
+    PathId(user): PathId,
+    paging: Paging,
+) -> ApiResult<Response> {
+    edges(&s, &user, FOLLOWER, paging).await
+}
+
+/// Room for merge markers in a timeline query's page: markers sort before every entry, so the
+/// first page of the query holds this many of them and still every entry asked for.
+const MARKER_ROOM: u32 = 100;
+
+/// `GET /api/users/{userId}/timeline`: one query in the user's partition, newest first, never
+/// past the [`TIMELINE_SIZE`] newest; plus, for each author followed who is merged (more
+/// followers than the fan-out limit), one query in that author's partition. The continuation
+/// token is the number of posts earlier pages served; each page reads the newest `served + limit`
+/// again and skips what was served, so a page costs the same few operations however deep.
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/timeline",
+    tag = "follows",
+    summary = "The newest posts of the users a user follows (at most 100), newest first, in short form",
+    description = "One query in the user's partition, kept by the change feed; plus one query per followed author with more followers than the fan-out limit, whose posts are merged in when read.",
+    params(("userId" = String, Path, description = "The user's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of the timeline", body = PostSummaryPage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn get_timeline(
+    State(s): State<AppState>,
+    PathId(user): PathId,
+    paging: Paging,
+) -> ApiResult<Response> {
+    let served = match paging.continuation.as_deref() {
+        None => 0,
+        Some(token) => token
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..TIMELINE_SIZE).contains(n))
+            .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?,
+    };
+    let want = (served + paging.limit as usize).min(TIMELINE_SIZE);
+    let mut q = Query::partition(user.as_str())
+        .eq("type", TIMELINE)
+        .order_by_creation(Order::Desc)
+        .limit(want as u32 + MARKER_ROOM);
+    let (mut markers, mut entries) = (Vec::new(), Vec::new());
+    let mut more = false;
+    loop {
+        let page = s.store.query(Container::Users, &q).await?;
+        for item in &page.items {
+            if is_marker(item) {
+                markers.extend(item.get(REF_USER).and_then(Value::as_str).map(String::from));
+            } else {
+                entries.push(post_of_entry(item));
+            }
+        }
+        more = more || page.continuation.is_some();
+        // Another page only while markers filled this one.
+        match page.continuation {
+            Some(t) if entries.len() < want => q.continuation = Some(t),
+            _ => break,
+        }
+    }
+    for author in &markers {
+        let q = Query::partition(author.as_str())
+            .of_kind(Kind::Post)
+            .live()
+            .order_by_creation(Order::Desc)
+            .limit(want as u32);
+        let page = s.store.query(Container::Users, &q).await?;
+        more = more || page.continuation.is_some();
+        entries.extend(page.items.into_iter().map(public));
+    }
+    if !markers.is_empty() {
+        // Newest first, each post once (a merged author's posts copied before they were merged
+        // may be in both).
+        let key = |p: &Value| {
+            let f = |k: &str| {
+                p.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (f("creationDate"), f("id"))
+        };
+        entries.sort_by_key(|p| std::cmp::Reverse(key(p)));
+        entries.dedup_by_key(|p| key(p));
+    }
+    more = more || entries.len() > want;
+    entries.truncate(want);
+    let items: Vec<Value> = entries.into_iter().skip(served).collect();
+    let served = served + items.len();
+    let body: Bytes = list_body(Page {
+        items,
+        continuation: (more && served == want && served < TIMELINE_SIZE)
+            .then(|| served.to_string()),
+    });
+    Ok(no_cache(json_response(body)))
+}

@@ -1,0 +1,206 @@
+//! Follows and timelines: the items they add to `users`, each in the partition of the user whose
+//! list it belongs to, so that every list is one single-partition query.
+//!
+//! - `following-<X>` (`type: following`) in F's partition: F follows X. The fact, written by the
+//!   request; its deletion is a mark, so the change feed carries it.
+//! - `follower-<F>` (`type: follower`) in X's partition: its mirror, kept by the projection.
+//! - `timeline-<P>` (`type: timeline`) in F's partition: the short form of post P by someone F
+//!   follows, kept by the projections.
+//!
+//! Each names the other user (the followee, the follower, the post's author) in [`REF_USER`] and
+//! carries that user's name in `userUsername`, so a rename's fan-out finds every copy of a name
+//! with one query on [`REF_USER`]. These types are not among the four [`super::Kind`]s of the
+//! article's model: the code written for those ignores them.
+
+use serde_json::{json, Value};
+
+use super::{Post, DELETED, TOMBSTONE_TTL_SECS};
+use crate::store::PatchOp;
+
+/// `type` of the edge in the follower's partition.
+pub const FOLLOWING: &str = "following";
+/// `type` of the mirror edge in the followee's partition.
+pub const FOLLOWER: &str = "follower";
+/// `type` of a timeline entry.
+pub const TIMELINE: &str = "timeline";
+/// The property naming the user an edge or entry refers to (the other end of an edge, the
+/// author of a timeline entry's post).
+pub const REF_USER: &str = "refUserId";
+/// A timeline shows this many posts at most, like the feed.
+pub const TIMELINE_SIZE: usize = super::FEED_SIZE;
+
+pub fn following_id(followee: &str) -> String {
+    format!("{FOLLOWING}-{followee}")
+}
+
+pub fn follower_id(follower: &str) -> String {
+    format!("{FOLLOWER}-{follower}")
+}
+
+pub fn timeline_id(post_id: &str) -> String {
+    format!("{TIMELINE}-{post_id}")
+}
+
+/// The `creationDate` of a merge marker: later than any post's, so that a timeline query, newest
+/// first, finds the markers before the entries.
+pub const MARKER_DATE: &str = "9999-12-31T23:59:59.999Z";
+
+pub fn marker_id(author: &str) -> String {
+    format!("{TIMELINE}-merge-{author}")
+}
+
+/// The marker in `owner`'s timeline saying that `author`'s posts are not copied into it (the
+/// author has more followers than the fan-out limit) but merged in when it is read.
+pub fn merge_marker(owner: &str, author: &str) -> Value {
+    json!({
+        "id": marker_id(author),
+        "type": TIMELINE,
+        "userId": owner,
+        REF_USER: author,
+        "merge": true,
+        "creationDate": MARKER_DATE,
+    })
+}
+
+/// Whether a timeline item is a merge marker rather than an entry.
+pub fn is_marker(item: &Value) -> bool {
+    item.get("merge") == Some(&Value::Bool(true))
+}
+
+/// An edge of `kind` ([`FOLLOWING`] or [`FOLLOWER`]) in `owner`'s partition to `other`, who is
+/// called `other_name`, made at `date`.
+pub fn edge(kind: &str, owner: &str, other: &str, other_name: &str, date: &str) -> Value {
+    let id = if kind == FOLLOWING {
+        following_id(other)
+    } else {
+        follower_id(other)
+    };
+    json!({
+        "id": id,
+        "type": kind,
+        "userId": owner,
+        REF_USER: other,
+        "userUsername": other_name,
+        "creationDate": date,
+    })
+}
+
+/// The entry for `post` (any form; its content is cut to the short form) in `owner`'s timeline.
+pub fn timeline_entry(owner: &str, post: &Post) -> Value {
+    let s = post.summary();
+    json!({
+        "id": timeline_id(&s.id),
+        "type": TIMELINE,
+        "userId": owner,
+        REF_USER: s.user_id,
+        "postId": s.post_id,
+        "userUsername": s.user_username,
+        "title": s.title,
+        "content": s.content,
+        "commentCount": s.comment_count,
+        "likeCount": s.like_count,
+        "creationDate": s.creation_date,
+    })
+}
+
+/// The patch that marks an edge deleted: the other user's name is blanked at once, as every
+/// tombstone's texts are.
+pub fn edge_tombstone_ops() -> Vec<PatchOp> {
+    vec![
+        PatchOp::set(&format!("/{DELETED}"), true),
+        PatchOp::set("/ttl", TOMBSTONE_TTL_SECS),
+        PatchOp::set("/userUsername", ""),
+    ]
+}
+
+/// Whether `item` is a live item of this follow `kind`.
+pub fn is_live_of(item: &Value, kind: &str) -> bool {
+    item.get("type").and_then(Value::as_str) == Some(kind) && !super::is_deleted(item)
+}
+
+fn text(item: &Value, field: &str) -> Value {
+    item.get(field).cloned().unwrap_or(Value::Null)
+}
+
+/// What a follow list shows of an edge: the other user.
+pub fn user_of_edge(edge: &Value) -> Value {
+    json!({
+        "id": text(edge, REF_USER),
+        "userId": text(edge, REF_USER),
+        "username": text(edge, "userUsername"),
+    })
+}
+
+/// What a timeline shows of an entry: the post's short form.
+pub fn post_of_entry(entry: &Value) -> Value {
+    json!({
+        "id": text(entry, "postId"),
+        "postId": text(entry, "postId"),
+        "userId": text(entry, REF_USER),
+        "userUsername": text(entry, "userUsername"),
+        "title": text(entry, "title"),
+        "content": text(entry, "content"),
+        "commentCount": text(entry, "commentCount"),
+        "likeCount": text(entry, "likeCount"),
+        "creationDate": text(entry, "creationDate"),
+    })
+}
+
+/// The post an entry copies, as the projections compare it.
+pub fn entry_post(entry: &Value) -> Option<Post> {
+    serde_json::from_value(json!({
+        "id": entry.get("postId")?,
+        "type": "post",
+        "postId": entry.get("postId")?,
+        "userId": entry.get(REF_USER)?,
+        "userUsername": entry.get("userUsername")?,
+        "title": entry.get("title")?,
+        "content": entry.get("content")?,
+        "commentCount": entry.get("commentCount")?,
+        "likeCount": entry.get("likeCount")?,
+        "creationDate": entry.get("creationDate")?,
+    }))
+    .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Kind, Post};
+
+    #[test]
+    fn an_entry_shows_the_post_as_its_author_wrote_it_in_short_form() {
+        let p = Post {
+            id: "p1".into(),
+            kind: Kind::Post,
+            post_id: "p1".into(),
+            user_id: "x".into(),
+            user_username: "xena".into(),
+            title: "t".into(),
+            content: "c".repeat(300),
+            comment_count: 2,
+            like_count: 1,
+            creation_date: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let e = timeline_entry("f", &p);
+        assert_eq!(e["userId"], "f", "in the follower's partition");
+        assert_eq!(e["id"], "timeline-p1");
+        let shown = post_of_entry(&e);
+        assert_eq!(shown["id"], "p1");
+        assert_eq!(shown["userId"], "x");
+        assert_eq!(shown["content"].as_str().unwrap().chars().count(), 200);
+        assert_eq!(entry_post(&e), Some(p.summary()));
+        assert_eq!(Kind::of(&e), None, "not one of the article's kinds");
+    }
+
+    #[test]
+    fn edges_name_the_other_user() {
+        let e = edge(FOLLOWING, "f", "x", "xena", "d");
+        assert_eq!(e["id"], "following-x");
+        assert_eq!(user_of_edge(&e)["id"], "x");
+        assert_eq!(user_of_edge(&e)["username"], "xena");
+        assert_eq!(edge(FOLLOWER, "x", "f", "fay", "d")["id"], "follower-f");
+        assert!(is_live_of(&e, FOLLOWING));
+        assert!(!is_live_of(&e, FOLLOWER));
+    }
+}

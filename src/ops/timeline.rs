@@ -1,0 +1,392 @@
+//! `handler verify [--repair]` for follows and timelines (`crate::domain::follows`).
+//!
+//! The source of truth is each user's live `following` edges; from them, the users and the post
+//! copies in `users` follow:
+//! - each edge names a live user, by their current name, and has its mirror (`follower`, by the
+//!   follower's current name) in the followee's partition; each mirror has its edge;
+//! - `followerCount` / `followingCount` are the numbers of live mirrors / edges;
+//! - a timeline holds the newest posts of each user followed (their post copies, by their
+//!   current name), and no entry whose post is gone or whose author is not followed; for a
+//!   followee with more followers than the fan-out limit, a merge marker instead, and no marker
+//!   for anyone else.
+//!
+//! Users are read a page at a time and each one's partition is checked on its own, so memory
+//! stays bounded by the largest partition. Repair replays edges and users through the
+//! projections (`crate::projection::timeline`), and writes what they do not rewrite: an edge's
+//! name, a stale or extra entry, an extra mirror.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::domain::follows::{
+    entry_post, follower_id, following_id, is_live_of, is_marker, marker_id, merge_marker,
+    timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+};
+use crate::domain::{is_deleted, is_live, Kind, Post};
+use crate::projection::plan::{str_field, Write};
+use crate::projection::{self, apply};
+use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreResult};
+
+/// Items per page of the traversal's queries.
+const PAGE: u32 = 100;
+/// Examples kept per kind of drift for the report.
+const EXAMPLES: usize = 5;
+
+/// What the check found.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Check {
+    /// Users, edges, mirrors and timeline entries looked at.
+    pub checked: u64,
+    /// Drift by kind.
+    pub drift: BTreeMap<&'static str, u64>,
+    pub examples: BTreeMap<&'static str, Vec<String>>,
+    /// `following` edges to project again (mirror or backfill missing, followee gone).
+    replay_edges: Vec<Value>,
+    /// Users whose counters are recounted.
+    recount: BTreeSet<String>,
+    /// Writes made as they are.
+    writes: Vec<Write>,
+}
+
+impl Check {
+    pub fn is_clean(&self) -> bool {
+        self.drift.is_empty()
+    }
+
+    fn found(&mut self, kind: &'static str, what: String) {
+        *self.drift.entry(kind).or_default() += 1;
+        let examples = self.examples.entry(kind).or_default();
+        if examples.len() < EXAMPLES {
+            examples.push(what);
+        }
+    }
+
+    /// The lines of the report.
+    pub fn render(&self) -> String {
+        let mut out = format!("follows and timelines: {} items checked", self.checked);
+        if self.is_clean() {
+            out.push_str(", no drift\n");
+            return out;
+        }
+        out.push('\n');
+        for (kind, n) in &self.drift {
+            out.push_str(&format!("  {kind}: {n}\n"));
+            for e in &self.examples[kind] {
+                out.push_str(&format!("    {e}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// Check every user's follows and timeline; what drifted is looked at again after `settle`
+/// (changes still travelling through the change feed are not drift).
+pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
+    let first = check_all(store).await?;
+    if first.is_clean() || settle.is_zero() {
+        return Ok(first);
+    }
+    tokio::time::sleep(settle).await;
+    check_all(store).await
+}
+
+async fn check_all(store: &dyn Store) -> StoreResult<Check> {
+    let mut check = Check::default();
+    let mut q = Query::cross_partition()
+        .of_kind(Kind::User)
+        .live()
+        .limit(PAGE);
+    loop {
+        let page = retry(|| store.query(Container::Users, &q)).await?;
+        for user in &page.items {
+            check_user(store, user, &mut check).await?;
+        }
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return Ok(check),
+        }
+    }
+}
+
+/// Every live item of `type` `kind` in `user`'s partition.
+async fn all_of(store: &dyn Store, user: &str, kind: &str) -> StoreResult<Vec<Value>> {
+    let mut q = Query::partition(user).eq("type", kind).live().limit(PAGE);
+    let mut out = Vec::new();
+    loop {
+        let page = retry(|| store.query(Container::Users, &q)).await?;
+        out.extend(page.items);
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
+async fn live_user(store: &dyn Store, id: &str) -> StoreResult<Option<Value>> {
+    let user = retry(|| store.read(Container::Users, id, id)).await?;
+    Ok(user.filter(|u| is_live(u, Kind::User)))
+}
+
+fn name_of(user: &Value) -> &str {
+    str_field(user, "username").unwrap_or_default()
+}
+
+async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> StoreResult<()> {
+    let Some(u) = str_field(user, "userId") else {
+        return Ok(());
+    };
+    check.checked += 1;
+    let edges = all_of(store, u, FOLLOWING).await?;
+    let mirrors = all_of(store, u, FOLLOWER).await?;
+    let (markers, entries): (Vec<Value>, Vec<Value>) = all_of(store, u, TIMELINE)
+        .await?
+        .into_iter()
+        .partition(is_marker);
+    let mut marked: BTreeSet<String> = markers
+        .iter()
+        .filter_map(|m| str_field(m, REF_USER).map(String::from))
+        .collect();
+    check.checked += markers.len() as u64;
+    check.checked += (edges.len() + mirrors.len() + entries.len()) as u64;
+
+    // Counters.
+    let counted = |field: &str| user.get(field).and_then(Value::as_u64);
+    if counted("followingCount") != Some(edges.len() as u64)
+        || counted("followerCount") != Some(mirrors.len() as u64)
+    {
+        check.found("counter", format!("users/{u}/{u}"));
+        check.recount.insert(u.to_string());
+    }
+
+    // Edges: a live followee by their current name, with a mirror by this user's current name;
+    // their newest posts in the timeline.
+    let mut followed: BTreeMap<String, String> = BTreeMap::new();
+    let mut wanted: BTreeMap<String, Value> = BTreeMap::new();
+    for e in &edges {
+        let Some(x) = str_field(e, REF_USER) else {
+            continue;
+        };
+        let where_ = format!("users/{u}/{}", following_id(x));
+        let Some(followee) = live_user(store, x).await? else {
+            check.found("edge to an erased user", where_);
+            check.replay_edges.push(e.clone());
+            continue;
+        };
+        let name = name_of(&followee).to_string();
+        if str_field(e, "userUsername") != Some(name.as_str()) {
+            check.found("edge name", where_.clone());
+            check.writes.push(Write::Patch {
+                container: Container::Users,
+                pk: u.into(),
+                id: following_id(x),
+                ops: vec![PatchOp::set("/userUsername", name.as_str())],
+                if_match: None,
+            });
+        }
+        let mirror_id = follower_id(u);
+        let mirror = retry(|| store.read(Container::Users, x, &mirror_id)).await?;
+        let mirror_ok = mirror.as_ref().is_some_and(|m| {
+            is_live_of(m, FOLLOWER) && str_field(m, "userUsername") == Some(name_of(user))
+        });
+        if !mirror_ok {
+            check.found(
+                "mirror missing or stale",
+                format!("users/{x}/{}", follower_id(u)),
+            );
+            check.replay_edges.push(e.clone());
+        }
+        followed.insert(x.to_string(), name.clone());
+        if projection::timeline::is_merged(&followee) {
+            if !marked.remove(x) {
+                check.found(
+                    "timeline marker missing",
+                    format!("users/{u}/{}", marker_id(x)),
+                );
+                check.writes.push(Write::Upsert {
+                    container: Container::Users,
+                    pk: u.into(),
+                    item: merge_marker(u, x),
+                });
+            }
+            continue;
+        }
+        let q = Query::partition(x)
+            .of_kind(Kind::Post)
+            .live()
+            .order_by_creation(Order::Desc)
+            .limit(TIMELINE_SIZE as u32);
+        let copies = retry(|| store.query(Container::Users, &q)).await?;
+        for c in copies.items {
+            if let Ok(mut p) = serde_json::from_value::<Post>(c) {
+                p.user_username = name.clone();
+                wanted.insert(p.id.clone(), crate::domain::to_value(&p.summary()));
+            }
+        }
+    }
+    // Markers for anyone not followed, or not merged.
+    for x in marked {
+        check.found(
+            "timeline marker extra",
+            format!("users/{u}/{}", marker_id(&x)),
+        );
+        check.writes.push(delete_entry(u, &marker_id(&x)));
+    }
+
+    // Mirrors: each has its edge.
+    for m in &mirrors {
+        let Some(f) = str_field(m, REF_USER) else {
+            continue;
+        };
+        let edge_id = following_id(u);
+        let edge = retry(|| store.read(Container::Users, f, &edge_id)).await?;
+        if !edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
+            check.found(
+                "mirror without its edge",
+                format!("users/{u}/{}", follower_id(f)),
+            );
+            check.writes.push(Write::Delete {
+                container: Container::Users,
+                pk: u.into(),
+                id: follower_id(f),
+            });
+        }
+    }
+
+    // Timeline entries: of a followed author's live post, as the post is now.
+    let mut present = BTreeSet::new();
+    for entry in &entries {
+        let id = str_field(entry, "id").unwrap_or_default().to_string();
+        let where_ = format!("users/{u}/{id}");
+        let Some(shown) = entry_post(entry) else {
+            check.found("timeline entry extra", where_);
+            check.writes.push(delete_entry(u, &id));
+            continue;
+        };
+        present.insert(shown.id.clone());
+        let post = retry(|| store.read(Container::Posts, &shown.id, &shown.id)).await?;
+        let post = post
+            .filter(|p| !is_deleted(p))
+            .and_then(|p| serde_json::from_value::<Post>(p).ok());
+        let author_name = followed.get(&shown.user_id);
+        let (Some(mut post), Some(name)) = (post, author_name) else {
+            check.found("timeline entry extra", where_);
+            check.writes.push(delete_entry(u, &id));
+            continue;
+        };
+        post.user_username = name.clone();
+        if shown != post.summary() {
+            check.found("timeline entry stale", where_);
+            check.writes.push(Write::Upsert {
+                container: Container::Users,
+                pk: u.into(),
+                item: timeline_entry(u, &post),
+            });
+        }
+    }
+    for (post_id, summary) in &wanted {
+        if !present.contains(post_id) {
+            check.found(
+                "timeline entry missing",
+                format!("users/{u}/timeline-{post_id}"),
+            );
+            if let Ok(p) = serde_json::from_value::<Post>(summary.clone()) {
+                check.writes.push(Write::Upsert {
+                    container: Container::Users,
+                    pk: u.into(),
+                    item: timeline_entry(u, &p),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn delete_entry(user: &str, id: &str) -> Write {
+    Write::Delete {
+        container: Container::Users,
+        pk: user.into(),
+        id: id.into(),
+    }
+}
+
+/// What a repair did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Mended {
+    pub replayed: usize,
+    pub written: usize,
+    pub failed: Vec<String>,
+}
+
+/// Write the fixes `check` found: edges replayed through the projection, counters recounted,
+/// the rest written as found.
+pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
+    let mut done = Mended::default();
+    if !check.replay_edges.is_empty() {
+        match projection::project(store, Container::Users, &check.replay_edges).await {
+            Ok(_) => done.replayed += check.replay_edges.len(),
+            Err(e) => done.failed.push(e.to_string()),
+        }
+    }
+    for w in &check.writes {
+        match apply::apply_one(store, w).await {
+            Ok(()) => done.written += 1,
+            Err(e) => done.failed.push(format!("{}: {e}", w.target())),
+        }
+    }
+    for u in &check.recount {
+        match projection::timeline::recount(store, u).await {
+            Ok(n) => done.written += n,
+            Err(e) => done.failed.push(format!("users/{u}/{u}: {e}")),
+        }
+    }
+    done
+}
+
+/// A check, and with `--repair` the repair and the check after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub before: Check,
+    pub repair: Option<(Mended, Check)>,
+}
+
+impl Outcome {
+    /// The state the database was left in.
+    pub fn last(&self) -> &Check {
+        self.repair.as_ref().map_or(&self.before, |(_, c)| c)
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = self.before.render();
+        if let Some((done, after)) = &self.repair {
+            out.push_str(&format!(
+                "repair: {} follow edges replayed through the projections, {} items written\n",
+                done.replayed, done.written
+            ));
+            for f in &done.failed {
+                out.push_str(&format!("  not repaired: {f}\n"));
+            }
+            out.push_str("after repair: ");
+            out.push_str(&after.render());
+        }
+        out
+    }
+}
+
+/// Check, and with `repair` mend and check again.
+pub async fn verify_and_repair(
+    store: &dyn Store,
+    repair: bool,
+    settle: Duration,
+) -> StoreResult<Outcome> {
+    let before = verify(store, settle).await?;
+    let repair = if repair && !before.is_clean() {
+        let done = self::repair(store, &before).await;
+        let after = verify(store, settle).await?;
+        Some((done, after))
+    } else {
+        None
+    };
+    Ok(Outcome { before, repair })
+}
