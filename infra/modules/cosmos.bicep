@@ -88,7 +88,9 @@ var typeThenNewest = [
 var containers = [
   {
     // Users and their own posts: WHERE c.type = 'post' ORDER BY c.creationDate DESC,
-    // WHERE c.type = 'post' AND c.userUsername != @name.
+    // WHERE c.type = 'post' AND c.userUsername != @name; a batch's authors across partitions:
+    // WHERE c.type = 'user' AND ARRAY_CONTAINS(@ids, c.userId); follow edges and timeline
+    // entries: by refUserId and postId.
     name: 'users'
     partitionKey: '/userId'
     indexingPolicy: {
@@ -97,6 +99,15 @@ var containers = [
       includedPaths: [
         {
           path: '/type/?'
+        }
+        {
+          path: '/userId/?'
+        }
+        {
+          path: '/refUserId/?'
+        }
+        {
+          path: '/postId/?'
         }
         {
           path: '/creationDate/?'

@@ -14,9 +14,11 @@ use crate::store::{Container, StoreError, StoreResult};
 /// that indexes only the paths the store's queries filter or sort on, so writes stay cheap.
 pub(super) fn container_properties(c: Container) -> ContainerProperties {
     let paths: &[&str] = match c {
-        // `refUserId` and `postId`: follow edges and timeline entries (`domain::follows`).
+        // `refUserId` and `postId`: follow edges and timeline entries (`domain::follows`);
+        // `userId`: the change feed reads a batch's authors with one query across partitions.
         Container::Users => &[
             "type",
+            "userId",
             "creationDate",
             "userUsername",
             "deleted",
