@@ -9,9 +9,11 @@ mod chars;
 mod deletion;
 pub mod follows;
 mod items;
+mod patch;
 
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
 pub use items::{Comment, Kind, Like, Post, User};
+pub use patch::PatchOp;
 
 /// The feed shows this many posts.
 pub const FEED_SIZE: usize = 100;

@@ -24,6 +24,7 @@
 #[cfg(test)]
 mod allocations;
 pub mod api;
+pub mod app;
 pub mod auth;
 pub mod domain;
 pub mod error;
@@ -40,9 +41,3 @@ pub mod tls;
 pub mod web;
 
 pub use api::AppState;
-
-/// The whole HTTP application over the given state; `hosted`: as under the Functions host (with
-/// the trigger endpoints).
-pub fn app(state: AppState, hosted: bool) -> axum::Router {
-    api::router(state, hosted, server::ServerLimits::default())
-}

@@ -1,9 +1,12 @@
 //! Settings from the environment (the table in the README's "Settings" section). A malformed
 //! value is an error naming the setting; secrets never print.
 //!
-//! Longer than most files on purpose: it is the one place
-//! where every setting is read, checked and given its default, in the README table's order, so
-//! that the table and the code can be compared side by side.
+//! Longer than most files on purpose: it is the one place where every setting is read, checked
+//! and given its default, in the README table's order, so that the table and the code can be
+//! compared side by side (the HTTP server's limits are in `settings/server.rs`). The modules that
+//! use a setting import it from here; nothing here imports them.
+
+mod server;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -11,6 +14,23 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use azure_data_cosmos::AccountEndpoint;
+pub use server::{
+    LimitError, ServerLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_REQUEST_TIMEOUT,
+};
+
+/// The default of `BLOG_FEED_CACHE_MS`: how long a feed snapshot holds on a store that does not
+/// signal its commits.
+pub const DEFAULT_FEED_CACHE_MAX_AGE: Duration = Duration::from_millis(250);
+
+/// Writes a caller may make per minute by default (`BLOG_WRITES_PER_MINUTE`): a person posting,
+/// commenting and liking as fast as they can read and type stays far below one write a second
+/// for a minute, while a script reaches it within a second.
+pub const DEFAULT_WRITES_PER_MINUTE: u32 = 60;
+
+/// The fan-out limit when `BLOG_TIMELINE_FANOUT_LIMIT` is not set: authors with more followers
+/// are merged into timelines when read rather than copied into each.
+pub const DEFAULT_TIMELINE_FANOUT_LIMIT: u64 = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -248,7 +268,7 @@ pub struct Settings {
     pub cors_origins: Vec<String>,
     /// Header and request timeouts and the connection cap (`BLOG_HEADER_TIMEOUT_SECS`,
     /// `BLOG_REQUEST_TIMEOUT_SECS`, `BLOG_MAX_CONNECTIONS`).
-    pub server: crate::server::ServerLimits,
+    pub server: ServerLimits,
     pub auth: AuthSettings,
     /// How long a snapshot of the feed's first page answers `GET /api/feed` on a store that does
     /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`. `0` turns snapshots off on
@@ -337,7 +357,7 @@ impl Settings {
             ));
         }
         let feed_cache = match get("BLOG_FEED_CACHE_MS") {
-            None => crate::api::feed_cache::DEFAULT_MAX_AGE,
+            None => DEFAULT_FEED_CACHE_MAX_AGE,
             Some(v) => v
                 .trim()
                 .parse::<u64>()
@@ -352,7 +372,7 @@ impl Settings {
                 })?,
         };
         let writes_per_minute = match get("BLOG_WRITES_PER_MINUTE") {
-            None => crate::api::write_limit::DEFAULT_WRITES_PER_MINUTE,
+            None => DEFAULT_WRITES_PER_MINUTE,
             Some(v) => v
                 .trim()
                 .parse::<u32>()
@@ -366,7 +386,7 @@ impl Settings {
                 })?,
         };
         let timeline_fanout_limit = match get("BLOG_TIMELINE_FANOUT_LIMIT") {
-            None => crate::projection::timeline::DEFAULT_FANOUT_LIMIT,
+            None => DEFAULT_TIMELINE_FANOUT_LIMIT,
             Some(v) => v.trim().parse::<u64>().map_err(|_| {
                 bad(
                     "BLOG_TIMELINE_FANOUT_LIMIT",
@@ -387,8 +407,7 @@ impl Settings {
             log_format: parsed("BLOG_LOG_FORMAT", get("BLOG_LOG_FORMAT"))?
                 .unwrap_or(LogFormat::Text),
             auth: auth_settings(&get, hosted, addr)?,
-            server: crate::server::ServerLimits::from_lookup(&get, hosted)
-                .map_err(|(n, why)| bad(n, why))?,
+            server: ServerLimits::from_lookup(&get, hosted).map_err(|(n, why)| bad(n, why))?,
             feed_cache,
             writes_per_minute,
             timeline_fanout_limit,

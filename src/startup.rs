@@ -28,7 +28,7 @@ use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
-use crate::{api, pump, AppState};
+use crate::{app, pump, AppState};
 
 /// The longest the change-feed pump waits for the first request to be answered before it starts.
 const PUMP_START_DELAY: Duration = Duration::from_millis(100);
@@ -121,7 +121,12 @@ impl Application {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let store = self.state.store.clone();
-        let router = routes(self.hosted, self.limits, &self.cors_origins).with_state(self.state);
+        let config = app::Config {
+            hosted: self.hosted,
+            limits: self.limits,
+            cors_origins: self.cors_origins,
+        };
+        let router = app::router(self.state, &config);
         let (router, answered) = notice_first_answer(router);
         let pump = self.pump.then(|| start_pump(store, answered));
         server::serve(self.listener, router, self.limits, shutdown).await;
@@ -144,7 +149,11 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     // Before the first answer: the start-up log says how callers are identified.
     crate::auth::announce(&settings.auth, settings.addr);
-    let routes = routes(settings.hosted, settings.server, &settings.cors_origins);
+    let routes = app::routes(&app::Config {
+        hosted: settings.hosted,
+        limits: settings.server,
+        cors_origins: settings.cors_origins.clone(),
+    });
     let (ready, app) = watch::channel::<Option<Router>>(None);
     let waiting = waiting::router(app.clone(), settings.server.request_timeout);
     let (stop, stopped) = oneshot::channel::<()>();
@@ -227,33 +236,6 @@ fn start_pump(store: Arc<dyn Store>, answered: Arc<Notify>) -> pump::Pump {
     pump::spawn_after(store, async move {
         let _ = tokio::time::timeout(PUMP_START_DELAY, answered.notified()).await;
     })
-}
-
-/// The application's routes, waiting for their state (see [`api::routes`]), with the CORS layer
-/// on the API's paths.
-fn routes(hosted: bool, limits: ServerLimits, cors_origins: &[String]) -> Router<AppState> {
-    let routes = api::routes(hosted, limits);
-    let Some(cors) = api::cors::layer(cors_origins) else {
-        return routes;
-    };
-    // Outermost, so that preflights are answered before routing and every answer under `/api/`,
-    // errors included, carries the CORS headers; any other path passes by it untouched.
-    routes.layer(axum::middleware::from_fn(
-        move |req: axum::extract::Request, next: axum::middleware::Next| {
-            let cors = cors.clone();
-            async move {
-                if api::cors::covers(req.uri().path()) {
-                    use tower::{Layer as _, ServiceExt as _};
-                    match cors.layer(next).oneshot(req).await {
-                        Ok(response) => response.map(axum::body::Body::new),
-                        Err(never) => match never {},
-                    }
-                } else {
-                    next.run(req).await
-                }
-            }
-        },
-    ))
 }
 
 /// Open the store the settings choose (the bench and the operations commands open theirs

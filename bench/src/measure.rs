@@ -382,7 +382,7 @@ impl Client {
         Client {
             http: reqwest::Client::new(),
             origin,
-            router: blog::app(state, false),
+            router: blog::app::router(state, &blog::app::Config::default()),
         }
     }
 

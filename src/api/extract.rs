@@ -2,14 +2,20 @@
 //! axum's plain-text rejections.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 
+use crate::auth::{ActingUser, Caller};
 use crate::domain::Id;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
+use crate::settings::AuthMode;
+
+use super::write_limit::Writer;
+use super::AppState;
 
 /// A JSON request body: 415 when not declared JSON, 413 over the body limit, 400 when malformed
 /// (the rejections map to [`ApiError`] in `From<JsonRejection>`).
@@ -115,6 +121,62 @@ impl<S: Send + Sync> FromRequestParts<S> for Paging {
                 .map_err(|e| ApiError::BadRequest(e.body_text()))?;
         Paging::parse(&params)
     }
+}
+
+/// Who is calling, for a write (or `GET /api/me`): [`Caller`], as `BLOG_AUTH` decides it.
+///
+/// In `jwt` and `easyauth` a request without a valid identity is refused here with 401 (in
+/// `jwt` with `WWW-Authenticate: Bearer`), before its body is read; so a refused write writes
+/// nothing. A write over the caller's budget is refused here too (429).
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let auth = &state.auth;
+        if auth.mode() == AuthMode::None {
+            // Nobody is verified, so the client's address is who writes.
+            let peer = parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0);
+            spend_a_write(parts, state, &Writer::peer(peer))?;
+            return Ok(Caller::Unverified);
+        }
+        match auth.identify(parts).await? {
+            Some(identity) => {
+                let user_id = identity.user_id();
+                if let Some(slot) = parts.extensions.get::<ActingUser>() {
+                    slot.set(&user_id);
+                }
+                auth.may_write(parts, &identity)?;
+                spend_a_write(parts, state, &Writer::User(user_id.to_string()))?;
+                Ok(Caller::Verified(identity))
+            }
+            None => Err(ApiError::Unauthorized {
+                detail: match auth.mode() {
+                    AuthMode::Jwt => "sign in: writes need `Authorization: Bearer <token>`".into(),
+                    _ => "sign in: writes need an authenticated caller".into(),
+                },
+                challenge: (auth.mode() == AuthMode::Jwt).then(|| "Bearer".to_string()),
+            }),
+        }
+    }
+}
+
+/// Take one write from `who`'s budget (`BLOG_WRITES_PER_MINUTE`) when the request is a write
+/// (reads such as `GET /api/me` are free): 429 with `Retry-After` when it is spent, decided
+/// before the body is read, so nothing is written.
+fn spend_a_write(parts: &Parts, state: &AppState, who: &Writer) -> ApiResult<()> {
+    if matches!(parts.method, Method::GET | Method::HEAD) {
+        return Ok(());
+    }
+    state
+        .writes
+        .check(who)
+        .map_err(|retry_after| ApiError::TooManyWrites {
+            per_minute: state.writes.per_minute(),
+            retry_after,
+        })
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use axum::body::Bytes;
 use crate::store::{ChangeNotifier, Container, Store};
 
 /// The default of `BLOG_FEED_CACHE_MS`.
-pub const DEFAULT_MAX_AGE: Duration = Duration::from_millis(250);
+pub const DEFAULT_MAX_AGE: Duration = crate::settings::DEFAULT_FEED_CACHE_MAX_AGE;
 
 pub struct FeedCache {
     /// Commits to `feed`, where the store signals them.

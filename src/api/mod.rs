@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -200,45 +200,32 @@ pub fn operations() -> Vec<Operation> {
     out
 }
 
-/// The whole application: API routes (each answered within the limits' `request_timeout`),
-/// readiness at `/`, problem+json for unknown routes and methods, the body limit and
-/// per-request store accounting; under the Functions host (`hosted`) also the trigger
-/// invocations, which do not exist standalone (their bodies read within `header_timeout`).
-pub fn router(state: AppState, hosted: bool, limits: crate::server::ServerLimits) -> Router {
-    routes(hosted, limits).with_state(state)
-}
-
-/// [`router`] before it is given its state (start-up builds it while the store opens).
-pub fn routes(hosted: bool, limits: crate::server::ServerLimits) -> Router<AppState> {
-    let request_timeout = limits.request_timeout;
-    // Only API requests are timed: a trigger batch is applied or refused, never cut off.
-    let api = api_router().route_layer(axum::middleware::from_fn(
+/// The API's routes as served: [`api_router`], each request answered within `request_timeout`
+/// (else 503 with `Retry-After`). `crate::app` puts them together with the rest.
+pub fn timed_routes(request_timeout: Duration) -> Router<AppState> {
+    api_router().route_layer(axum::middleware::from_fn(
         move |req: Request, next: Next| async move {
             match tokio::time::timeout(request_timeout, next.run(req)).await {
                 Ok(resp) => resp,
                 Err(_) => ApiError::TimedOut(request_timeout).into_response(),
             }
         },
-    ));
-    let routes = if hosted {
-        api.merge(crate::functions::routes(limits.header_timeout))
-    } else {
-        api
-    };
-    routes
-        // `/` (the Functions host's readiness probe, or the page for a browser) and the client.
-        .merge(crate::web::routes())
-        .fallback(|| async { ApiError::NotFound("no such resource".into()) })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        // Inside `meter`, so that a panic is answered, counted and logged like any failure.
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
-        .layer(axum::middleware::from_fn(meter))
+    ))
+}
+
+/// Answer an unknown route: 404 problem+json.
+pub async fn not_found() -> ApiError {
+    ApiError::NotFound("no such resource".into())
+}
+
+/// Answer a known route asked with a method it does not take: 405 problem+json.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
 }
 
 /// A handler that panicked answers 500 problem+json (the panic's message is logged, never
 /// returned) instead of closing the connection without an answer.
-fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
+pub fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let message = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -251,7 +238,7 @@ fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// the request (with the user it acted as, never the token or principal that proved it).
 /// Everything a request logs (here and in the handlers) is in its span, with method and path;
 /// a server-side failure is logged here from the [`Failure`] the error response carries.
-async fn meter(mut req: Request, next: Next) -> Response {
+pub async fn meter(mut req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let span = tracing::info_span!("request", %method, %path);

@@ -20,10 +20,7 @@ use std::time::{Duration, Instant};
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
-/// Writes a caller may make per minute by default (`BLOG_WRITES_PER_MINUTE`): a person posting,
-/// commenting and liking as fast as they can read and type stays far below one write a second
-/// for a minute, while a script reaches it within a second.
-pub const DEFAULT_WRITES_PER_MINUTE: u32 = 60;
+pub use crate::settings::DEFAULT_WRITES_PER_MINUTE;
 
 /// How often idle callers are dropped.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(60);

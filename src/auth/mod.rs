@@ -6,25 +6,21 @@
 //!
 //! One user per identity: the user's id is derived from the identity ([`Identity::user_id`]),
 //! so finding the caller's user is one point read and a second `POST /api/users` by the same
-//! identity is a create conflict. The [`Caller`] extractor decides who acts for every write, and
-//! the methods on it are the only place that compares a body's `userId` or a path's user with
-//! the caller.
+//! identity is a create conflict. [`Caller`] says who acts for every write (the API extracts it
+//! from each write request), and the methods on it are the only place that compares a body's
+//! `userId` or a path's user with the caller.
 
 pub mod easyauth;
 pub mod jwt;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::Method;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::api::write_limit::Writer;
-use crate::api::AppState;
 use crate::domain::{Id, Kind};
 use crate::error::{ApiError, ApiResult};
 use crate::settings::{AuthMode, AuthSettings};
@@ -130,7 +126,7 @@ impl Auth {
     /// With `BLOG_AUTH_WRITE_SCOPE` set, a write (not a read such as `GET /api/me`) needs that
     /// value among the identity's scopes or roles: a token for the audience proves who is
     /// calling, not that the application they signed in with may write. 403 otherwise.
-    fn may_write(&self, parts: &Parts, identity: &Identity) -> ApiResult<()> {
+    pub(crate) fn may_write(&self, parts: &Parts, identity: &Identity) -> ApiResult<()> {
         match &self.settings.write_scope {
             Some(scope)
                 if !matches!(parts.method, Method::GET | Method::HEAD)
@@ -156,7 +152,7 @@ impl Auth {
 
     /// The identity a request carries in this mode (`None`: anonymous). Headers of the other
     /// mode are ignored.
-    async fn identify(&self, parts: &Parts) -> ApiResult<Option<Identity>> {
+    pub(crate) async fn identify(&self, parts: &Parts) -> ApiResult<Option<Identity>> {
         match self.settings.mode {
             AuthMode::None => Ok(None),
             AuthMode::EasyAuth if self.settings.platform_auth_off => Err(ApiError::Unauthorized {
@@ -207,7 +203,7 @@ impl ActingUser {
         self.0.get().map(String::as_str)
     }
 
-    fn set(&self, id: &Id) {
+    pub(crate) fn set(&self, id: &Id) {
         let _ = self.0.set(id.to_string());
     }
 }
@@ -223,57 +219,6 @@ pub enum Caller {
     Unverified,
     /// A verified identity: acts as its own user and no other.
     Verified(Identity),
-}
-
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
-        let auth = &state.auth;
-        if auth.mode() == AuthMode::None {
-            // Nobody is verified, so the client's address is who writes.
-            let peer = parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0);
-            spend_a_write(parts, state, &Writer::peer(peer))?;
-            return Ok(Caller::Unverified);
-        }
-        match auth.identify(parts).await? {
-            Some(identity) => {
-                let user_id = identity.user_id();
-                if let Some(slot) = parts.extensions.get::<ActingUser>() {
-                    slot.set(&user_id);
-                }
-                auth.may_write(parts, &identity)?;
-                spend_a_write(parts, state, &Writer::User(user_id.to_string()))?;
-                Ok(Caller::Verified(identity))
-            }
-            None => Err(ApiError::Unauthorized {
-                detail: match auth.mode() {
-                    AuthMode::Jwt => "sign in: writes need `Authorization: Bearer <token>`".into(),
-                    _ => "sign in: writes need an authenticated caller".into(),
-                },
-                challenge: (auth.mode() == AuthMode::Jwt).then(|| "Bearer".to_string()),
-            }),
-        }
-    }
-}
-
-/// Take one write from `who`'s budget (`BLOG_WRITES_PER_MINUTE`) when the request is a write
-/// (reads such as `GET /api/me` are free): 429 with `Retry-After` when it is spent, decided
-/// before the body is read, so nothing is written.
-fn spend_a_write(parts: &Parts, state: &AppState, who: &Writer) -> ApiResult<()> {
-    if matches!(parts.method, Method::GET | Method::HEAD) {
-        return Ok(());
-    }
-    state
-        .writes
-        .check(who)
-        .map_err(|retry_after| ApiError::TooManyWrites {
-            per_minute: state.writes.per_minute(),
-            retry_after,
-        })
 }
 
 impl Caller {

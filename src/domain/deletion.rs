@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use super::Kind;
-use crate::store::PatchOp;
+use super::PatchOp;
 
 /// The property marking an item deleted (`true`).
 pub const DELETED: &str = "deleted";

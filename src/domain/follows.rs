@@ -14,8 +14,8 @@
 
 use serde_json::{json, Value};
 
+use super::PatchOp;
 use super::{Post, DELETED, TOMBSTONE_TTL_SECS};
-use crate::store::PatchOp;
 
 /// `type` of the edge in the follower's partition.
 pub const FOLLOWING: &str = "following";

@@ -40,7 +40,7 @@ use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreError, StoreResult};
 
 /// The fan-out limit when `BLOG_TIMELINE_FANOUT_LIMIT` is not set.
-pub const DEFAULT_FANOUT_LIMIT: u64 = 10_000;
+pub const DEFAULT_FANOUT_LIMIT: u64 = crate::settings::DEFAULT_TIMELINE_FANOUT_LIMIT;
 
 static FANOUT_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_FANOUT_LIMIT);
 

@@ -118,23 +118,8 @@ impl StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// One patch operation, with Cosmos semantics (`set` creates or replaces a top-level or nested
-/// property; `incr` adds to a number, creating it at the increment when missing).
-#[derive(Debug, Clone, PartialEq)]
-pub enum PatchOp {
-    /// Path like `/commentCount`.
-    Set(String, Value),
-    Incr(String, i64),
-}
-
-impl PatchOp {
-    pub fn set(path: &str, value: impl Into<Value>) -> Self {
-        PatchOp::Set(path.to_string(), value.into())
-    }
-    pub fn incr(path: &str, by: i64) -> Self {
-        PatchOp::Incr(path.to_string(), by)
-    }
-}
+/// One patch operation on an item (defined with the items it changes, in `domain`).
+pub use crate::domain::PatchOp;
 
 /// One operation of a transactional batch (all in one partition; all or nothing).
 #[derive(Debug, Clone)]

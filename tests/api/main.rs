@@ -30,6 +30,7 @@ mod embedded;
 mod errors;
 mod functions;
 mod identity;
+mod layers;
 mod model;
 mod openapi;
 mod process;

@@ -1,0 +1,74 @@
+//! The composition root: the one place the application is put together. `handler` (through
+//! `startup::serve`), the tests and the bench (through `startup::Application`) all get their
+//! router from [`routes`], so what they run is what ships.
+//!
+//! From the inside out: the API's routes, each answered within the request timeout; under the
+//! Functions host the trigger invocations (which do not exist standalone); `/` and the web
+//! client; problem+json for unknown routes and methods; the body limit; answers to panics;
+//! per-request store accounting and logging; and outermost CORS on `/api/...` when origins are
+//! allowed. The modules it assembles know nothing of each other or of this one.
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::Next;
+use axum::Router;
+
+use crate::api::{self, AppState};
+use crate::settings::ServerLimits;
+
+/// What shapes the application besides its state.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// As under the Functions host: with the trigger endpoints.
+    pub hosted: bool,
+    /// The request timeout (API requests) and the header timeout (trigger bodies).
+    pub limits: ServerLimits,
+    /// Origins allowed to call the API from a browser (`BLOG_CORS_ORIGINS`); none by default.
+    pub cors_origins: Vec<String>,
+}
+
+/// The whole application, waiting for its state (start-up builds it while the store opens).
+pub fn routes(config: &Config) -> Router<AppState> {
+    let api = api::timed_routes(config.limits.request_timeout);
+    let routes = if config.hosted {
+        api.merge(crate::functions::routes(config.limits.header_timeout))
+    } else {
+        api
+    };
+    let routes = routes
+        // `/` (the Functions host's readiness probe, or the page for a browser) and the client.
+        .merge(crate::web::routes())
+        .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(DefaultBodyLimit::max(api::BODY_LIMIT))
+        // Inside `meter`, so that a panic is answered, counted and logged like any failure.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            api::panicked,
+        ))
+        .layer(axum::middleware::from_fn(api::meter));
+    let Some(cors) = api::cors::layer(&config.cors_origins) else {
+        return routes;
+    };
+    // Outermost, so that preflights are answered before routing and every answer under `/api/`,
+    // errors included, carries the CORS headers; any other path passes by it untouched.
+    routes.layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| {
+            let cors = cors.clone();
+            async move {
+                if api::cors::covers(req.uri().path()) {
+                    use tower::{Layer as _, ServiceExt as _};
+                    match cors.layer(next).oneshot(req).await {
+                        Ok(response) => response.map(axum::body::Body::new),
+                        Err(never) => match never {},
+                    }
+                } else {
+                    next.run(req).await
+                }
+            }
+        },
+    ))
+}
+
+/// [`routes`] with its state.
+pub fn router(state: AppState, config: &Config) -> Router {
+    routes(config).with_state(state)
+}
