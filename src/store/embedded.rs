@@ -27,8 +27,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::{
-    metrics, BatchOp, ChangeNotifier, ChangePage, ConditionalRead, Container, Page, PatchOp, Query,
-    Store, StoreError, StoreResult,
+    metrics, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query, Store,
+    StoreError, StoreResult,
 };
 
 mod checkpoint;
@@ -257,28 +257,6 @@ impl Store for EmbeddedStore {
         let (pk, id) = (pk.to_string(), id.to_string());
         self.with_reader(move |conn| read_item(conn, c, &pk, &id))
             .await
-    }
-
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead> {
-        let (pk, id) = (pk.to_string(), id.to_string());
-        let item = self
-            .with_reader(move |conn| read_item(conn, c, &pk, &id))
-            .await?;
-        Ok(match item {
-            None => ConditionalRead::Missing,
-            Some(item)
-                if etag == "*" || item.get("_etag").and_then(Value::as_str) == Some(etag) =>
-            {
-                ConditionalRead::Unchanged
-            }
-            Some(item) => ConditionalRead::Changed(item),
-        })
     }
 
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
