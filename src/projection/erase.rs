@@ -3,7 +3,12 @@
 //! complete even if that request was cut short). Every step is idempotent: it marks only live
 //! items and deletes copies that may already be gone.
 //!
-//! - a post: the post, its comments and likes are marked; its copies in `users` and `feed` go;
+//! - a post: the post is marked and its copies in `users` and `feed` go; its comments and likes
+//!   are marked a page at a time ([`sweep_post`]): the request marks the first page, and each
+//!   time the posts projection sees the post's mark it marks the next page and, if more may
+//!   remain, touches the mark so that it comes round again behind the changes written
+//!   meanwhile. A post of any size therefore holds the posts feed for one page at a time, and
+//!   other posts' changes are projected in between;
 //! - a user: the user is marked; each of their posts goes as above; their comments and likes
 //!   on other posts are marked (the posts projection then lowers those posts' counters).
 
@@ -82,7 +87,9 @@ pub fn remove_copies(post_id: &str, user_id: &str) -> [Write; 2] {
     ]
 }
 
-/// Delete post `post_id` by `user_id` and everything in it. Returns the writes made.
+/// Delete post `post_id` by `user_id`: mark it, remove its copies, and mark the first page of
+/// its comments and likes (all of them, for most posts); the posts projection marks the rest
+/// ([`sweep_post`]). Returns the writes made.
 pub async fn post(store: &dyn Store, post_id: &str, user_id: &str) -> StoreResult<usize> {
     let mark = Write::Patch {
         container: Container::Posts,
@@ -92,11 +99,62 @@ pub async fn post(store: &dyn Store, post_id: &str, user_id: &str) -> StoreResul
         if_match: None,
     };
     apply::apply_one(store, &mark).await?;
-    let items = tombstone_matching(store, Container::Posts, Query::partition(post_id)).await?;
     for w in remove_copies(post_id, user_id) {
         apply::apply_one(store, &w).await?;
     }
-    Ok(1 + items + 2)
+    let items = tombstone_page(store, Container::Posts, Query::partition(post_id)).await?;
+    Ok(1 + 2 + items)
+}
+
+/// Mark the live items of one page of what `q` finds. Returns how many: fewer than [`PAGE`]
+/// means none is left.
+pub async fn tombstone_page(
+    store: &dyn Store,
+    container: Container,
+    q: Query,
+) -> StoreResult<usize> {
+    let q = q.live().limit(PAGE);
+    let page = retry(|| store.query(container, &q)).await?;
+    let writes: Vec<Write> = page
+        .items
+        .iter()
+        .filter_map(|i| tombstone(container, i))
+        .collect();
+    apply::apply_unordered(store, &writes, CONCURRENCY)
+        .await
+        .map_err(|(_, e)| e)?;
+    Ok(writes.len())
+}
+
+/// Counts the pages swept on a deleted post's mark; setting it is what sends the mark round the
+/// change feed again.
+pub const SWEEPS: &str = "sweeps";
+
+/// One step of deleting the items of deleted post `post` (its mark, as read): mark a page of
+/// its live comments and likes; if that was a full page, touch the mark (bump [`SWEEPS`]) so that
+/// the change feed brings it back, behind whatever was written meanwhile, for the next page.
+/// Returns the writes made.
+pub async fn sweep_post(store: &dyn Store, post: &Value) -> StoreResult<usize> {
+    let Some(post_id) = str_field(post, "id") else {
+        return Ok(0);
+    };
+    let marked = tombstone_page(store, Container::Posts, Query::partition(post_id)).await?;
+    if marked < PAGE as usize {
+        return Ok(marked);
+    }
+    let sweeps = post.get(SWEEPS).and_then(Value::as_u64).unwrap_or(0);
+    let touch = Write::Patch {
+        container: Container::Posts,
+        pk: post_id.into(),
+        id: post_id.into(),
+        ops: vec![crate::store::PatchOp::set(
+            &format!("/{SWEEPS}"),
+            sweeps + 1,
+        )],
+        if_match: None,
+    };
+    apply::apply_one(store, &touch).await?;
+    Ok(marked + 1)
 }
 
 /// Everything of user `user_id` (already marked deleted): their posts with all in them, then

@@ -156,11 +156,23 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
             format!("{} failed: {e}", writes[i].target()),
         )
     })?;
-    // A deleted post's comments and likes go with it (the request that deleted it marked them
-    // already unless it was cut short; then this finds them).
+    // A deleted post's comments and likes go with it, a page each time its mark comes through
+    // (the request marked the first page; a full page sends the mark round again). Only the
+    // mark's own change sweeps: the marks of its items, which follow it, must not start sweeps
+    // of their own, or the sweep would crowd out everything else.
     let mut marked = 0;
-    for post_id in facts.deleted_posts.keys() {
-        marked += erase::tombstone_matching(store, Container::Posts, Query::partition(post_id))
+    let mut swept = HashSet::new();
+    for doc in changes.iter().rev() {
+        let Some(post_id) = plan::str_field(doc, "id") else {
+            continue;
+        };
+        if Kind::of(doc) != Some(Kind::Post)
+            || !facts.deleted_posts.contains_key(post_id)
+            || !swept.insert(post_id)
+        {
+            continue;
+        }
+        marked += erase::sweep_post(store, doc)
             .await
             .map_err(|e| failed(Container::Posts, changes, e))?;
     }
