@@ -268,7 +268,10 @@ pub async fn delete_user(
         Err(StoreError::NotFound) => return Err(ApiError::not_found("user", uid)),
         Err(e) => return Err(e.into()),
     }
-    erase::user_items(store, uid).await?;
+    // The first steps, a page's worth of writes (most accounts are gone after them); the users
+    // projection takes the rest a step at a time, so an account of any size holds up no one
+    // else's changes.
+    erase::user_steps(store, uid, erase::PAGE as usize).await?;
     s.feed.forget();
     Ok(no_content())
 }

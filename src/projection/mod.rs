@@ -278,19 +278,31 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
     Ok(written)
 }
 
-/// An erased user (their item is a tombstone): everything of theirs goes, then the tombstone
-/// records that (`erased: true`), after which the account's identity may create a user again.
+/// An erased user (their item is a tombstone): everything of theirs goes, a bounded step each
+/// time the tombstone comes through the users feed (a step that leaves more to do touches the
+/// tombstone, which sends it round again behind the changes written meanwhile); the step that
+/// finds nothing left records the erasure (`erased: true`), after which the account's identity
+/// may create a user again.
 async fn erase_user(store: &dyn Store, user_id: &str, user: &Value) -> Result<usize, StoreError> {
     if user.get(ERASED) == Some(&Value::Bool(true)) {
         return Ok(0);
     }
-    let written = erase::user_items(store, user_id).await?;
+    let (written, more) = erase::user_steps(store, user_id, erase::PAGE as usize).await?;
+    let ops = if more {
+        let sweeps = user.get(erase::SWEEPS).and_then(Value::as_u64).unwrap_or(0);
+        vec![crate::store::PatchOp::set(
+            &format!("/{}", erase::SWEEPS),
+            sweeps + 1,
+        )]
+    } else {
+        vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)]
+    };
     let done = Write::Patch {
         container: Container::Users,
         pk: user_id.into(),
         id: user_id.into(),
-        ops: vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)],
-        if_match: plan::str_field(user, "_etag").map(String::from),
+        ops,
+        if_match: None,
     };
     apply::apply_one(store, &done).await?;
     Ok(written + 1)
