@@ -50,6 +50,9 @@ pub struct Args {
     /// Duration of the lag-under-load run, in seconds.
     #[arg(long, default_value_t = 30.0, value_parser = seconds)]
     pub load_seconds: f64,
+    /// Comments on the post deleted while the feed lag of other users' posts is measured.
+    #[arg(long, default_value_t = 50_000, value_parser = positive)]
+    pub large_delete_comments: usize,
     /// Concurrent workers in the throughput runs (and commenting clients under load).
     #[arg(long, default_value_t = 16, value_parser = workers)]
     pub concurrency: usize,

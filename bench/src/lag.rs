@@ -1,6 +1,7 @@
 //! Change-feed lag: a post is created (C2) and Q6 is polled until the post is its newest entry;
 //! the lag is from the 201 to the answer that shows it. "Lag under load" measures the same while
-//! `--concurrency` clients comment on one hot post as fast as they can.
+//! `--concurrency` clients comment on one hot post as fast as they can; "lag during a large
+//! delete", while a post with `--large-delete-comments` comments is being deleted.
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,9 @@ use tokio::task::JoinSet;
 
 use crate::dataset::{self, bar};
 use crate::measure::{self, Req};
-use crate::report::{Lag, LagUnderLoad};
+use blog::store::{BatchOp, Container, Query};
+
+use crate::report::{Lag, LagDuringDelete, LagUnderLoad};
 use crate::runner::{latency_of, Bench, SETTLE_LIMIT};
 
 /// How often Q6 is polled while measuring the change-feed lag. Slept on a blocking-pool thread
@@ -141,6 +144,77 @@ impl Bench {
             seconds,
             comments_per_second: comments as f64 / seconds,
             count_exact_after_ms: measure::ms(stopped.elapsed()),
+        })
+    }
+
+    /// Other users' posts' change-feed lag while a post with `--large-delete-comments` comments
+    /// is deleted: the post is created through the API and its comments written straight to the
+    /// store (a client would take minutes), then projected; then it is deleted, and posts by
+    /// other users are created one after another, each polled until it is the newest entry of
+    /// Q6, until every comment of the deleted post is marked (at least one sample).
+    pub async fn lag_during_large_delete(
+        &mut self,
+        quiet: &Lag,
+    ) -> anyhow::Result<LagDuringDelete> {
+        let comments = self.args.large_delete_comments;
+        let mut people = self.users(2);
+        let (author, commenter) = (people.remove(0), people.remove(0));
+        let created = self
+            .client
+            .send(&Req::post(
+                "/api/posts",
+                json!({ "userId": author.id, "title": "large", "content": "to be deleted" }),
+            ))
+            .await?;
+        let post = created.body["id"]
+            .as_str()
+            .context("the created post has no id")?
+            .to_string();
+        let pb = bar(comments as u64, "large delete: comments");
+        for start in (0..comments).step_by(100) {
+            let ops: Vec<BatchOp> = (start..comments.min(start + 100))
+                .map(|i| BatchOp::Create {
+                    item: json!({ "id": format!("large-{i}"), "type": "comment",
+                        "postId": post, "userId": commenter.id, "userUsername": "bench",
+                        "content": "c", "creationDate": blog::domain::now() }),
+                })
+                .collect();
+            pb.inc(ops.len() as u64);
+            self.store.batch(Container::Posts, &post, ops).await?;
+        }
+        pb.finish_and_clear();
+        self.settle().await?;
+        let live = Query::partition(post.clone()).live();
+        let started = Instant::now();
+        self.client
+            .send(&Req::delete(format!("/api/posts/{post}")))
+            .await?;
+        let answered = started.elapsed();
+        let pb = ProgressBar::new_spinner().with_message("lag during a large delete");
+        pb.enable_steady_tick(Duration::from_millis(200));
+        let mut lags = Vec::new();
+        let swept = loop {
+            let left = self.store.count(Container::Posts, &live).await?;
+            if left == 0 && !lags.is_empty() {
+                break started.elapsed();
+            }
+            if started.elapsed() > SETTLE_LIMIT {
+                bail!("{left} comments of the deleted post are still live");
+            }
+            lags.push(self.post_and_wait_for_the_feed().await?);
+        };
+        pb.finish_and_clear();
+        let lag = Lag {
+            latency: latency_of(&lags),
+            poll_interval_ms: measure::ms(LAG_POLL),
+        };
+        let max_over_quiet_p50 = lag.latency.max_ms / quiet.latency.p50_ms.max(f64::EPSILON);
+        Ok(LagDuringDelete {
+            comments,
+            delete_answered_ms: measure::ms(answered),
+            all_marked_after_ms: measure::ms(swept),
+            lag,
+            max_over_quiet_p50,
         })
     }
 }

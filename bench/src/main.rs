@@ -263,6 +263,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             phases.done("lag under load");
             Ok(l)
         };
+        let lag_during_large_delete = bench.lag_during_large_delete(&lag).await?;
+        phases.done("lag during a large delete");
         let prices_under_load = bench.prices_under_load().await?;
         phases.done("prices under load");
         let throughput = bench.throughput().await?;
@@ -275,6 +277,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             rows,
             lag,
             lag_under_load,
+            lag_during_large_delete,
             prices_under_load,
             throughput,
             feed_snapshot,
@@ -288,6 +291,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         rows,
         change_feed_lag,
         change_feed_lag_under_load,
+        change_feed_lag_during_large_delete,
         prices_under_load,
         throughput,
         feed_snapshot,
@@ -336,6 +340,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         change_feed_lag,
         change_feed_lag_under_load,
         change_feed_lag_under_load_skipped,
+        change_feed_lag_during_large_delete,
         prices_under_load,
         throughput,
         feed_snapshot,

@@ -15,8 +15,7 @@ use anyhow::{bail, Context as _};
 use async_trait::async_trait;
 use axum::body::Body;
 use blog::store::{
-    BatchOp, ChangePage, ConditionalRead, Container, Page, PatchOp, Query, Scope, Store,
-    StoreResult,
+    BatchOp, ChangePage, Container, Page, PatchOp, Query, Scope, Store, StoreResult,
 };
 use blog::AppState;
 use reqwest::Method;
@@ -87,17 +86,6 @@ impl Store for Tally {
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
         note(c, Some(pk));
         self.0.read(c, pk, id).await
-    }
-
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead> {
-        note(c, Some(pk));
-        self.0.read_if_none_match(c, pk, id, etag).await
     }
 
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {

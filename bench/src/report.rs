@@ -29,6 +29,7 @@ pub struct Report {
     /// `None` where the run skips it (the emulated store), with the reason in the next field.
     pub change_feed_lag_under_load: Option<LagUnderLoad>,
     pub change_feed_lag_under_load_skipped: Option<String>,
+    pub change_feed_lag_during_large_delete: LagDuringDelete,
     /// C3 and C4 under the hot-post load: request and change-feed work per command.
     pub prices_under_load: Vec<PriceUnderLoad>,
     pub throughput: Vec<Throughput>,
@@ -124,6 +125,23 @@ pub struct LagUnderLoad {
     pub comments_per_second: f64,
     /// From the end of the load until the hot post's `commentCount` was exact.
     pub count_exact_after_ms: f64,
+}
+
+/// Other users' posts' change-feed lag while a post with many comments is deleted.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LagDuringDelete {
+    /// Comments on the deleted post.
+    pub comments: usize,
+    /// The `DELETE`'s answer.
+    pub delete_answered_ms: f64,
+    /// From the `DELETE` until every comment of the post was marked deleted.
+    pub all_marked_after_ms: f64,
+    /// C2 acknowledged → visible in Q6, for posts created by others meanwhile.
+    #[serde(flatten)]
+    pub lag: Lag,
+    /// The largest of those lags over the quiet lag's median: how much the delete held them up.
+    pub max_over_quiet_p50: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -281,6 +299,21 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    let del = &r.change_feed_lag_during_large_delete;
+    let _ = writeln!(
+        out,
+        "\nFeed lag of other users' posts while a {}-comment post is deleted: p50 {} ms, p99 {} \
+         ms, max {} ms ({} posts; max {:.1}× the quiet median); the delete answered in {} ms and \
+         every comment was marked {} ms after it.",
+        del.comments,
+        num(del.lag.latency.p50_ms),
+        num(del.lag.latency.p99_ms),
+        num(del.lag.latency.max_ms),
+        del.lag.latency.samples,
+        del.max_over_quiet_p50,
+        num(del.delete_answered_ms),
+        num(del.all_marked_after_ms)
+    );
     out.push_str(
         "\n| throughput | concurrency | seconds | requests | requests/s | p50 / p99 (ms) |\n\
          | --- | ---: | ---: | ---: | ---: | ---: |\n",

@@ -55,6 +55,8 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "--verify",
         "--cold-starts",
         "2",
+        "--large-delete-comments",
+        "450",
     ]);
     let rows = report["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows
@@ -101,6 +103,14 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     assert!(load["samples"].as_u64().unwrap() >= 1, "{load}");
     assert_eq!(load["hotClients"], 2);
     assert_eq!(report["throughput"].as_array().unwrap().len(), 4);
+    let del = &report["changeFeedLagDuringLargeDelete"];
+    assert_eq!(del["comments"], 450, "{del}");
+    assert!(del["samples"].as_u64().unwrap() >= 1, "{del}");
+    assert!(del["maxOverQuietP50"].as_f64().is_some(), "{del}");
+    assert!(
+        table.contains("while a 450-comment post is deleted"),
+        "{table}"
+    );
 
     // The full price: every write row says what change-feed work its requests set off, and the
     // writes whose projections do work (a post's copies, a comment's and a like's counters)

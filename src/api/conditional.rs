@@ -61,15 +61,6 @@ impl IfNoneMatch {
             IfNoneMatch::Tags(tags) => tags.iter().any(|t| t == etag),
         }
     }
-
-    /// The one tag a store can check itself (a Cosmos DB conditional read); `None` for `*` or a
-    /// list, which are compared after a plain read.
-    pub fn single(&self) -> Option<&str> {
-        match self {
-            IfNoneMatch::Tags(tags) if tags.len() == 1 => Some(&tags[0]),
-            _ => None,
-        }
-    }
 }
 
 /// The condition of an `If-Match` header.
@@ -240,7 +231,6 @@ mod tests {
         let tags = IfNoneMatch::Tags(vec![r#""a""#.into(), r#""b""#.into()]);
         assert!(tags.matches(r#""b""#));
         assert!(!tags.matches(r#""c""#));
-        assert_eq!(tags.single(), None);
         assert!(IfNoneMatch::Any.matches(r#""x""#));
     }
 }

@@ -201,7 +201,7 @@ pub async fn delete_comment(
     path = "/api/posts/{postId}",
     tag = "posts",
     summary = "Delete a post with its comments and likes (its author only)",
-    description = "The post answers 404 at once, its comments and likes lists are empty, and it leaves its author's posts and the feed.",
+    description = "The post answers 404 at once and leaves its author's posts and the feed. Its comments and likes leave their lists at once too, up to 200 of them; beyond that, a page at a time shortly after (the change feed marks the rest without holding up other posts).",
     params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 204, description = "The post is deleted"),
@@ -268,7 +268,10 @@ pub async fn delete_user(
         Err(StoreError::NotFound) => return Err(ApiError::not_found("user", uid)),
         Err(e) => return Err(e.into()),
     }
-    erase::user_items(store, uid).await?;
+    // The first steps, a page's worth of writes (most accounts are gone after them); the users
+    // projection takes the rest a step at a time, so an account of any size holds up no one
+    // else's changes.
+    erase::user_steps(store, uid, erase::PAGE as usize).await?;
     s.feed.forget();
     Ok(no_content())
 }

@@ -3,19 +3,26 @@
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::Response;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::Value;
 
 use super::conditional::no_cache;
 use super::schema::{PagingParams, PostSummaryPage};
 use super::{json_response, list_body, AppState, Paging};
 use crate::domain::{Kind, FEED_PK, FEED_SIZE};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Container, Order, Query};
+use crate::store::{Container, Order, Page, Query};
 
 /// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first, never
 /// paging past the [`FEED_SIZE`] newest (while two projections insert at once the container can
-/// briefly hold more; the next projection trims it). The continuation token carries how many
-/// entries earlier pages served: `<served>.<store token>`. A first page may come from the
-/// process's snapshot of the feed (no store call, see `feed_cache`).
+/// briefly hold more; the next projection trims it).
+//
+// A continuation token names the last entry served (its creation date and id), nothing else:
+// the next page is taken from the `FEED_SIZE` newest entries (the same snapshot a first page of
+// that size uses), after that entry. Whatever a client puts in a token, it can only choose where
+// to start within what the feed shows: a token that does not decode is a 400, and one that
+// points below the newest `FEED_SIZE` ends the list.
 #[utoipa::path(
     get,
     path = "/api/feed",
@@ -30,40 +37,153 @@ use crate::store::{Container, Order, Query};
 pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
     let limit = paging.limit;
     let body = match paging.continuation.as_deref() {
-        None => {
-            s.feed
-                .first_page(limit, || read_page(&s, limit, 0, None))
-                .await?
-        }
+        None => first_page(&s, limit).await?,
         Some(token) => {
-            let (served, inner) = token
-                .split_once('.')
-                .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
-                .filter(|(n, t)| *n < FEED_SIZE && !t.is_empty())
+            let after = Cursor::decode(token)
                 .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?;
-            read_page(&s, limit, served, Some(inner.to_string())).await?
+            let shown = first_page(&s, FEED_SIZE as u32).await?;
+            let items: Vec<Value> = serde_json::from_slice::<Value>(&shown)
+                .ok()
+                .and_then(|mut b| match b["items"].take() {
+                    Value::Array(items) => Some(items),
+                    _ => None,
+                })
+                .ok_or_else(|| ApiError::Internal("the feed's page is not a list".into()))?;
+            page_after(items, &after, limit)
         }
     };
     Ok(no_cache(json_response(body)))
 }
 
-/// The page of at most `limit` entries after the `served` newest (`inner`: the store's token).
-async fn read_page(
-    s: &AppState,
-    limit: u32,
-    served: usize,
-    inner: Option<String>,
-) -> ApiResult<Bytes> {
-    let q = Query::partition(FEED_PK)
-        .of_kind(Kind::Post)
-        .order_by_creation(Order::Desc)
-        .limit(limit.min((FEED_SIZE - served) as u32))
-        .continuation(inner);
-    let mut page = s.store.query(Container::Feed, &q).await?;
-    let served = served + page.items.len();
-    page.continuation = page
-        .continuation
-        .filter(|_| served < FEED_SIZE)
-        .map(|t| format!("{served}.{t}"));
-    Ok(list_body(page))
+/// The first `limit` entries, from the process's snapshot when it holds (see `feed_cache`).
+async fn first_page(s: &AppState, limit: u32) -> ApiResult<Bytes> {
+    s.feed
+        .first_page(limit, || async {
+            let q = Query::partition(FEED_PK)
+                .of_kind(Kind::Post)
+                .order_by_creation(Order::Desc)
+                .limit(limit);
+            let page = s.store.query(Container::Feed, &q).await?;
+            let more = page.continuation.is_some() && (limit as usize) < FEED_SIZE;
+            let continuation = more
+                .then(|| page.items.last().and_then(Cursor::of))
+                .flatten();
+            Ok(list_body(Page {
+                items: page.items,
+                continuation: continuation.map(|c| c.encode()),
+            }))
+        })
+        .await
+}
+
+/// The page of at most `limit` of `shown` (the newest entries, in the store's order) after
+/// `after`: after its position when it is still among them (the same query's order, whatever
+/// the store does with equal creation dates), else from the first entry older than it.
+fn page_after(shown: Vec<Value>, after: &Cursor, limit: u32) -> Bytes {
+    let key_of = |item: &Value| Cursor::of(item).map(|c| (c.creation_date, c.id));
+    let after_key = (after.creation_date.clone(), after.id.clone());
+    let start = match shown
+        .iter()
+        .position(|i| key_of(i).as_ref() == Some(&after_key))
+    {
+        Some(at) => at + 1,
+        None => shown
+            .iter()
+            .position(|i| key_of(i).is_some_and(|k| k < after_key))
+            .unwrap_or(shown.len()),
+    };
+    let mut rest: Vec<Value> = shown.into_iter().skip(start).collect();
+    let more = rest.len() > limit as usize;
+    rest.truncate(limit as usize);
+    let continuation = if more {
+        rest.last().and_then(Cursor::of).map(|c| c.encode())
+    } else {
+        None
+    };
+    list_body(Page {
+        items: rest,
+        continuation,
+    })
+}
+
+/// The position of a feed entry in the feed's order (creation date, then id, both descending).
+struct Cursor {
+    creation_date: String,
+    id: String,
+}
+
+impl Cursor {
+    fn of(item: &Value) -> Option<Cursor> {
+        Some(Cursor {
+            creation_date: item.get("creationDate")?.as_str()?.to_string(),
+            id: item.get("id")?.as_str()?.to_string(),
+        })
+    }
+
+    /// URL-safe base64 of `[creationDate, id]`: opaque to clients, who pass it back as given.
+    fn encode(&self) -> String {
+        let json = serde_json::to_vec(&[&self.creation_date, &self.id]).expect("strings encode");
+        URL_SAFE_NO_PAD.encode(json)
+    }
+
+    fn decode(token: &str) -> Option<Cursor> {
+        let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
+        let [creation_date, id]: [String; 2] = serde_json::from_slice(&bytes).ok()?;
+        (!creation_date.is_empty() && !id.is_empty()).then_some(Cursor { creation_date, id })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(n: u32) -> Value {
+        json!({ "id": format!("p{n:03}"), "creationDate": format!("2026-01-01T00:00:{n:02}.000Z") })
+    }
+
+    fn ids(body: &Bytes) -> (Vec<String>, Option<String>) {
+        let v: Value = serde_json::from_slice(body).unwrap();
+        let ids = v["items"].as_array().unwrap().iter();
+        let ids = ids.map(|i| i["id"].as_str().unwrap().to_string()).collect();
+        (ids, v["continuationToken"].as_str().map(str::to_string))
+    }
+
+    #[test]
+    fn a_page_starts_after_the_cursor_and_stays_within_what_is_shown() {
+        let shown: Vec<Value> = (0..10).rev().map(entry).collect();
+        let after = Cursor::of(&entry(7)).unwrap();
+        let (page, next) = ids(&page_after(shown.clone(), &after, 3));
+        assert_eq!(page, ["p006", "p005", "p004"]);
+        let next = Cursor::decode(&next.unwrap()).unwrap();
+        let (page, next) = ids(&page_after(shown.clone(), &next, 10));
+        assert_eq!(page, ["p003", "p002", "p001", "p000"]);
+        assert_eq!(next, None);
+        // A cursor newer than every entry starts at the newest; one older than all ends the list.
+        let newest = Cursor::of(&entry(50)).unwrap();
+        assert_eq!(
+            ids(&page_after(shown.clone(), &newest, 2)).0,
+            ["p009", "p008"]
+        );
+        let oldest = Cursor::of(&json!({ "id": "a", "creationDate": "2000" })).unwrap();
+        assert_eq!(ids(&page_after(shown, &oldest, 2)), (vec![], None));
+    }
+
+    #[test]
+    fn equal_creation_dates_in_any_order_are_neither_skipped_nor_repeated() {
+        let at = |id: &str, second: u32| json!({ "id": id, "creationDate": format!("2026-01-01T00:00:{second:02}.000Z") });
+        // A store that orders by creation date alone may put `a` before `b`.
+        let shown = vec![at("x", 3), at("a", 2), at("b", 2), at("y", 1)];
+        let after = Cursor::of(&shown[1]).unwrap();
+        assert_eq!(ids(&page_after(shown, &after, 5)).0, ["b", "y"]);
+    }
+
+    #[test]
+    fn tokens_round_trip_and_anything_else_is_refused() {
+        let token = Cursor::of(&entry(1)).unwrap().encode();
+        assert_eq!(Cursor::decode(&token).unwrap().id, "p001");
+        for bad in ["", "x", "0.abc", "WyJhIl0", "WyIiLCJhIl0", "e30"] {
+            assert!(Cursor::decode(bad).is_none(), "{bad}");
+        }
+    }
 }

@@ -2,45 +2,51 @@
 //!
 //! - A name (username) is refused when it holds a control character or a bidirectional
 //!   override or isolate (U+202A–U+202E, U+2066–U+2069: they make a name display as another),
-//!   and when nothing in it is visible: it must hold at least one character that is neither
-//!   white space, a control character, nor default-ignorable (zero-width spaces and joiners,
-//!   U+FEFF, variation selectors, tags, …). Joiners inside a name stay valid, so emoji
-//!   sequences such as 👩‍💻 and scripts that need U+200C/U+200D keep working.
+//!   and when nothing in it is visible: it must hold at least one character that shows on its
+//!   own ([`is_visible`]: not white space, default-ignorable, a control, format or unassigned
+//!   code point, a lone combining mark, nor a blank-looking filler such as U+2800 or U+3164).
+//!   Joiners and marks inside a name stay valid, so emoji sequences such as 👩‍💻 and scripts
+//!   that need U+200C/U+200D or combining marks keep working.
 //! - A text (title, content) may not hold control characters other than `\n`, `\r` and `\t`
 //!   (NUL, ESC, DEL, C1 controls, …), and must also hold a visible character.
+
+use icu_properties::props::{
+    DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup, WhiteSpace,
+};
+use icu_properties::{CodePointMapData, CodePointSetData};
 
 /// A bidirectional embedding, override or isolate control (not the plain LRM/RLM marks).
 pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
-/// Unicode's `Default_Ignorable_Code_Point` property (DerivedCoreProperties.txt, Unicode 15.1):
-/// characters that render as nothing when not supported.
+/// Unicode's `Default_Ignorable_Code_Point` property: characters that render as nothing when
+/// not supported (zero-width spaces and joiners, U+FEFF, variation selectors, tags, the Hangul
+/// fillers, …), from the Unicode Character Database as `icu_properties` ships it.
 pub fn is_default_ignorable(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}'
-        | '\u{034F}'
-        | '\u{061C}'
-        | '\u{115F}'..='\u{1160}'
-        | '\u{17B4}'..='\u{17B5}'
-        | '\u{180B}'..='\u{180F}'
-        | '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{206F}'
-        | '\u{3164}'
-        | '\u{FE00}'..='\u{FE0F}'
-        | '\u{FEFF}'
-        | '\u{FFA0}'
-        | '\u{FFF0}'..='\u{FFF8}'
-        | '\u{1BCA0}'..='\u{1BCA3}'
-        | '\u{1D173}'..='\u{1D17A}'
-        | '\u{E0000}'..='\u{E0FFF}'
-    )
+    CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
 }
 
-/// A character that shows: not white space, not a control character, not default-ignorable.
+/// Symbols drawn as an empty cell, which no Unicode property singles out: the Braille pattern
+/// with no dots, and the musical null notehead.
+const BLANK_SYMBOLS: [char; 2] = ['\u{2800}', '\u{1D159}'];
+
+/// The general categories of characters that show nothing on their own: separators (spaces,
+/// line and paragraph separators), controls, format characters, surrogates, private-use and
+/// unassigned code points, and marks (a combining mark draws only on a base character).
+const SHOWS_NOTHING_ALONE: GeneralCategoryGroup = GeneralCategoryGroup::Separator
+    .union(GeneralCategoryGroup::Other)
+    .union(GeneralCategoryGroup::Mark);
+
+/// A character that shows on its own: not `White_Space`, not `Default_Ignorable_Code_Point`, not
+/// of a category that shows nothing alone, not a blank symbol. Every script's letters, digits,
+/// punctuation and symbols (emoji included) are visible; a name or text needs one of them, and
+/// may then hold any of the others (joiners in emoji sequences, marks on their base letters).
 pub fn is_visible(c: char) -> bool {
-    !c.is_whitespace() && !c.is_control() && !is_default_ignorable(c)
+    !CodePointSetData::new::<WhiteSpace>().contains(c)
+        && !is_default_ignorable(c)
+        && !SHOWS_NOTHING_ALONE.contains(CodePointMapData::<GeneralCategory>::new().get(c))
+        && !BLANK_SYMBOLS.contains(&c)
 }
 
 /// A control character a text may not hold (all but `\n`, `\r`, `\t`).
@@ -73,7 +79,26 @@ mod tests {
         ] {
             assert!(!is_visible(c), "U+{:04X}", c as u32);
         }
-        for c in ['a', 'ж', '標', 'ا', 'क', '👩', '💻', '.', '\u{0301}'] {
+        // Blank-looking fillers, and marks with no base.
+        for c in [
+            '\u{2800}',
+            '\u{115F}',
+            '\u{1160}',
+            '\u{FFA0}',
+            '\u{1D159}',
+            '\u{0301}',
+            '\u{20DD}',
+            '\u{093F}',
+            '\u{2028}',
+            '\u{E000}',
+            '\u{180E}',
+        ] {
+            assert!(!is_visible(c), "U+{:04X}", c as u32);
+        }
+        for c in [
+            'a', 'ж', '標', 'ا', 'क', 'ก', 'ᄀ', '가', 'ᐁ', '👩', '💻', '🇵', '.', '1', '#', '€',
+            '\u{2801}',
+        ] {
             assert!(is_visible(c), "U+{:04X}", c as u32);
         }
     }

@@ -48,8 +48,8 @@ pub enum Command {
         /// Write the fixes through the projections, then verify again.
         #[arg(long)]
         repair: bool,
-        /// Seconds to wait before a second look at what drifted (changes still travelling
-        /// through the change feed are not drift); 0 reports the first look.
+        /// Seconds between looks at what drifted (changes still travelling through the change
+        /// feed are not drift: see `verify::verify`); 0 reports the first look.
         #[arg(long, value_name = "SECONDS", default_value_t = 5)]
         settle: u64,
     },

@@ -11,7 +11,8 @@
 //! report; what drifted is looked at a second time before it is reported (see [`verify`]).
 //! Read-only; every read retries transient errors like the projections do.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -30,6 +31,8 @@ use crate::store::{retry, Container, Query, Store, StoreResult};
 pub const CONCURRENCY: usize = 8;
 /// Items per page of the traversal's queries.
 const PAGE: u32 = 100;
+/// Looks after the first at what drifted, each `settle` after the one before.
+pub const LATER_LOOKS: usize = 3;
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
 const NAME_CACHE: usize = 100_000;
 
@@ -87,6 +90,25 @@ struct PostCheck {
     /// The post as it should be (for the newest posts), when the item is a readable post.
     expected: Option<Value>,
     replay: Vec<Value>,
+    /// The sources as read (the post, its live comments and likes, its author's name): equal
+    /// fingerprints at two looks mean nothing the projections work from changed in between.
+    sources: u64,
+}
+
+/// One value for a set of items' versions, whatever order they were read in.
+#[derive(Default)]
+struct Fingerprint(u64);
+
+impl Fingerprint {
+    fn add(&mut self, part: impl Hash) {
+        let mut h = DefaultHasher::new();
+        part.hash(&mut h);
+        self.0 = self.0.wrapping_add(h.finish());
+    }
+
+    fn item(&mut self, item: &Value) {
+        self.add((str_field(item, "id"), str_field(item, "_etag")));
+    }
 }
 
 async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreResult<PostCheck> {
@@ -98,6 +120,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
             likes: 0,
             expected: None,
             replay: Vec::new(),
+            sources: 0,
         });
     };
     let mut findings = Vec::new();
@@ -106,6 +129,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
     let (post_id, user_id) = (post_id.to_string(), user_id.to_string());
     let (post_id, user_id) = (post_id.as_str(), user_id.as_str());
     let mut post = post;
+    let mut sources = Fingerprint::default();
     let items = pages(
         store,
         Container::Posts,
@@ -114,6 +138,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
     futures::pin_mut!(items);
     while let Some(page) = items.try_next().await? {
         for item in page {
+            sources.item(&item);
             match Kind::of(&item) {
                 Some(Kind::Comment) => comments += 1,
                 Some(Kind::Like) => likes += 1,
@@ -135,6 +160,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
         }
     }
     let author = names.get(user_id).await?;
+    sources.add(&author);
     findings.extend(expected::author_drift(&post, author.as_deref()));
     findings.extend(expected::count_drift(&post, comments, likes));
     let should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
@@ -156,15 +182,20 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
         likes,
         expected: Some(should_be),
         replay,
+        sources: sources.0,
     })
 }
 
 /// Verify the whole database. `progress` reports how far it got (a bar on a terminal).
 ///
-/// Whatever drift the first look finds is looked at again after `settle`: on a live service a
-/// change still on its way through the change feed (a new comment's count, an edited post's
-/// copies) is not drift, and only what is still wrong then is reported. `settle` zero reports
-/// the first look as it is.
+/// On a live service a change still on its way through the change feed (a new comment's count,
+/// an edited post's copies) is not drift, so whatever drifted at the first look is looked at
+/// again, `settle` later, up to [`LATER_LOOKS`] times. A post is reported only once it is
+/// still wrong at a look *and* its sources (the post, its live comments and likes, its author's
+/// name) are exactly as they were at the look before: the change feed then had `settle` to
+/// catch up with that state and did not. A post that is clean at a look is dropped; one whose
+/// sources changed between every two looks is not judged, only counted
+/// ([`Report::changing`]). `settle` zero reports the first look as it is.
 pub async fn verify(
     store: &dyn Store,
     progress: &Progress,
@@ -179,6 +210,8 @@ pub async fn verify(
 async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreResult<Report> {
     let mut first = Report::default();
     let mut newest = Newest::default();
+    // The sources of each post that drifted at the first look.
+    let mut first_sources = HashMap::new();
     let names = Names::new(store);
 
     // 1. Posts, a few partitions at a time.
@@ -195,6 +228,11 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
     while let Some(page) = posts.try_next().await? {
         let checks = check_posts(store, &names, page).await?;
         progress.inc(checks.len() as u64);
+        for c in checks.iter().filter(|c| !c.findings.is_empty()) {
+            if let Some(id) = c.expected.as_ref().and_then(|p| str_field(p, "id")) {
+                first_sources.insert(id.to_string(), c.sources);
+            }
+        }
         absorb(&mut first, &mut newest, checks, true);
     }
 
@@ -229,31 +267,61 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
 
     // 3. The feed against the newest posts.
     progress.stage("feed");
-    check_feed(store, &mut first, &newest, true).await?;
+    check_feed(store, &mut first, &newest, true, &HashSet::new()).await?;
     if first.is_clean() || settle.is_zero() {
         progress.finish();
         return Ok(first);
     }
 
-    // A second look at what drifted, with names read afresh.
+    // Later looks at what drifted, with names read afresh each time.
     progress.stage("second look");
-    tokio::time::sleep(settle).await;
     let mut report = Report {
         checked: first.checked.clone(),
         ..Report::default()
     };
-    let names = Names::new(store);
-    let suspects: Vec<String> = first.todo.replay.keys().cloned().collect();
-    for ids in suspects.chunks(PAGE as usize) {
-        let mut page = Vec::new();
-        for id in ids {
-            let post = retry(|| store.read(Container::Posts, id, id)).await?;
-            page.extend(post.filter(|p| !is_deleted(p)));
+    let mut suspects: HashMap<String, Option<u64>> = first
+        .todo
+        .replay
+        .keys()
+        .map(|id| (id.clone(), first_sources.get(id).copied()))
+        .collect();
+    for _ in 0..LATER_LOOKS {
+        if suspects.is_empty() {
+            break;
         }
-        let checks = check_posts(store, &names, page).await?;
-        progress.inc(checks.len() as u64);
-        absorb(&mut report, &mut newest, checks, false);
+        tokio::time::sleep(settle).await;
+        let names = Names::new(store);
+        let ids: Vec<String> = suspects.keys().cloned().collect();
+        let mut moving = HashMap::new();
+        for ids in ids.chunks(PAGE as usize) {
+            let mut page = Vec::new();
+            for id in ids {
+                let post = retry(|| store.read(Container::Posts, id, id)).await?;
+                page.extend(post.filter(|p| !is_deleted(p)));
+            }
+            let mut confirmed = Vec::new();
+            for check in check_posts(store, &names, page).await? {
+                let Some(expected) = &check.expected else {
+                    continue;
+                };
+                newest.offer(expected);
+                let id = str_field(expected, "id").unwrap_or_default().to_string();
+                if check.findings.is_empty() {
+                    continue;
+                }
+                if suspects.get(&id) == Some(&Some(check.sources)) {
+                    confirmed.push(check);
+                } else {
+                    moving.insert(id, Some(check.sources));
+                }
+            }
+            progress.inc(confirmed.len() as u64);
+            absorb(&mut report, &mut newest, confirmed, false);
+        }
+        suspects = moving;
     }
+    let changing: HashSet<String> = suspects.into_keys().collect();
+    report.changing = changing.len() as u64;
     let mut found = Vec::new();
     for (user_id, id) in &first.todo.extra_copies {
         let post = retry(|| store.read(Container::Posts, id, id)).await?;
@@ -261,7 +329,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         found.extend(expected::extra_copy(user_id, id, post.as_ref()));
     }
     record_extra_copies(&mut report, found);
-    check_feed(store, &mut report, &newest, false).await?;
+    check_feed(store, &mut report, &newest, false, &changing).await?;
     progress.finish();
     Ok(report)
 }
@@ -301,12 +369,14 @@ fn record_extra_copies(report: &mut Report, found: Vec<Drift>) {
     report.record(found);
 }
 
-/// The feed as stored against the newest posts.
+/// The feed as stored against the newest posts; the entries of the posts in `changing` are not
+/// judged (their sources were still changing at the last look).
 async fn check_feed(
     store: &dyn Store,
     report: &mut Report,
     newest: &Newest,
     count: bool,
+    changing: &HashSet<String>,
 ) -> StoreResult<()> {
     let mut feed = Vec::new();
     let entries = pages(
@@ -321,7 +391,8 @@ async fn check_feed(
     if count {
         report.checked("feed entries", newest.len() as u64);
     }
-    let (drift, extra) = newest.feed_drift(&feed);
+    let (mut drift, extra) = newest.feed_drift(&feed);
+    drift.retain(|d| !changing.contains(&d.id));
     for d in &drift {
         if let Some(expected) = newest.get(&d.id) {
             report.todo.replay_post(expected);

@@ -157,11 +157,23 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
             format!("{} failed: {e}", writes[i].target()),
         )
     })?;
-    // A deleted post's comments and likes go with it (the request that deleted it marked them
-    // already unless it was cut short; then this finds them).
+    // A deleted post's comments and likes go with it, a page each time its mark comes through
+    // (the request marked the first page; a full page sends the mark round again). Only the
+    // mark's own change sweeps: the marks of its items, which follow it, must not start sweeps
+    // of their own, or the sweep would crowd out everything else.
     let mut marked = 0;
-    for post_id in facts.deleted_posts.keys() {
-        marked += erase::tombstone_matching(store, Container::Posts, Query::partition(post_id))
+    let mut swept = HashSet::new();
+    for doc in changes.iter().rev() {
+        let Some(post_id) = plan::str_field(doc, "id") else {
+            continue;
+        };
+        if Kind::of(doc) != Some(Kind::Post)
+            || !facts.deleted_posts.contains_key(post_id)
+            || !swept.insert(post_id)
+        {
+            continue;
+        }
+        marked += erase::sweep_post(store, doc)
             .await
             .map_err(|e| failed(Container::Posts, changes, e))?;
     }
@@ -276,20 +288,34 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
     Ok(written)
 }
 
-/// An erased user (their item is a tombstone): everything of theirs goes, then the tombstone
-/// records that (`erased: true`), after which the account's identity may create a user again.
+/// An erased user (their item is a tombstone): everything of theirs goes, a bounded step each
+/// time the tombstone comes through the users feed (a step that leaves more to do touches the
+/// tombstone, which sends it round again behind the changes written meanwhile); the step that
+/// finds nothing left records the erasure (`erased: true`), after which the account's identity
+/// may create a user again.
 async fn erase_user(store: &dyn Store, user_id: &str, user: &Value) -> Result<usize, StoreError> {
     if user.get(ERASED) == Some(&Value::Bool(true)) {
         return Ok(0);
     }
-    let written =
-        erase::user_items(store, user_id).await? + timeline::erase_user(store, user_id).await?;
+    let (mut written, more) = erase::user_steps(store, user_id, erase::PAGE as usize).await?;
+    let ops = if more {
+        let sweeps = user.get(erase::SWEEPS).and_then(Value::as_u64).unwrap_or(0);
+        vec![crate::store::PatchOp::set(
+            &format!("/{}", erase::SWEEPS),
+            sweeps + 1,
+        )]
+    } else {
+        // Their follows, followers' copies of their posts and timeline markers go last, once
+        // their own items are gone.
+        written += timeline::erase_user(store, user_id).await?;
+        vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)]
+    };
     let done = Write::Patch {
         container: Container::Users,
         pk: user_id.into(),
         id: user_id.into(),
-        ops: vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)],
-        if_match: plan::str_field(user, "_etag").map(String::from),
+        ops,
+        if_match: None,
     };
     apply::apply_one(store, &done).await?;
     Ok(written + 1)

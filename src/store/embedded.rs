@@ -27,11 +27,12 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::{
-    metrics, BatchOp, ChangeNotifier, ChangePage, ConditionalRead, Container, Page, PatchOp, Query,
-    Store, StoreError, StoreResult,
+    metrics, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query, Store,
+    StoreError, StoreResult,
 };
 
 mod checkpoint;
+mod expiry;
 pub(crate) mod memory;
 mod query;
 pub mod schema;
@@ -60,8 +61,8 @@ struct Inner {
     next_reader: AtomicUsize,
     /// Commits per container, in [`Container::ALL`] order.
     committed: [watch::Sender<u64>; 4],
-    /// When the next item expires (unix seconds; `i64::MAX`: none): the next write after it
-    /// purges what expired (see [`Writer::purge_expired`]).
+    /// When the next item expires (unix seconds; `i64::MAX`: none; `i64::MIN`: not known yet):
+    /// the expiry thread removes what expired once it is past ([`expiry`]).
     next_expiry: AtomicI64,
     /// Copies the WAL into the database file off the write path ([`checkpoint`]).
     checkpointer: Checkpointer,
@@ -106,7 +107,7 @@ impl EmbeddedStore {
         // Writes do not checkpoint; the checkpoint thread does (see `checkpoint`).
         writer.wal_hook(Some(checkpoint::note_wal_pages));
         let next_expiry = AtomicI64::new(i64::MIN);
-        Ok(EmbeddedStore {
+        let store = EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 writer: Mutex::new(writer),
@@ -114,11 +115,13 @@ impl EmbeddedStore {
                 opening: (0..READERS).map(|_| Mutex::new(())).collect(),
                 next_reader: AtomicUsize::new(0),
                 committed: std::array::from_fn(|_| watch::Sender::new(0)),
-                // Unknown until the first write looks (any expired item is purged then).
+                // Unknown until the expiry thread first looks.
                 next_expiry,
                 checkpointer: Checkpointer::new(path.to_path_buf()),
             }),
-        })
+        };
+        expiry::start(Arc::downgrade(&store.inner));
+        Ok(store)
     }
 
     /// Open the reader connection the first read uses, unless it is open. `handler` calls this on
@@ -154,43 +157,54 @@ impl EmbeddedStore {
     ) -> StoreResult<T> {
         let inner = self.inner.clone();
         metrics::record(0.0);
-        tokio::task::spawn_blocking(move || {
-            let mut conn = inner.writer.lock().map_err(|_| poisoned())?;
-            // IMMEDIATE: the write lock is taken at the start, where SQLite waits for it (the busy
-            // timeout). A deferred transaction reads first and takes the lock at its first write;
-            // if another connection holds it for a moment then (an operations command writing,
-            // or a reader that met a half-written WAL index and takes the lock to read it again),
-            // SQLite fails at once with "database is locked" rather than wait, and the request
-            // answered 503.
-            let out = {
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(sql)?;
-                let mut w = Writer {
-                    tx,
-                    next_expiry: &inner.next_expiry,
-                };
-                w.purge_expired()?;
-                let out = f(&mut w)?;
-                w.tx.commit().map_err(sql)?;
-                out
+        tokio::task::spawn_blocking(move || inner.write(Some(c), f))
+            .await
+            .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    }
+}
+
+impl Inner {
+    /// Run `f` in one write transaction, committed only when `f` succeeds; a commit bumps `c`'s
+    /// change notifier (`None`: a write that is no change, such as removing expired items).
+    fn write<T>(
+        &self,
+        c: Option<Container>,
+        f: impl FnOnce(&mut Writer<'_>) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let mut conn = self.writer.lock().map_err(|_| poisoned())?;
+        // IMMEDIATE: the write lock is taken at the start, where SQLite waits for it (the busy
+        // timeout). A deferred transaction reads first and takes the lock at its first write;
+        // if another connection holds it for a moment then (an operations command writing,
+        // or a reader that met a half-written WAL index and takes the lock to read it again),
+        // SQLite fails at once with "database is locked" rather than wait, and the request
+        // answered 503.
+        let out = {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql)?;
+            let mut w = Writer {
+                tx,
+                next_expiry: &self.next_expiry,
             };
-            inner.committed[slot(c)].send_modify(|n| *n += 1);
-            let here = match checkpoint::due_after_commit() {
-                Due::Nothing => false,
-                // Without a checkpoint thread, here, as SQLite would have.
-                Due::Checkpoint => !inner.checkpointer.request(),
-                Due::CheckpointHere => true,
-            };
-            if here {
-                if let Err(e) = checkpoint::checkpoint_here(&conn) {
-                    tracing::warn!(error = %e, "WAL checkpoint failed");
-                }
+            let out = f(&mut w)?;
+            w.tx.commit().map_err(sql)?;
+            out
+        };
+        if let Some(c) = c {
+            self.committed[slot(c)].send_modify(|n| *n += 1);
+        }
+        let here = match checkpoint::due_after_commit() {
+            Due::Nothing => false,
+            // Without a checkpoint thread, here, as SQLite would have.
+            Due::Checkpoint => !self.checkpointer.request(),
+            Due::CheckpointHere => true,
+        };
+        if here {
+            if let Err(e) = checkpoint::checkpoint_here(&conn) {
+                tracing::warn!(error = %e, "WAL checkpoint failed");
             }
-            Ok(out)
-        })
-        .await
-        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+        }
+        Ok(out)
     }
 }
 
@@ -257,28 +271,6 @@ impl Store for EmbeddedStore {
         let (pk, id) = (pk.to_string(), id.to_string());
         self.with_reader(move |conn| read_item(conn, c, &pk, &id))
             .await
-    }
-
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead> {
-        let (pk, id) = (pk.to_string(), id.to_string());
-        let item = self
-            .with_reader(move |conn| read_item(conn, c, &pk, &id))
-            .await?;
-        Ok(match item {
-            None => ConditionalRead::Missing,
-            Some(item)
-                if etag == "*" || item.get("_etag").and_then(Value::as_str) == Some(etag) =>
-            {
-                ConditionalRead::Unchanged
-            }
-            Some(item) => ConditionalRead::Changed(item),
-        })
     }
 
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {

@@ -142,16 +142,6 @@ pub struct ChangePage {
     pub continuation: String,
 }
 
-/// The outcome of a conditional point read ([`Store::read_if_none_match`]).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ConditionalRead {
-    /// The item's `_etag` differs from the one given: here is the item.
-    Changed(Value),
-    /// The item still has the `_etag` given (Cosmos answers 304 and charges less).
-    Unchanged,
-    /// There is no such item.
-    Missing,
-}
 /// Committed changes to one container, as a count: its value goes up by at least one after each
 /// commit that wrote to the container, and [`tokio::sync::watch::Receiver::changed`] wakes on it.
 pub type ChangeNotifier = tokio::sync::watch::Receiver<u64>;
@@ -180,16 +170,6 @@ pub trait Store: Send + Sync + 'static {
 
     /// Point read; `Ok(None)` when the item does not exist.
     async fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>>;
-
-    /// Point read with `If-None-Match: etag` (`*` matches any existing item): the item only when
-    /// its `_etag` differs. One operation, like [`Store::read`].
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead>;
 
     /// Create; `Conflict` when the id exists in the partition.
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value>;

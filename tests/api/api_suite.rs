@@ -437,6 +437,67 @@ pub async fn feed_keeps_the_newest_hundred(app: &TestApp) {
             && blog_feed_size(app).await == blog::domain::FEED_KEEP as u64
     })
     .await;
+    // Paging shows the same 100, and no edit of a token reaches the 20 kept beyond them: an
+    // edited token is refused (400) or pages within the newest 100.
+    let mut seen = Vec::new();
+    let mut tokens = Vec::new();
+    let mut path = "/api/feed?limit=20".to_string();
+    loop {
+        let r = app.get(&path).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        seen.extend(r.items().iter().map(id));
+        match r.body["continuationToken"].as_str() {
+            Some(t) => {
+                tokens.push(t.to_string());
+                path = format!("/api/feed?limit=20&continuationToken={}", url_encode(t));
+            }
+            None => break,
+        }
+        assert!(tokens.len() < 10);
+    }
+    assert_eq!(seen, newest);
+    let shown: HashSet<&String> = newest.iter().collect();
+    for token in &tokens {
+        let mut edits = vec![format!("{token}x"), token[..token.len() - 1].to_string()];
+        // Whatever comes before a separator set to zero, or to a count from elsewhere.
+        for sep in ['.', ':', '_', '-'] {
+            if let Some((_, rest)) = token.split_once(sep) {
+                edits.extend(["0", "1", "20"].map(|n| format!("{n}{sep}{rest}")));
+            }
+        }
+        // Each character changed in turn.
+        for (i, c) in token.char_indices() {
+            let other = if c == 'A' { 'B' } else { 'A' };
+            edits.push(format!(
+                "{}{other}{}",
+                &token[..i],
+                &token[i + c.len_utf8()..]
+            ));
+        }
+        for edit in edits {
+            let mut next = Some(edit.clone());
+            let mut pages = 0;
+            while let Some(t) = next {
+                let r = app
+                    .get(&format!(
+                        "/api/feed?limit=20&continuationToken={}",
+                        url_encode(&t)
+                    ))
+                    .await;
+                if r.status == 400 {
+                    r.assert_problem(400);
+                    break;
+                }
+                assert_eq!(r.status, 200, "{edit}: {:?}", r.body);
+                for item in r.items() {
+                    assert!(shown.contains(&id(item)), "{edit} reached {}", id(item));
+                }
+                next = r.body["continuationToken"].as_str().map(str::to_string);
+                pages += 1;
+                assert!(pages <= 6, "{edit}: the pages go on");
+            }
+        }
+    }
 }
 
 /// The feed's size as stored, beyond what one request shows.

@@ -15,7 +15,7 @@ macro_rules! client_suite {
             reads_answer_an_etag_and_304_when_unchanged, updates_honour_if_match,
             malformed_conditions_are_bad_requests, lists_are_revalidated,
             preflights_allow_the_configured_origins, cross_origin_answers_expose_the_api_headers,
-            answers_match_the_document);
+            answers_match_the_document, etags_are_opaque_and_deleted_items_have_none);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -115,6 +115,75 @@ pub async fn reads_answer_an_etag_and_304_when_unchanged(app: &TestApp) {
         get_with(app, path, "if-none-match", &created)
             .await
             .assert_problem(404);
+    }
+}
+
+/// The inner text of an entity tag, quotes dropped.
+fn opaque(tag: &str) -> &str {
+    tag.trim_matches('"')
+}
+
+pub async fn etags_are_opaque_and_deleted_items_have_none(app: &TestApp) {
+    // Successive writes, to different items: their tags tell nothing of how many writes came
+    // between them (a write counter would share all but its last digits).
+    let user = app.create_user("ana").await;
+    let mut tags = Vec::new();
+    for i in 0..8 {
+        let r = app
+            .post(
+                "/api/posts",
+                json!({ "userId": id(&user), "title": format!("t{i}"), "content": "c" }),
+            )
+            .await;
+        assert_eq!(r.status, 201);
+        tags.push((id(&r.body), etag(&r)));
+    }
+    for pair in tags.windows(2) {
+        let (a, b) = (opaque(&pair[0].1), opaque(&pair[1].1));
+        let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+        assert!(
+            common < 8,
+            "successive tags {a} and {b} look like a counter"
+        );
+        assert!(a.len() >= 16, "a tag too short to be unguessable: {a}");
+    }
+
+    // A deleted post is 404 whatever the request's conditions, its deletion's own tag included.
+    let (post, before) = tags[0].clone();
+    let post_path = format!("/api/posts/{post}");
+    assert_eq!(app.delete(&post_path).await.status, 204);
+    let tombstone = app
+        .store
+        .read(blog::store::Container::Posts, &post, &post)
+        .await
+        .unwrap()
+        .expect("the deletion's mark");
+    let deleted = tombstone["_etag"].as_str().expect("a tag").to_string();
+    let user_path = format!("/api/users/{}", id(&user));
+    let user_tag = etag(&app.get(&user_path).await);
+    assert_eq!(app.delete(&user_path).await.status, 204);
+    let erased = app
+        .store
+        .read(blog::store::Container::Users, &id(&user), &id(&user))
+        .await
+        .unwrap()
+        .map(|u| u["_etag"].as_str().expect("a tag").to_string());
+    for (path, tags) in [
+        (&post_path, vec![before, deleted]),
+        (
+            &user_path,
+            [Some(user_tag), erased].into_iter().flatten().collect(),
+        ),
+    ] {
+        let mut conditions = vec!["*".to_string(), tags.join(", ")];
+        for tag in &tags {
+            conditions.extend([tag.clone(), format!("W/{tag}")]);
+        }
+        for condition in conditions {
+            get_with(app, path, "if-none-match", &condition)
+                .await
+                .assert_problem(404);
+        }
     }
 }
 

@@ -199,6 +199,186 @@ pub async fn delete_a_post(app: &TestApp) {
     assert_eq!(post_of(app, &keep).await["title"], "kept");
 }
 
+/// Comments written straight to the store (a client would take far longer), on `post`.
+async fn many_comments(app: &TestApp, post: &str, author: &str, n: usize) {
+    for start in (0..n).step_by(100) {
+        let ops = (start..n.min(start + 100))
+            .map(|i| blog::store::BatchOp::Create {
+                item: json!({"id": format!("bulk-{i}"), "type": "comment", "postId": post,
+                    "userId": author, "userUsername": "bo", "content": "c",
+                    "creationDate": blog::domain::now()}),
+            })
+            .collect();
+        app.store.batch(Container::Posts, post, ops).await.unwrap();
+    }
+}
+
+/// A post with thousands of comments is deleted: the answer and the post's disappearance are
+/// immediate, and another user's new post reaches the feed while the comments are still being
+/// marked, not after all of them. Marking the big post's comments is slowed down (a hook), so
+/// that the order does not depend on how fast the machine is.
+pub async fn a_large_delete_does_not_hold_up_other_posts(fixture: Fixture) {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use futures::FutureExt as _;
+
+    use crate::hooks::Hooked;
+
+    const N: usize = 2000;
+    let slowed: Arc<Mutex<Option<String>>> = Arc::default();
+    let hooked = Hooked::new(fixture.store.clone()).before({
+        let slowed = slowed.clone();
+        move |call| {
+            let slow = call.op == "patch"
+                && call.id != call.pk
+                && slowed.lock().unwrap().as_deref() == Some(call.pk.as_str());
+            async move {
+                if slow {
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    let store: Arc<dyn blog::store::Store> = Arc::new(hooked);
+    let app = &TestApp::spawn(
+        Fixture {
+            store,
+            dir: fixture.dir,
+        },
+        true,
+    )
+    .await;
+    let ana = id(&app.create_user("ana").await);
+    let bo = id(&app.create_user("bo").await);
+    let big = id(&app.create_post(&ana, "big", "c").await);
+    many_comments(app, &big, &bo, N).await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !blog::pump::caught_up(&*app.store).await.unwrap() {
+        assert!(Instant::now() < deadline, "the comments never projected");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    *slowed.lock().unwrap() = Some(big.clone());
+    let live = Query::partition(big.clone()).live();
+    let live_in_big = || async { app.store.count(Container::Posts, &live).await.unwrap() };
+
+    assert_eq!(app.delete(&format!("/api/posts/{big}")).await.status, 204);
+    app.get(&format!("/api/posts/{big}"))
+        .await
+        .assert_problem(404);
+    assert!(!ids(&app.get("/api/feed").await).contains(&big));
+    let other = id(&app.create_post(&bo, "meanwhile", "c").await);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let left = loop {
+        // Counted before the feed is read: the sweep can only have gone further by then.
+        let left = live_in_big().await;
+        if ids(&app.get("/api/feed").await).contains(&other) {
+            break left;
+        }
+        assert!(Instant::now() < deadline, "the other post never showed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(
+        left > 0,
+        "the other post waited for all {N} comments of the deleted one to be marked"
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while live_in_big().await > 0 {
+        assert!(Instant::now() < deadline, "the sweep never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(app
+        .get(&format!("/api/posts/{big}/comments"))
+        .await
+        .items()
+        .is_empty());
+}
+
+/// The same for erasing an account with thousands of comments on another user's post.
+pub async fn a_large_erasure_does_not_hold_up_other_posts(fixture: Fixture) {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use futures::FutureExt as _;
+
+    use crate::hooks::Hooked;
+
+    const N: usize = 2000;
+    let slowed: Arc<Mutex<Option<String>>> = Arc::default();
+    let hooked = Hooked::new(fixture.store.clone()).before({
+        let slowed = slowed.clone();
+        move |call| {
+            let slow = call.op == "patch"
+                && call.id != call.pk
+                && slowed.lock().unwrap().as_deref() == Some(call.pk.as_str());
+            async move {
+                if slow {
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    let store: Arc<dyn blog::store::Store> = Arc::new(hooked);
+    let app = &TestApp::spawn(
+        Fixture {
+            store,
+            dir: fixture.dir,
+        },
+        true,
+    )
+    .await;
+    let spam = id(&app.create_user("spam").await);
+    let bo = id(&app.create_user("bo").await);
+    let his = id(&app.create_post(&bo, "his", "c").await);
+    many_comments(app, &his, &spam, N).await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !blog::pump::caught_up(&*app.store).await.unwrap() {
+        assert!(Instant::now() < deadline, "the comments never projected");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    *slowed.lock().unwrap() = Some(his.clone());
+    let live = Query::cross_partition().eq("userId", spam.clone()).live();
+    let live_of_spam = || async { app.store.count(Container::Posts, &live).await.unwrap() };
+
+    assert_eq!(app.delete(&format!("/api/users/{spam}")).await.status, 204);
+    app.get(&format!("/api/users/{spam}"))
+        .await
+        .assert_problem(404);
+    let other = id(&app.create_post(&bo, "meanwhile", "c").await);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let left = loop {
+        let left = live_of_spam().await;
+        if ids(&app.get("/api/feed").await).contains(&other) {
+            break left;
+        }
+        assert!(Instant::now() < deadline, "the other post never showed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(
+        left > 0,
+        "the other post waited for all {N} comments of the erased account to be marked"
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let user = app
+            .store
+            .read(Container::Users, &spam, &spam)
+            .await
+            .unwrap()
+            .unwrap();
+        if live_of_spam().await == 0 && user["erased"] == true {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the erasure never completed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    copies_count(app, &bo, &his, 0, 0).await;
+}
+
 pub async fn erase_an_account(app: &TestApp) {
     let ana = id(&app.create_user("ana-to-erase").await);
     let bo = id(&app.create_user("bo").await);
@@ -505,6 +685,38 @@ pub async fn a_delete_and_the_projection_count_it_once(fixture: Fixture) {
         (post["likeCount"].as_i64(), post["commentCount"].as_i64()),
         (Some(0), Some(0))
     );
+}
+
+mod large_delete {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn embedded() {
+        super::a_large_delete_does_not_hold_up_other_posts(
+            crate::helpers::embedded_fixture().await,
+        )
+        .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cosmos() {
+        super::a_large_delete_does_not_hold_up_other_posts(crate::cosmos::cosmos_fixture().await)
+            .await;
+    }
+}
+
+mod large_erasure {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn embedded() {
+        super::a_large_erasure_does_not_hold_up_other_posts(
+            crate::helpers::embedded_fixture().await,
+        )
+        .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cosmos() {
+        super::a_large_erasure_does_not_hold_up_other_posts(crate::cosmos::cosmos_fixture().await)
+            .await;
+    }
 }
 
 mod counted_once {

@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use blog::store::{
-    BatchOp, ChangePage, ConditionalRead, Container, Page, PatchOp, Query, Store, StoreResult,
-};
+use blog::store::{BatchOp, ChangePage, Container, Page, PatchOp, Query, Store, StoreResult};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
@@ -120,22 +118,6 @@ impl Store for Hooked {
     }
     fn idle_poll(&self) -> Duration {
         self.idle_poll.unwrap_or_else(|| self.inner.idle_poll())
-    }
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        pk: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead> {
-        self.around(
-            "read",
-            c,
-            pk,
-            id,
-            self.inner.read_if_none_match(c, pk, id, etag),
-        )
-        .await
     }
     fn change_notifier(&self, c: Container) -> Option<blog::store::ChangeNotifier> {
         self.inner.change_notifier(c)

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use blog::store::{BatchOp, ConditionalRead, Container, Order, PatchOp, Query, Store, StoreError};
+use blog::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
 use serde_json::{json, Value};
 
 /// Instantiate every suite test as a `#[tokio::test]` over stores made by `$fixture`.
@@ -17,7 +17,7 @@ macro_rules! store_suite {
             query_pages_with_continuation_tokens, bad_continuation_token_is_a_bad_request,
             count_counts_matching_items, cross_partition_query_finds_every_partition,
             batch_succeeds_as_a_whole, batch_fails_as_a_whole, change_feed_latest_version_in_commit_order,
-            change_feeds_are_per_container, system_properties_are_stamped, conditional_reads,
+            change_feeds_are_per_container, system_properties_are_stamped,
             patch_honours_etags, live_queries_leave_marked_items_out,
             any_of_finds_the_listed_values_across_partitions);
     };
@@ -611,45 +611,6 @@ pub async fn system_properties_are_stamped(s: S) {
     assert!(a["_etag"].is_string() && b["_etag"].is_string());
     assert_ne!(a["_etag"], b["_etag"], "every write changes the etag");
     assert!(b["_ts"].is_number());
-}
-
-/// A point read with `If-None-Match`: the item only when its `_etag` differs, one operation.
-pub async fn conditional_reads(s: S) {
-    let (c, u) = (Container::Users, "u1");
-    assert_eq!(
-        s.read_if_none_match(c, u, u, "\"x\"").await.unwrap(),
-        ConditionalRead::Missing
-    );
-    assert_eq!(
-        s.read_if_none_match(c, u, u, "*").await.unwrap(),
-        ConditionalRead::Missing
-    );
-    let created = s.create(c, u, user(u, "ana")).await.unwrap();
-    let etag = created["_etag"].as_str().expect("an _etag").to_string();
-    let (unchanged, usage) =
-        blog::store::metrics::scope(s.read_if_none_match(c, u, u, &etag)).await;
-    assert_eq!(unchanged.unwrap(), ConditionalRead::Unchanged);
-    assert_eq!(usage.operations, 1);
-    assert_eq!(
-        s.read_if_none_match(c, u, u, "*").await.unwrap(),
-        ConditionalRead::Unchanged
-    );
-    match s.read_if_none_match(c, u, u, "\"other\"").await.unwrap() {
-        ConditionalRead::Changed(item) => {
-            assert_eq!(item["username"], "ana");
-            assert_eq!(item["_etag"], etag.as_str());
-        }
-        other => panic!("expected the item, got {other:?}"),
-    }
-    let renamed = s
-        .patch(c, u, u, &[PatchOp::set("/username", "bea")], None)
-        .await
-        .unwrap();
-    assert_ne!(renamed["_etag"], etag.as_str());
-    match s.read_if_none_match(c, u, u, &etag).await.unwrap() {
-        ConditionalRead::Changed(item) => assert_eq!(item["username"], "bea"),
-        other => panic!("a changed item must be returned, got {other:?}"),
-    }
 }
 
 /// A patch with `if_match` applies only while the item still has that `_etag`.

@@ -29,8 +29,8 @@ use azure_data_cosmos::models::{
     ItemResponse, PartitionKey, PatchInstructions, PatchOperation, TransactionalBatch,
 };
 use azure_data_cosmos::options::{
-    BatchOptions, ContentResponseOnWrite, ItemReadOptions, ItemWriteOptions, MaxItemCountHint,
-    OperationOptions, PatchItemOptions, PatchStrategy, Precondition, QueryOptions,
+    BatchOptions, ContentResponseOnWrite, ItemWriteOptions, MaxItemCountHint, OperationOptions,
+    PatchItemOptions, PatchStrategy, Precondition, QueryOptions,
 };
 use azure_data_cosmos::{ContainerClient, CosmosClient, CosmosError};
 use base64::Engine as _;
@@ -42,8 +42,8 @@ use self::connect::{index, LazyConnection, Source};
 use self::errors::{batch_operation_error, continuation_error, error_charge, store_error};
 use self::feed::FeedCursor;
 use super::{
-    check_partition_key, item_id, metrics, BatchOp, ChangePage, ConditionalRead, Container, Page,
-    PatchOp, Query, Scope, Store, StoreError, StoreResult,
+    check_partition_key, item_id, metrics, BatchOp, ChangePage, Container, Page, PatchOp, Query,
+    Scope, Store, StoreError, StoreResult,
 };
 use crate::settings::CosmosSettings;
 
@@ -234,43 +234,6 @@ impl Store for CosmosStore {
             }
             Err(e) => match m.fail(&e) {
                 StoreError::NotFound => Ok(None),
-                other => Err(other),
-            },
-        }
-    }
-
-    async fn read_if_none_match(
-        &self,
-        c: Container,
-        key: &str,
-        id: &str,
-        etag: &str,
-    ) -> StoreResult<ConditionalRead> {
-        let mut m = OpMeter::default();
-        let container = self.container(c).await?;
-        let options = ItemReadOptions::default()
-            .with_precondition(Precondition::if_none_match(etag.to_string()));
-        match container.read_item(pk(key), id, Some(options)).await {
-            // 304 Not Modified, with no body.
-            Ok(resp) if u16::from(resp.status()) == 304 => {
-                m.add(&resp.diagnostics());
-                Ok(ConditionalRead::Unchanged)
-            }
-            Ok(resp) => {
-                m.add(&resp.diagnostics());
-                resp.into_model::<Value>()
-                    .map(ConditionalRead::Changed)
-                    .map_err(|e| {
-                        StoreError::Other(format!("unreadable item in a Cosmos DB response: {e}"))
-                    })
-            }
-            // Should a 304 arrive as an error instead, it means the same.
-            Err(e) if u16::from(e.status()) == 304 => {
-                m.0 += error_charge(&e);
-                Ok(ConditionalRead::Unchanged)
-            }
-            Err(e) => match m.fail(&e) {
-                StoreError::NotFound => Ok(ConditionalRead::Missing),
                 other => Err(other),
             },
         }

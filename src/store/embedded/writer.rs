@@ -18,32 +18,31 @@ pub(super) struct Writer<'c> {
 }
 
 impl Writer<'_> {
-    /// Remove the items whose time to live has passed, when one is due: what Cosmos DB does in
-    /// the background for items with a `ttl` (seconds after their last write, `_ts`). Like
-    /// Cosmos DB, the removal is not in the change feed. Runs in the transaction of the write
-    /// that finds one due, so an idle store keeps expired items until its next write.
-    pub(super) fn purge_expired(&self) -> StoreResult<()> {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        if self.next_expiry.load(Ordering::Relaxed) > now {
-            return Ok(());
-        }
-        self.tx
-            .execute(
-                "DELETE FROM items WHERE expires IS NOT NULL AND expires <= ?1",
-                [now],
-            )
-            .map_err(sql)?;
-        let next: Option<i64> = self
+    /// Remove at most `limit` of the items whose time to live had passed at `now`, the first to
+    /// expire first; when fewer remained, note when the next item expires. The number removed.
+    pub(super) fn purge_expired(&self, now: i64, limit: usize) -> StoreResult<usize> {
+        let removed = self
             .tx
-            .query_row(
-                "SELECT MIN(expires) FROM items WHERE expires IS NOT NULL",
-                [],
-                |r| r.get(0),
+            .execute(
+                "DELETE FROM items WHERE (container, pk, id) IN (
+                   SELECT container, pk, id FROM items
+                   WHERE expires IS NOT NULL AND expires <= ?1 ORDER BY expires LIMIT ?2)",
+                params![now, limit as i64],
             )
             .map_err(sql)?;
-        self.next_expiry
-            .store(next.unwrap_or(i64::MAX), Ordering::Relaxed);
-        Ok(())
+        if removed < limit {
+            let next: Option<i64> = self
+                .tx
+                .query_row(
+                    "SELECT MIN(expires) FROM items WHERE expires IS NOT NULL",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(sql)?;
+            self.next_expiry
+                .store(next.unwrap_or(i64::MAX), Ordering::Relaxed);
+        }
+        Ok(removed)
     }
 
     pub(super) fn read(&self, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
@@ -69,7 +68,11 @@ impl Writer<'_> {
             .as_object_mut()
             .ok_or_else(|| StoreError::BadRequest("item must be a JSON object".into()))?;
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        obj.insert("_etag".into(), Value::String(format!("\"{lsn:016x}\"")));
+        // A version tag of this item alone, drawn at random as Cosmos DB's are: a tag derived
+        // from the write sequence would tell clients how much the whole site writes, and let
+        // them guess the tag of a version they were never shown.
+        let etag = format!("\"{}\"", uuid::Uuid::new_v4().simple());
+        obj.insert("_etag".into(), Value::String(etag));
         obj.insert("_ts".into(), Value::from(now));
         obj.insert("_lsn".into(), Value::from(lsn));
         // The properties the queries filter and order on get columns of their own.
