@@ -2,24 +2,26 @@
 //! Cosmos DB using a real-world example" (its final V3 design), served by one binary, `handler`,
 //! either standalone or as an Azure Functions custom handler.
 //!
-//! Where each part lives:
-//! - [`settings`]: environment variables (README, "Settings"); [`telemetry`]: logging to stdout.
-//! - [`domain`]: validated inputs, the four kinds of item and their shapes, soft deletes (the
-//!   mark a deleted item carries), short-form content, timestamps.
-//! - [`store`]: the Cosmos-shaped [`store::Store`] trait, its embedded SQLite implementation and
-//!   the per-request accounting behind `x-store-operations` / `x-request-charge`.
-//! - [`auth`]: who is calling (`BLOG_AUTH`): bearer tokens, Easy Auth, the `Caller` of a write.
-//! - [`api`]: the HTTP routes (`docs/api.md`); [`error`]: the one error type (problem+json).
-//! - [`projection`]: the change-feed denormalizations (copies, names, counters) and what a
-//!   deletion implies, planned as pure functions and applied through the store; [`pump`]: the
-//!   in-process change-feed follower that drives them standalone; [`functions`]: the same projections invoked by the Functions host's
-//!   Cosmos DB triggers.
+//! Where each part lives, from the bottom up (each module imports only those above it in this
+//! list; `tests/api/layers.rs` checks there is no cycle):
+//! - [`settings`]: environment variables (the README's settings table), the server's limits
+//!   among them; [`telemetry`]: logging to stdout; [`tls`]: TLS and token signatures on ring.
+//! - [`domain`]: validated inputs, the kinds of item and their shapes, soft deletes (the mark a
+//!   deleted item carries), follow edges, short-form content, timestamps.
+//! - [`store`]: the Cosmos-shaped [`store::Store`] trait, its embedded SQLite and Cosmos DB
+//!   implementations, and the accounting behind `x-store-operations` / `x-request-charge`.
+//! - [`error`]: the one error type (problem+json); [`auth`]: who is calling (`BLOG_AUTH`):
+//!   bearer tokens, Easy Auth, the `Caller` of a write.
+//! - [`projection`]: the change-feed denormalizations (copies, names, counters, timelines) and
+//!   what a deletion implies, planned as pure functions and applied through the store;
+//!   [`pump`]: the in-process change-feed follower that drives them standalone; [`functions`]:
+//!   the same projections invoked by the Functions host's Cosmos DB triggers.
+//! - [`api`]: the HTTP routes (`docs/api.md`); [`web`]: the browser client in `web/`, served at
+//!   `/` and `/api/web/`; [`server`]: the HTTP server with its timeouts, connection caps and
+//!   graceful shutdown.
+//! - [`app`]: the composition root, the one place the application is put together.
 //! - [`startup`]: open the store while binding and serving (the readiness probe at once), start
-//!   the pump; [`server`]: the HTTP server
-//!   with its timeouts, connection cap and graceful shutdown.
-//! - [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup PATH`).
-//! - [`web`]: the browser client in `web/`, embedded and served at `/` and `/api/web/`.
-//! - [`tls`]: TLS and token signatures on ring (installed before any HTTPS client is built).
+//!   the pump; [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup`).
 
 #[cfg(test)]
 mod allocations;

@@ -7,13 +7,17 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::deletion::{mark_in_post, no_content, recount, Marked};
 use super::items::{add_to_post, in_post, Added};
 use super::schema::{CommentPage, CommentSchema, PagingParams};
+use super::PathIds;
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
+use crate::domain::is_live;
 use crate::domain::{public, to_value, Comment, Kind, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
+use crate::projection::plan::Counted;
 use crate::store::Container;
 
 /// A new comment.
@@ -85,4 +89,61 @@ pub async fn list_comments(
 ) -> ApiResult<Response> {
     let q = in_post(&post_id, Kind::Comment, paging);
     Ok(list(s.store.query(Container::Posts, &q).await?))
+}
+
+/// `DELETE /api/posts/{postId}/comments/{commentId}`: by the comment's author or the post's.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}/comments/{commentId}",
+    tag = "posts",
+    summary = "Delete a comment (its author or the post's author)",
+    description = "The comment leaves the comments list and `commentCount` at once.",
+    params(
+        ("postId" = String, Path, description = "The post's id"),
+        ("commentId" = String, Path, description = "The comment's id"),
+    ),
+    responses(
+        (status = 204, description = "The comment is deleted"),
+        (status = 403, description = "The signed-in caller wrote neither the comment nor the post", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such comment on this post (or it is deleted already)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The comment kept changing while being deleted; retry", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_comment(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathIds(post_id, comment_id): PathIds,
+) -> ApiResult<Response> {
+    let store = &*s.store;
+    let comment = store
+        .read(Container::Posts, post_id.as_str(), comment_id.as_str())
+        .await?
+        .filter(|c| is_live(c, Kind::Comment))
+        .ok_or_else(|| ApiError::not_found("comment", comment_id.as_str()))?;
+    let author = comment["userId"].as_str().unwrap_or_default().to_string();
+    if caller.may_act_for(&[&author], String::new).is_err() {
+        // Not the comment's author: the post's author may delete it too (one more read).
+        let post = store
+            .read(Container::Posts, post_id.as_str(), post_id.as_str())
+            .await?;
+        let post_author = post.as_ref().and_then(|p| p["userId"].as_str());
+        caller.may_act_for(&post_author.into_iter().collect::<Vec<_>>(), || {
+            format!("only its author or the post's author may delete comment `{comment_id}`")
+        })?;
+    }
+    match mark_in_post(
+        store,
+        post_id.as_str(),
+        comment_id.as_str(),
+        Kind::Comment,
+        Some(comment),
+    )
+    .await?
+    {
+        Marked::Now => {
+            recount(store, post_id.as_str(), Counted::Comments).await;
+            Ok(no_content())
+        }
+        Marked::Already => Err(ApiError::not_found("comment", comment_id.as_str())),
+    }
 }

@@ -8,13 +8,16 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::deletion::{mark_in_post, no_content, recount, Marked};
 use super::items::{add_to_post, in_post, increment, Added};
 use super::schema::{LikePage, LikeSchema, PagingParams};
+use super::PathIds;
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::{self, is_live, public, to_value, Id, Kind, Like};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
+use crate::projection::plan::Counted;
 use crate::store::{Container, Store, StoreError};
 
 /// A like.
@@ -136,4 +139,36 @@ pub async fn list_likes(
 ) -> ApiResult<Response> {
     let q = in_post(&post_id, Kind::Like, paging);
     Ok(list(s.store.query(Container::Posts, &q).await?))
+}
+
+/// `DELETE /api/posts/{postId}/likes/{userId}`: the user no longer likes the post. Idempotent.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}/likes/{userId}",
+    tag = "posts",
+    summary = "Unlike a post (that user only)",
+    description = "Idempotent: 204 whether or not the user liked the post. The like leaves the likes list and `likeCount` at once.",
+    params(
+        ("postId" = String, Path, description = "The post's id"),
+        ("userId" = String, Path, description = "The user whose like goes: the caller's own user"),
+    ),
+    responses(
+        (status = 204, description = "The user does not like the post (any more)"),
+        (status = 403, description = "The like is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The like kept changing while being deleted; retry", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_like(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathIds(post_id, user_id): PathIds,
+) -> ApiResult<Response> {
+    caller.may_act_for(&[user_id.as_str()], || {
+        format!("only user `{user_id}` may take back their like")
+    })?;
+    let id = Like::id_of(user_id.as_str());
+    if let Marked::Now = mark_in_post(&*s.store, post_id.as_str(), &id, Kind::Like, None).await? {
+        recount(&*s.store, post_id.as_str(), Counted::Likes).await;
+    }
+    Ok(no_content())
 }

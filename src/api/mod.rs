@@ -4,7 +4,7 @@
 mod comments;
 mod conditional;
 pub mod cors;
-mod deletes;
+mod deletion;
 mod extract;
 mod feed;
 pub mod feed_cache;
@@ -113,10 +113,10 @@ macro_rules! api_table {
             comments::create_comment,
             likes::list_likes,
             likes::create_like,
-            deletes::delete_user,
-            deletes::delete_post,
-            deletes::delete_comment,
-            deletes::delete_like,
+            users::delete_user,
+            posts::delete_post,
+            comments::delete_comment,
+            likes::delete_like,
             feed::get_feed,
             follows::follow,
             follows::unfollow,

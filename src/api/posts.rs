@@ -9,12 +9,14 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
+use super::deletion::no_content;
 use super::schema::PostSchema;
 use super::{AppState, JsonBody, PathId};
 use crate::auth::Caller;
 use crate::domain::{is_live, public, to_value, Id, Kind, Post, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
+use crate::projection::erase;
 use crate::store::{Container, PatchOp, Store, StoreError};
 
 /// A new post, or a post's new title and content.
@@ -130,7 +132,7 @@ pub async fn update_post(
         .await
     {
         Ok(post) => {
-            super::deletes::refuse_if_deleted(&*s.store, Container::Posts, &id, &post, Kind::Post)
+            super::deletion::refuse_if_deleted(&*s.store, Container::Posts, &id, &post, Kind::Post)
                 .await?;
             Ok(tagged(Json(public(post.clone())).into_response(), &post))
         }
@@ -176,4 +178,38 @@ pub async fn get_post(
     let read = super::read_item(&*s.store, Container::Posts, &id, if_none_match).await?;
     super::item_response(read, |post| is_live(post, Kind::Post))
         .ok_or_else(|| ApiError::not_found("post", id.as_str()))
+}
+
+/// `DELETE /api/posts/{postId}`: by its author; its comments and likes go with it.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}",
+    tag = "posts",
+    summary = "Delete a post with its comments and likes (its author only)",
+    description = "The post answers 404 at once and leaves its author's posts and the feed. Its comments and likes leave their lists at once too, up to 200 of them; beyond that, a page at a time shortly after (the change feed marks the rest without holding up other posts).",
+    params(("postId" = String, Path, description = "The post's id")),
+    responses(
+        (status = 204, description = "The post is deleted"),
+        (status = 403, description = "The signed-in caller is not the post's author", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such post (or it is deleted already)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_post(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(post_id): PathId,
+) -> ApiResult<Response> {
+    let store = &*s.store;
+    let post = store
+        .read(Container::Posts, post_id.as_str(), post_id.as_str())
+        .await?
+        .filter(|p| is_live(p, Kind::Post))
+        .ok_or_else(|| ApiError::not_found("post", post_id.as_str()))?;
+    let author = post["userId"].as_str().unwrap_or_default();
+    caller.may_act_for(&[author], || {
+        format!("only the author may delete post `{post_id}`")
+    })?;
+    erase::post(store, post_id.as_str(), author).await?;
+    s.feed.forget();
+    Ok(no_content())
 }

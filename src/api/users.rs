@@ -8,12 +8,15 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
+use super::deletion::no_content;
 use super::schema::{PagingParams, PostSummaryPage, UserSchema};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
+use crate::domain::tombstone_ops;
 use crate::domain::{is_deleted, is_live, public, to_value, Kind, User, Username};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
+use crate::projection::erase;
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
 
 /// A new user, or a user's new name.
@@ -146,7 +149,7 @@ pub async fn rename_user(
         .await
     {
         Ok(user) => {
-            super::deletes::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User)
+            super::deletion::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User)
                 .await?;
             Ok(tagged(Json(public(user.clone())).into_response(), &user))
         }
@@ -207,4 +210,51 @@ pub async fn list_user_posts(
         .limit(paging.limit)
         .continuation(paging.continuation);
     Ok(list(s.store.query(Container::Users, &q).await?))
+}
+
+/// `DELETE /api/users/{userId}`: the user themself; everything of theirs goes.
+#[utoipa::path(
+    delete,
+    path = "/api/users/{userId}",
+    tag = "users",
+    summary = "Erase an account (that user only)",
+    description = "The user answers 404 at once; their posts (with every comment and like on them) and their comments and likes on other posts are deleted, their name blanked on all of it. Once the change feed has carried the erasure everywhere, the same identity may create a user again.",
+    params(("userId" = String, Path, description = "The user's id: the caller's own user")),
+    responses(
+        (status = 204, description = "The account is erased"),
+        (status = 403, description = "The user is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such user (or it is erased already)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_user(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(user_id): PathId,
+) -> ApiResult<Response> {
+    caller.may_act_for(&[user_id.as_str()], || {
+        format!("only its owner may erase user `{user_id}`")
+    })?;
+    let store = &*s.store;
+    let uid = user_id.as_str();
+    store
+        .read(Container::Users, uid, uid)
+        .await?
+        .filter(|u| is_live(u, Kind::User))
+        .ok_or_else(|| ApiError::not_found("user", uid))?;
+    // The user first: from here their writes are refused, and the change feed carries the
+    // erasure even if this request goes no further.
+    match store
+        .patch(Container::Users, uid, uid, &tombstone_ops(Kind::User), None)
+        .await
+    {
+        Ok(_) => {}
+        Err(StoreError::NotFound) => return Err(ApiError::not_found("user", uid)),
+        Err(e) => return Err(e.into()),
+    }
+    // The first steps, a page's worth of writes (most accounts are gone after them); the users
+    // projection takes the rest a step at a time, so an account of any size holds up no one
+    // else's changes.
+    erase::user_steps(store, uid, erase::PAGE as usize).await?;
+    s.feed.forget();
+    Ok(no_content())
 }
