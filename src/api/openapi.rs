@@ -8,7 +8,7 @@
 //! when run with `UPDATE_OPENAPI=1`.
 //!
 //! What holds for every operation alike is added here once, by rule, rather than repeated on
-//! each handler: the answers any request can get (400, 429, 503, 500 and, for writes, 401, 403,
+//! each handler: the answers any request can get (400, 431, 429, 503, 500 and, for writes, 401, 403,
 //! 413, 415), the headers every answer carries, the bearer scheme on writes, and the patterns
 //! of ids, usernames, texts and dates by property name.
 
@@ -92,13 +92,20 @@ fn common_responses(write: bool, has_body: bool, has_input: bool) -> Vec<(&'stat
         out.push(("413", problem("The body is over 1 MiB")));
         out.push(("415", problem("The body is not sent as `application/json`")));
     }
+    // The server refuses a request line and headers over its limit before routing: any
+    // operation may answer it (a very long query string, say).
+    // Refused while parsing, sometimes before the server can say more: no body is promised.
+    out.push((
+        "431",
+        json!({ "description": "The request line and headers together are over 32 KiB (the connection closes; the answer may have no body)" }),
+    ));
     let retry = json!({ "Retry-After": {
         "description": "Seconds to wait before retrying",
         "schema": { "type": "integer", "minimum": 1 } } });
     for (status, what) in [
         (
             "429",
-            "The store is throttling; retry after `Retry-After` seconds",
+            "The caller's writes are over `BLOG_WRITES_PER_MINUTE`, or the store is throttling; retry after `Retry-After` seconds",
         ),
         (
             "503",

@@ -124,6 +124,7 @@ fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
         if path.contains('{') || op["parameters"].as_array().is_some_and(|p| !p.is_empty()) {
             expected.push("400");
         }
+        expected.push("431");
         for status in expected {
             assert!(responses.contains_key(status), "{what}: no {status}");
         }
@@ -134,7 +135,11 @@ fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
                     && r["headers"]["x-request-charge"].is_object(),
                 "{what} {status}: metering headers"
             );
-            if status.starts_with('4') || status.starts_with('5') {
+            if status == "431" {
+                // Refused while the request is parsed, sometimes by the HTTP library itself:
+                // documented without a body.
+                assert!(r.get("content").is_none(), "{what} {status}");
+            } else if status.starts_with('4') || status.starts_with('5') {
                 assert_eq!(
                     r["content"]["application/problem+json"]["schema"]["$ref"], problem,
                     "{what} {status}"
