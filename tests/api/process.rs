@@ -12,23 +12,31 @@ struct Handler {
     base: String,
 }
 
+/// Start the real `handler` on a free loopback port over the embedded store at `db`, with only
+/// the given settings besides, and wait until it answers; the process and its base URL.
+pub async fn spawn_handler(db: &std::path::Path, settings: &[(&str, &str)]) -> (Child, String) {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .env_clear()
+        .env("PORT", port.to_string())
+        .env("BLOG_DB_PATH", db)
+        .env("RUST_LOG", "warn")
+        .envs(settings.iter().copied())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("handler starts");
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reqwest::get(format!("{base}/")).await.is_err() {
+        assert!(Instant::now() < deadline, "handler never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (child, base)
+}
+
 impl Handler {
     async fn start(db: &std::path::Path) -> Handler {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_handler"))
-            .env_clear()
-            .env("PORT", port.to_string())
-            .env("BLOG_DB_PATH", db)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("handler starts");
-        let base = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while reqwest::get(format!("{base}/")).await.is_err() {
-            assert!(Instant::now() < deadline, "handler never answered");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let (child, base) = spawn_handler(db, &[]).await;
         Handler { child, base }
     }
 

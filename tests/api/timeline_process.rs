@@ -1,12 +1,13 @@
 //! The fan-out limit (`BLOG_TIMELINE_FANOUT_LIMIT`), on the real binary: the limit is a setting
 //! of the process, so it is tested on a process of its own.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{free_port, id, next_millisecond};
+use crate::helpers::{id, next_millisecond};
+use crate::process::spawn_handler;
 
 struct Handler {
     child: Child,
@@ -23,22 +24,8 @@ impl Drop for Handler {
 
 impl Handler {
     async fn start(db: &std::path::Path, fanout_limit: &str) -> Handler {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_handler"))
-            .env_clear()
-            .env("PORT", port.to_string())
-            .env("BLOG_DB_PATH", db)
-            .env("BLOG_TIMELINE_FANOUT_LIMIT", fanout_limit)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("handler starts");
-        let base = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while reqwest::get(format!("{base}/")).await.is_err() {
-            assert!(Instant::now() < deadline, "handler never answered");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let settings = [("BLOG_TIMELINE_FANOUT_LIMIT", fanout_limit)];
+        let (child, base) = spawn_handler(db, &settings).await;
         Handler {
             child,
             base,
