@@ -49,3 +49,23 @@ ci_venv() {
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
+
+# ci_start_handler WORK [NAME=VALUE...]: start $HANDLER (a release build when unset) on a free
+# loopback port over a fresh embedded store in WORK, with BLOG_AUTH=none and the given settings;
+# sets HANDLER_PID and BASE (its http://127.0.0.1:<port>) and logs to WORK/handler.log. The
+# caller's exit trap stops it.
+ci_start_handler() {
+    local work=$1; shift
+    if [ -z "${HANDLER:-}" ]; then
+        cargo build --release --bin handler
+        HANDLER="${CARGO_TARGET_DIR:-$CI_ROOT/target}/release/handler"
+    fi
+    HANDLER=$(cd "$(dirname "$HANDLER")" && pwd)/$(basename "$HANDLER")
+    local port
+    port=$(free_port)
+    BASE="http://127.0.0.1:$port"
+    env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
+        PORT="$port" BLOG_BIND=127.0.0.1 BLOG_STORE=embedded BLOG_DB_PATH="$work/data/blog.db" \
+        BLOG_AUTH=none RUST_LOG=warn "$@" "$HANDLER" >"$work/handler.log" 2>&1 &
+    HANDLER_PID=$!
+}

@@ -29,22 +29,12 @@ command -v java >/dev/null 2>&1 || ci_apt_install default-jre-headless
 VENV=$(ci_venv openapi-client)
 GENERATOR="$VENV/bin/openapi-generator-cli"
 
-if [ -z "${HANDLER:-}" ]; then
-  cargo build --release --bin handler
-  HANDLER="${CARGO_TARGET_DIR:-$ROOT/target}/release/handler"
-fi
-HANDLER=$(cd "$(dirname "$HANDLER")" && pwd)/$(basename "$HANDLER")
 
 # 1. The kept document.
 (cd "$WORK" && "$GENERATOR" validate -i "$ROOT/docs/openapi.json")
 
 # 2. The served one, through a generation with validation on (the default).
-PORT=$(free_port)
-BASE="http://127.0.0.1:$PORT"
-env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
-  PORT="$PORT" BLOG_BIND=127.0.0.1 BLOG_STORE=embedded BLOG_DB_PATH="$WORK/data/blog.db" \
-  BLOG_AUTH=none RUST_LOG=warn "$HANDLER" >"$WORK/handler.log" 2>&1 &
-HANDLER_PID=$!
+ci_start_handler "$WORK"
 for _ in $(seq 1 300); do
   curl -sf -o "$WORK/openapi.json" "$BASE/api/openapi.json" && break
   kill -0 "$HANDLER_PID" 2>/dev/null || { echo "openapi-client: the handler exited:" >&2; cat "$WORK/handler.log" >&2; exit 1; }

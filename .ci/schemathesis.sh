@@ -32,18 +32,8 @@ trap cleanup EXIT
 
 VENV=$(ci_venv schemathesis)
 
-if [ -z "${HANDLER:-}" ]; then
-  cargo build --release --bin handler
-  HANDLER="${CARGO_TARGET_DIR:-$ROOT/target}/release/handler"
-fi
-
 # The fuzzer writes from one address far faster than a person: the per-caller write limit is off.
-PORT=$(free_port)
-BASE="http://127.0.0.1:$PORT"
-env -u COSMOS -u COSMOS__accountEndpoint -u FUNCTIONS_CUSTOMHANDLER_PORT \
-  PORT="$PORT" BLOG_BIND=127.0.0.1 BLOG_STORE=embedded BLOG_DB_PATH="$WORK/data/blog.db" \
-  BLOG_AUTH=none BLOG_WRITES_PER_MINUTE=0 RUST_LOG=warn "$HANDLER" >"$WORK/handler.log" 2>&1 &
-HANDLER_PID=$!
+ci_start_handler "$WORK" BLOG_WRITES_PER_MINUTE=0
 
 # 2. Wait for the document, then validate it.
 "$VENV/bin/python" "$ROOT/.ci/openapi_check.py" "$BASE/api/openapi.json" "$WORK/openapi.json"
