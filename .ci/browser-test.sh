@@ -2,7 +2,7 @@
 # The web client in real headless Chromium: installs Debian's chromium and chromium-driver and
 # Selenium (pinned), starts on 127.0.0.1, each over a temporary embedded
 # store, a `handler` with BLOG_AUTH=none and one with BLOG_AUTH=jwt signing in through a local
-# OpenID Connect issuer (.ci/oidc_issuer.py), and runs .ci/browser_test.py against both.
+# OpenID Connect issuer (tests/browser/oidc_issuer.py), and runs tests/browser/browser_test.py against both.
 # Screenshots go to target/ci-screenshots/.
 # Bounded: the test itself is given 5 minutes.
 set -euo pipefail
@@ -47,7 +47,7 @@ BLOG_DB_PATH="$work/none.db" BLOG_BIND=127.0.0.1 PORT="$port" BLOG_AUTH=none RUS
     BLOG_WRITES_PER_MINUTE=0 "$HANDLER" >"$work/handler.log" 2>&1 &
 pids+=($!)
 issuer_port=$(free_port)
-"$venv/bin/python" .ci/oidc_issuer.py "$issuer_port" blog-web-test api://blog-test \
+"$venv/bin/python" tests/browser/oidc_issuer.py "$issuer_port" blog-web-test api://blog-test \
     >"$work/issuer.log" 2>&1 &
 pids+=($!)
 jwt_port=$(free_port)
@@ -66,7 +66,7 @@ out="$target_dir/ci-screenshots"
 rm -rf "$out"
 mkdir -p "$work/profile"
 if ! PROFILE_DIR="$work/profile" JWT_BASE="http://127.0.0.1:$jwt_port" timeout 300 \
-    "$venv/bin/python" .ci/browser_test.py "http://127.0.0.1:$port" "$out"; then
+    "$venv/bin/python" tests/browser/browser_test.py "http://127.0.0.1:$port" "$out"; then
     for log in handler handler-jwt issuer; do echo "--- $log log"; cat "$work/$log.log"; done
     exit 1
 fi

@@ -26,7 +26,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 BASE = sys.argv[1].rstrip("/")
 OUT = sys.argv[2]
-# A second handler with BLOG_AUTH=jwt and a local issuer (.ci/oidc_issuer.py), when given.
+# A second handler with BLOG_AUTH=jwt and a local issuer (tests/browser/oidc_issuer.py), when given.
 JWT_BASE = os.environ.get("JWT_BASE", "").rstrip("/")
 WAIT = 20  # seconds for anything to appear (the change feed copies within a second locally)
 XSS = "<img src=x onerror=alert(1)>"
