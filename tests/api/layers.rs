@@ -137,3 +137,25 @@ fn a_cycle_is_found() {
         ["api", "store", "domain"]
     );
 }
+
+/// One module-file style throughout, the sibling one: a module with children is `x.rs` beside a
+/// directory `x/`, never `x/mod.rs`, so a file's name always says which module it is.
+#[test]
+fn modules_with_children_are_files_beside_their_directory() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "bench/src", "bench/tests", "bench/bare/src"] {
+        if root.join(dir).is_dir() {
+            rust_files(&root.join(dir), &mut files);
+        }
+    }
+    let mod_rs: Vec<_> = files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n == "mod.rs"))
+        .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    assert!(
+        mod_rs.is_empty(),
+        "move each to `<dir>.rs` beside its directory: {mod_rs:?}"
+    );
+}
