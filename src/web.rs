@@ -52,7 +52,13 @@ pub const ASSETS: &[Asset] = &[
     asset!("api.js", JS),
     asset!("auth.js", JS),
     asset!("ui.js", JS),
-    asset!("views.js", JS),
+    asset!("parts.js", JS),
+    asset!("arriving.js", JS),
+    asset!("feed.js", JS),
+    asset!("post.js", JS),
+    asset!("user.js", JS),
+    asset!("write.js", JS),
+    asset!("me.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

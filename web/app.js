@@ -3,7 +3,11 @@
 
 import { init, session } from './auth.js';
 import { h, put } from './ui.js';
-import * as views from './views.js';
+import { feed, following } from './feed.js';
+import { me } from './me.js';
+import { post } from './post.js';
+import { user } from './user.js';
+import { write } from './write.js';
 
 const main = document.getElementById('main');
 const notice = document.getElementById('notice');
@@ -34,17 +38,17 @@ function parse(hash) {
   });
   switch (parts[0]) {
     case '':
-      return [views.feed];
+      return [feed];
     case 'post':
-      return parts[1] ? [views.post, parts[1]] : null;
+      return parts[1] ? [post, parts[1]] : null;
     case 'user':
-      return parts[1] ? [views.user, parts[1]] : null;
+      return parts[1] ? [user, parts[1]] : null;
     case 'following':
-      return [views.following];
+      return [following];
     case 'write':
-      return [views.write];
+      return [write];
     case 'me':
-      return [views.me];
+      return [me];
     default:
       return null;
   }

@@ -1,0 +1,57 @@
+// The screens of lists of posts: the feed of everyone's newest (Q6) and the timeline of the
+// people one follows. Each screen is `async (ctx, ...params)` and draws into ctx.render(...);
+// ctx.alive() turns false once the reader has moved on (polling stops then).
+
+import { api, listPath, seg } from './api.js';
+import { arriving, forgetArrived, GIVE_UP_MS, setArriving, watchFeed } from './arriving.js';
+import { session } from './auth.js';
+import { heading, needUser, postCard } from './parts.js';
+import { h, link, pagedList, put } from './ui.js';
+
+// --- the feed (Q6) --------------------------------------------------------------------------
+
+export async function feed(ctx) {
+  const list = pagedList('Newest posts', async (t) => (await api('GET', listPath('feed', t))).data, postCard, 'No posts yet.');
+  const box = h('div', { class: 'arriving', 'aria-live': 'polite' });
+  ctx.render(
+    heading('Feed'),
+    h('p', { class: 'muted' }, 'The newest posts, copied here by the change feed. ', h('a', { href: '#/write' }, 'Write one')),
+    box,
+    list.el,
+  );
+  const first = await list.load();
+  if (!first) return;
+  const inFeed = new Set(first.map((p) => p.id));
+  forgetArrived(inFeed);
+  const pending = arriving().filter((p) => Date.now() - p.at < GIVE_UP_MS);
+  setArriving(pending);
+  if (!pending.length) return;
+  put(
+    box,
+    pending.map((p) =>
+      h('p', { class: 'card pending' }, h('a', { href: link('post', p.id) }, p.title), ' — arriving… (the change feed is copying it here)'),
+    ),
+  );
+  watchFeed(
+    ctx,
+    pending,
+    () => ctx.refresh(),
+    () => put(box, h('p', { class: 'card pending' }, 'Not in the feed yet: it appears once the change feed has copied it. Reload later.')),
+  );
+}
+
+export async function following(ctx) {
+  if (!session.user) return ctx.render(heading('Following'), needUser('read the posts of the people you follow'));
+  const list = pagedList(
+    'Posts by people you follow',
+    async (t) => (await api('GET', listPath(`users/${seg(session.user.id)}/timeline`, t))).data,
+    postCard,
+    'Nothing here yet: follow people from their page, and their newest posts come here.',
+  );
+  ctx.render(
+    heading('Following'),
+    h('p', { class: 'muted' }, 'The newest posts of the people you follow, copied here by the change feed.'),
+    list.el,
+  );
+  await list.load();
+}

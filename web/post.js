@@ -1,0 +1,198 @@
+// The screen of a post (Q2, Q4, Q5; C2 edit, C3, C4), drawn as the screens in feed.js are.
+
+import { api, ApiError, listPath, seg } from './api.js';
+import { arriving, watchFeed } from './arriving.js';
+import { session, writer } from './auth.js';
+import { authorLink, heading, needUser, notFound } from './parts.js';
+import { count, field, form, h, pagedList, put, status, when } from './ui.js';
+
+// --- a post (Q2, Q4, Q5; C2 edit, C3, C4) ---------------------------------------------------
+
+export async function post(ctx, id) {
+  let current;
+  try {
+    current = await api('GET', `posts/${seg(id)}`);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return notFound(ctx, 'post');
+    throw e;
+  }
+  let p = current.data;
+  let etag = current.etag;
+
+  const title = heading('');
+  const byline = h('p', { class: 'meta' });
+  const body = h('div', { class: 'content', id: 'post-content-view' });
+  const likeCount = h('span', { id: 'like-count' });
+  const commentCount = h('span', { id: 'comment-count' });
+  const feedState = status('muted');
+  feedState.id = 'feed-state';
+  function show() {
+    put(title, p.title);
+    put(byline, 'by ', authorLink(p), ' · ', when(p.creationDate));
+    put(body, p.content);
+    put(likeCount, count(p.likeCount, 'like'));
+    put(commentCount, count(p.commentCount, 'comment'));
+  }
+  async function reload() {
+    const r = await api('GET', `posts/${seg(id)}`);
+    p = r.data;
+    etag = r.etag;
+    show();
+  }
+  show();
+
+  // Likes: who liked, and a like button (a second like is answered with the first one); pressed,
+  // it takes the like back.
+  const likedBy = h('p', { class: 'liked-by' });
+  const likeNote = status();
+  const likeButton = h('button', { type: 'button', id: 'like', 'aria-pressed': 'false' }, 'Like');
+  let liked = false;
+  async function loadLikes() {
+    const { data } = await api('GET', listPath(`posts/${seg(id)}/likes`, null, 100));
+    liked = Boolean(session.user && data.items.some((l) => l.userId === session.user.id));
+    likeButton.setAttribute('aria-pressed', String(liked));
+    put(likeButton, liked ? 'Liked' : 'Like');
+    put(likedBy, data.items.length ? ['Liked by ', data.items.map((l) => l.userUsername).join(', '), data.continuationToken ? ' and others' : ''] : 'No likes yet.');
+  }
+  likeButton.addEventListener('click', async () => {
+    likeButton.disabled = true;
+    try {
+      if (liked) {
+        await api('DELETE', `posts/${seg(id)}/likes/${seg(session.user.id)}`);
+        put(likeNote, 'Like taken back.');
+      } else {
+        const r = await api('POST', `posts/${seg(id)}/likes`, { body: writer() });
+        put(likeNote, r.status === 201 ? 'Liked.' : 'You had already liked this post: the count stays the same.');
+      }
+      await Promise.all([reload(), loadLikes()]);
+    } catch (e) {
+      put(likeNote, e.message);
+    } finally {
+      likeButton.disabled = false;
+    }
+  });
+
+  // Comments, oldest first, and a form to add one. Their author and the post's may delete one.
+  const mayDelete = (c) => session.user && (session.user.id === c.userId || session.user.id === p.userId);
+  function deleteButton(c, li) {
+    const b = h('button', { type: 'button', class: 'secondary delete', 'aria-label': `Delete the comment of ${when(c.creationDate)}` }, 'Delete');
+    b.addEventListener('click', async () => {
+      if (!confirm('Delete this comment?')) return;
+      b.disabled = true;
+      try {
+        await api('DELETE', `posts/${seg(id)}/comments/${seg(c.id)}`);
+        put(li, h('p', { class: 'muted' }, 'Comment deleted.'));
+        await reload();
+      } catch (e) {
+        put(likeNote, e.message);
+        b.disabled = false;
+      }
+    });
+    return b;
+  }
+  const comments = pagedList(
+    'Comments',
+    async (t) => (await api('GET', listPath(`posts/${seg(id)}/comments`, t))).data,
+    (c) => {
+      const li = h('li', { class: 'comment' }, h('p', { class: 'meta' }, authorLink(c), ' · ', when(c.creationDate)), h('p', { class: 'text' }, c.content));
+      if (mayDelete(c)) li.append(deleteButton(c, li));
+      return li;
+    },
+    'No comments yet.',
+  );
+  let commentForm = needUser('comment');
+  if (session.user) {
+    const { field: f, input } = field('comment-content', 'Your comment', { multiline: true, required: true, maxlength: 2000, rows: 3 });
+    const added = status();
+    commentForm = h(
+      'div',
+      {},
+      form('Add a comment', f, 'Comment', async () => {
+        const { data } = await api('POST', `posts/${seg(id)}/comments`, { body: { content: input.value, ...writer() } });
+        input.value = '';
+        put(added, comments.append(data) ? 'Comment added.' : 'Comment added at the end of the list.');
+        await reload();
+      }),
+      added,
+    );
+  }
+
+  // Editing and deleting, for the author: If-Match with the ETag the post was read with.
+  const editArea = h('div');
+  let editButton = null;
+  let deletePost = null;
+  if (session.user && session.user.id === p.userId) {
+    deletePost = h('button', { type: 'button', id: 'delete-post', class: 'secondary' }, 'Delete');
+    deletePost.addEventListener('click', async () => {
+      if (!confirm('Delete this post with its comments and likes?')) return;
+      deletePost.disabled = true;
+      try {
+        await api('DELETE', `posts/${seg(id)}`);
+        location.hash = '#/';
+      } catch (e) {
+        put(likeNote, e.message);
+        deletePost.disabled = false;
+      }
+    });
+    editButton = h('button', { type: 'button', id: 'edit' }, 'Edit');
+    editButton.addEventListener('click', () => {
+      editButton.hidden = true;
+      const t = field('edit-title', 'Title', { required: true, maxlength: 200, value: p.title });
+      const c = field('edit-content', 'Content', { multiline: true, required: true, maxlength: 20000, rows: 8 });
+      c.input.value = p.content;
+      const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+      const close = () => {
+        put(editArea);
+        editButton.hidden = false;
+        editButton.focus();
+      };
+      cancel.addEventListener('click', close);
+      const f = form('Edit the post', [t.field, c.field], 'Save', async () => {
+        try {
+          await api('PUT', `posts/${seg(id)}`, { body: { title: t.input.value, content: c.input.value, ...writer() }, ifMatch: etag });
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 412) {
+            await reload();
+            throw new Error('The post changed since you opened it; the page now shows that version. Your text is still here: save again to replace it.');
+          }
+          throw e;
+        }
+        await reload();
+        close();
+      });
+      f.querySelector('.actions').append(cancel);
+      put(editArea, f);
+      t.input.focus();
+    });
+  }
+
+  ctx.render(
+    h(
+      'article',
+      { class: 'post' },
+      title,
+      byline,
+      feedState,
+      body,
+      h('p', { class: 'meta counts' }, likeCount, ' · ', commentCount),
+      h('div', { class: 'actions' }, session.user ? likeButton : null, editButton, deletePost),
+      session.user ? null : needUser('like'),
+      likeNote,
+      editArea,
+    ),
+    h('section', { 'aria-labelledby': 'likes-h' }, h('h2', { id: 'likes-h' }, 'Likes'), likedBy),
+    h('section', { 'aria-labelledby': 'comments-h' }, h('h2', { id: 'comments-h' }, 'Comments'), comments.el, commentForm),
+  );
+  await Promise.all([loadLikes(), comments.load()]);
+
+  const pending = arriving().filter((a) => a.id === id);
+  if (pending.length) {
+    put(feedState, 'Saved. Arriving in the feed… (the change feed copies it there)');
+    watchFeed(
+      ctx,
+      pending,
+      () => put(feedState, 'Now in the feed.'),
+      () => put(feedState, 'Not in the feed yet: the change feed copies it there shortly.'),
+    );
+  }
+}
