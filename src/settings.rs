@@ -65,6 +65,11 @@ pub struct Settings {
     pub timeline_fanout_limit: u64,
 }
 
+/// `var` with every `BLOG_AUTH*` variable unset.
+fn without_auth(var: impl Fn(&str) -> Option<String>) -> impl Fn(&str) -> Option<String> {
+    move |k| (!k.starts_with("BLOG_AUTH")).then(|| var(k))?
+}
+
 /// A variable lookup: the value of a set, non-blank variable.
 type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
@@ -112,7 +117,7 @@ impl Settings {
     /// concern a process that serves no requests (the operations commands), so a mode valid only
     /// under the Functions host does not stop it.
     pub fn from_env_without_auth() -> Result<Self, SettingError> {
-        Self::from_lookup(|k| (!k.starts_with("BLOG_AUTH")).then(|| std::env::var(k).ok())?)
+        Self::from_lookup(without_auth(|k| std::env::var(k).ok()))
     }
 
     /// Parse from any variable lookup (tests pass a map). A variable set to blanks counts as
@@ -171,6 +176,20 @@ mod tests {
         assert_eq!(s.timeline_fanout_limit, 10_000);
         let s = parse(&[("BLOG_TIMELINE_FANOUT_LIMIT", "0")]).unwrap();
         assert_eq!(s.timeline_fanout_limit, 0);
+    }
+
+    #[test]
+    fn the_operations_commands_ignore_who_may_call() {
+        let vars: HashMap<&str, &str> = HashMap::from([
+            ("BLOG_AUTH", "easyauth"),
+            ("BLOG_AUTH_ISSUER", "not a url"),
+            ("BLOG_DB_PATH", "/srv/blog.db"),
+        ]);
+        let lookup = |k: &str| vars.get(k).map(|v| v.to_string());
+        assert_eq!(Settings::from_lookup(lookup).unwrap_err().name, "BLOG_AUTH");
+        let s = Settings::from_lookup(without_auth(lookup)).unwrap();
+        assert_eq!(s.auth, AuthSettings::default());
+        assert_eq!(s.db_path, PathBuf::from("/srv/blog.db"));
     }
 
     #[test]

@@ -91,7 +91,7 @@ pub struct CosmosSettings {
     /// Where the account is and how to authenticate: from `COSMOS` (connection string with key)
     /// or `COSMOS__accountEndpoint` (identity). `None` when neither is set.
     pub connection: Option<CosmosConnection>,
-    /// `COSMOS_DATABASE`.
+    /// `COSMOS_DATABASE`, default `blog`.
     pub database: String,
     /// `BLOG_COSMOS_REGION`, else `REGION_NAME` (set by App Service / Functions in Azure): the
     /// region to route to first. `None`: the account's own region order.
