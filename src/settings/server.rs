@@ -109,7 +109,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// at most six per origin, so this leaves room for several browsers behind one shared address,
 /// while one address can take only a sixteenth of the default connection cap.
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 64;
-/// The server's limits; see the module documentation for what each one does.
+/// The server's limits; `crate::server`'s module documentation says what each one does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
     pub header_timeout: Duration,
