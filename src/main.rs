@@ -47,7 +47,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn serve(settings: Settings, opening: anyhow::Result<StoreOpening>) -> ExitCode {
-    blog::telemetry::init(settings.log_format);
+    blog::telemetry::init(&settings.log);
     let served = async {
         let opening = opening?;
         let listener = TcpListener::bind(settings.addr)

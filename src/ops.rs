@@ -75,18 +75,15 @@ pub fn command() -> Option<Command> {
 
 /// Run `command`.
 pub async fn run(command: Command) -> ExitCode {
-    // The service's settings, less who may call it: these commands serve no requests, so an
-    // authentication mode that is valid only under the Functions host does not stop them.
-    let settings = match Settings::from_lookup(|k| {
-        (!k.starts_with("BLOG_AUTH")).then(|| std::env::var(k).ok())?
-    }) {
+    // The service's settings, less who may call it: these commands serve no requests.
+    let settings = match Settings::from_env_without_auth() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("handler: {e}");
             return ExitCode::from(CANNOT_RUN);
         }
     };
-    crate::telemetry::init(settings.log_format);
+    crate::telemetry::init(&settings.log);
     match command {
         Command::Verify { repair, settle } => {
             run_verify(&settings, repair, Duration::from_secs(settle)).await

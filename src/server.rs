@@ -237,44 +237,6 @@ impl Drop for AddressSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn parse(pairs: &[(&str, &str)]) -> Result<ServerLimits, crate::settings::LimitError> {
-        let m: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        ServerLimits::from_lookup(&|k: &str| m.get(k).cloned(), false)
-    }
-
-    #[test]
-    fn limits_default_and_parse() {
-        assert_eq!(parse(&[]).unwrap(), ServerLimits::default());
-        let l = parse(&[
-            ("BLOG_HEADER_TIMEOUT_SECS", "5"),
-            ("BLOG_REQUEST_TIMEOUT_SECS", " 60 "),
-            ("BLOG_MAX_CONNECTIONS", "10"),
-        ])
-        .unwrap();
-        assert_eq!(l.header_timeout, Duration::from_secs(5));
-        assert_eq!(l.request_timeout, Duration::from_secs(60));
-        assert_eq!(l.max_connections, 10);
-        assert_eq!(l.max_connections_per_ip, 64);
-        let l = parse(&[("BLOG_MAX_CONNECTIONS_PER_IP", "0")]).unwrap();
-        assert_eq!(l.max_connections_per_ip, 0);
-        let hosted = ServerLimits::from_lookup(&|_: &str| None, true).unwrap();
-        assert_eq!(hosted.max_connections_per_ip, 0);
-        for (k, v) in [
-            ("BLOG_MAX_CONNECTIONS_PER_IP", "-1"),
-            ("BLOG_MAX_CONNECTIONS_PER_IP", "65537"),
-            ("BLOG_HEADER_TIMEOUT_SECS", "0"),
-            ("BLOG_HEADER_TIMEOUT_SECS", "31"),
-            ("BLOG_REQUEST_TIMEOUT_SECS", "x"),
-            ("BLOG_MAX_CONNECTIONS", "-1"),
-        ] {
-            assert_eq!(parse(&[(k, v)]).unwrap_err().0, k);
-        }
-    }
 
     #[test]
     fn an_address_holds_at_most_its_cap_and_gets_slots_back() {

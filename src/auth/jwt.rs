@@ -14,6 +14,10 @@
 //! - A discovery document or key set larger than [`MAX_ISSUER_DOCUMENT`] is refused unread.
 //! - When the keys cannot be fetched the write answers 503 with `Retry-After` (and the reason is
 //!   logged, never the token); a key already cached keeps working. Reads never get here.
+//!
+//! One file: checking a token and deciding whether to fetch the keys again are one policy (an
+//! unknown key id, a key too old, a fetch too recent), and its guarantees above hold only when
+//! read together.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

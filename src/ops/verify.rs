@@ -10,6 +10,10 @@
 //! Only the drifted items' ids are kept (for `--repair`), with a few examples per kind for the
 //! report; what drifted is looked at a second time before it is reported (see [`verify`]).
 //! Read-only; every read retries transient errors like the projections do.
+//!
+//! One file: the three steps are one walk over the data ([`verify`]), sharing its name cache, its
+//! newest posts and the second look at what drifted; what each item should hold is in
+//! [`super::expected`], and the report in [`super::report`].
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -23,6 +23,9 @@
 //! A post and a follow made at once both reach the timeline: the posts projection writes the
 //! author's copy before it reads the followers, and this one writes the mirror before it reads
 //! the copies, so at least one of the two sees the other's write.
+//!
+//! One file: edges, copies, markers and counters are one protocol, whose ordering between the
+//! two feeds' projections (above) is what makes it correct, so it is read in one place.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};

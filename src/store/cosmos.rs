@@ -3,11 +3,14 @@
 //! - [`connect`]: client, credentials, emulator switches, and the lazy connection (start-up never
 //!   waits on Cosmos; calls answer `Unavailable` until it is reachable).
 //! - [`bootstrap`]: the opt-in creation of the database and containers for development.
-//! - [`sql`]: query text and parameters; [`feed`]: the full-container change feed.
+//! - [`sql`]: query text and parameters; [`paging`]: query pages and when a query is done;
+//!   [`feed`]: the full-container change feed.
 //! - [`errors`]: HTTP statuses to [`StoreError`]s.
 //!
-//! This file is the trait's implementation, one method per store operation;
-//! everything that is not a store operation lives in the modules above.
+//! This file is the trait's implementation and is kept whole: one method per store operation,
+//! each read on its own against what the [`Store`] trait promises, with the few helpers they all
+//! share (metering, write options); everything that is not a store operation lives in the
+//! modules above.
 //!
 //! Every call records itself once, with the request units it consumed (successful or not), in
 //! the per-request [`metrics`]. Items are read as `serde_json::Value`, so an odd document in a
@@ -17,23 +20,22 @@ mod bootstrap;
 mod connect;
 mod errors;
 mod feed;
+mod paging;
 mod sql;
 
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use azure_data_cosmos::diagnostics::DiagnosticsContext;
-use azure_data_cosmos::feed::{ContinuationToken, FeedScope, QueryPageIterator};
+use azure_data_cosmos::feed::ContinuationToken;
 use azure_data_cosmos::models::{
     ItemResponse, PartitionKey, PatchInstructions, PatchOperation, TransactionalBatch,
 };
 use azure_data_cosmos::options::{
-    BatchOptions, ContentResponseOnWrite, ItemWriteOptions, MaxItemCountHint, OperationOptions,
-    PatchItemOptions, PatchStrategy, Precondition, QueryOptions,
+    BatchOptions, ContentResponseOnWrite, ItemWriteOptions, OperationOptions, PatchItemOptions,
+    PatchStrategy, Precondition, QueryOptions,
 };
 use azure_data_cosmos::{ContainerClient, CosmosClient, CosmosError};
-use base64::Engine as _;
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -41,6 +43,7 @@ use tokio::sync::Mutex;
 use self::connect::{index, LazyConnection, Source};
 use self::errors::{batch_operation_error, continuation_error, error_charge, store_error};
 use self::feed::FeedCursor;
+use self::paging::{first_page, page_size, scope};
 use super::{
     check_partition_key, item_id, metrics, BatchOp, ChangePage, Container, Page, PatchOp, Query,
     Scope, Store, StoreError, StoreResult,
@@ -137,72 +140,6 @@ fn written(resp: ItemResponse, sent: Value) -> StoreResult<Value> {
     }
     body.into_single::<Value>()
         .map_err(|e| StoreError::Other(format!("unreadable item in a Cosmos DB response: {e}")))
-}
-
-fn page_size(limit: u32) -> MaxItemCountHint {
-    MaxItemCountHint::Limit(NonZeroU32::new(limit.max(1)).expect("at least one"))
-}
-
-fn scope(s: &Scope) -> FeedScope {
-    match s {
-        Scope::Partition(key) => FeedScope::partition(pk(key)),
-        Scope::CrossPartition => FeedScope::full_container(),
-    }
-}
-
-/// Whether an SDK query continuation token says the query has no more results: `None` when the
-/// token is not in the form this SDK version writes (`c1.` + base64url JSON whose `root` node
-/// is `{"kind": "drained"}` once every partition is read).
-fn query_drained(token: &str) -> Option<bool> {
-    let payload = token.strip_prefix("c1.")?;
-    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload)
-        .ok()?;
-    let state: Value = serde_json::from_slice(&json).ok()?;
-    let kind = state.get("root")?.get("kind")?.as_str()?;
-    Some(kind == "drained")
-}
-
-/// Read pages until one has items or the query is done; the continuation is `None` when done.
-async fn first_page(
-    pages: &mut QueryPageIterator<Value>,
-    meter: &mut OpMeter,
-    map_err: impl Fn(&CosmosError) -> StoreError,
-) -> StoreResult<Page> {
-    loop {
-        let page = match pages.next().await {
-            None => {
-                return Ok(Page {
-                    items: Vec::new(),
-                    continuation: None,
-                })
-            }
-            Some(Err(e)) => {
-                meter.0 += error_charge(&e);
-                return Err(map_err(&e));
-            }
-            Some(Ok(page)) => page,
-        };
-        meter.add(&page.diagnostics());
-        let items = page.into_items();
-        let token = pages.to_continuation_token().map_err(|e| store_error(&e))?;
-        let token = token.as_str().to_string();
-        let more = match query_drained(&token) {
-            Some(drained) => !drained,
-            // A token of an unknown shape: trust it while pages have items, so a client gets
-            // at most one empty page at the end rather than paging forever.
-            None => !items.is_empty(),
-        };
-        // A cross-partition query reads partition after partition: an empty page from one of
-        // them says nothing about the others.
-        if items.is_empty() && more {
-            continue;
-        }
-        return Ok(Page {
-            items,
-            continuation: more.then_some(token),
-        });
-    }
 }
 
 #[async_trait]
@@ -504,27 +441,5 @@ impl Store for CosmosStore {
             feed::next_changes(container, &mut cursor, continuation, max_items).await;
         m.0 += charge;
         result
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn token(json: &str) -> String {
-        format!(
-            "c1.{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
-        )
-    }
-
-    #[test]
-    fn cosmos_query_tokens_tell_when_the_query_is_done() {
-        let done = token(r#"{"op":"Query","rid":"x","root":{"kind":"drained"}}"#);
-        assert_eq!(query_drained(&done), Some(true));
-        let more = token(r#"{"op":"Query","rid":"x","root":{"kind":"request","c":"abc"}}"#);
-        assert_eq!(query_drained(&more), Some(false));
-        assert_eq!(query_drained("opaque-server-token"), None);
-        assert_eq!(query_drained("c1.%%%"), None);
     }
 }
