@@ -113,11 +113,11 @@ impl Bench {
         let was = fanout_limit();
         let off = n as u64 * 10;
         set_fanout_limit(off);
-        let started = Instant::now();
-        let (author, follower_ids) = self.followed_author(n).await?;
-        self.settle().await?;
-        let setup_seconds = started.elapsed().as_secs_f64();
         let out = async {
+            let started = Instant::now();
+            let (author, follower_ids) = self.followed_author(n).await?;
+            self.settle().await?;
+            let setup_seconds = started.elapsed().as_secs_f64();
             let copied = self.fanout_post(&author, off).await?;
             // Over the limit: the recount that sees it writes each follower's marker.
             let limit = n as u64 / 10;

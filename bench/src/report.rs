@@ -395,12 +395,14 @@ fn fanout_markdown(f: &Fanout) -> String {
     let _ = writeln!(
         out,
         "\nWith the threshold on, a follower's timeline read: {} store operations, p50 {} ms, \
-         p99 {} ms ({} reads; the post {}).",
+         p99 {} ms ({} reads; the post {}). Writing the followers and letting the change feed go \
+         over them took {:.1} s, not measured.",
         r.operations,
         num(r.latency.p50_ms),
         num(r.latency.p99_ms),
         r.latency.samples,
-        if r.shows_post { "shown" } else { "not shown" }
+        if r.shows_post { "shown" } else { "not shown" },
+        f.setup_seconds
     );
     out
 }

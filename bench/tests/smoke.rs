@@ -243,6 +243,8 @@ fn the_emulated_store_reports_request_units_everywhere() {
         "0.5",
         "--load-seconds",
         "0.5",
+        "--fanout-followers",
+        "10",
     ]);
     assert!(report["store"].as_str().unwrap().contains("emulator"));
     for r in report["rows"].as_array().expect("rows") {
