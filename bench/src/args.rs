@@ -62,6 +62,10 @@ pub struct Args {
     /// Posts Q6 asks for (the article's x).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub feed_limit: u32,
+    /// Followers of the author whose post is fanned out (F1, F2): the threshold off copies it
+    /// into each timeline; on, the limit is a tenth of this.
+    #[arg(long, default_value_t = 10_000, value_parser = positive)]
+    pub fanout_followers: usize,
     /// The product binary for the process measurements (cold start, feed throughput against a
     /// bare axum server, peak memory, size); default: `handler` next to this executable.
     #[arg(long)]

@@ -366,7 +366,7 @@ fn creates(items: impl IntoIterator<Item = Value>) -> Vec<BatchOp> {
 }
 
 /// Loads batches with a bounded number in flight; the first failure stops the load.
-struct Loader {
+pub struct Loader {
     store: Arc<dyn Store>,
     tasks: JoinSet<anyhow::Result<usize>>,
     items: usize,
@@ -374,6 +374,25 @@ struct Loader {
 }
 
 impl Loader {
+    pub fn new(store: Arc<dyn Store>) -> Loader {
+        Loader {
+            store,
+            tasks: JoinSet::new(),
+            items: 0,
+            batches: 0,
+        }
+    }
+
+    /// Create `items` in partition `pk` of `c`, a batch at a time.
+    pub async fn create(
+        &mut self,
+        c: Container,
+        pk: &str,
+        items: impl IntoIterator<Item = Value>,
+    ) -> anyhow::Result<()> {
+        self.submit(c, pk, creates(items)).await
+    }
+
     async fn submit(&mut self, c: Container, pk: &str, ops: Vec<BatchOp>) -> anyhow::Result<()> {
         for chunk in ops.chunks(MAX_BATCH) {
             while self.tasks.len() >= IN_FLIGHT {
@@ -399,7 +418,7 @@ impl Loader {
         }
     }
 
-    async fn finish(&mut self) -> anyhow::Result<()> {
+    pub async fn finish(&mut self) -> anyhow::Result<()> {
         while !self.tasks.is_empty() {
             self.items += self.join_one().await?;
         }
@@ -425,12 +444,7 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
     let started = Instant::now();
     let now_ms = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
     let mut gen = Generator::new(seed, n_users, now_ms);
-    let mut loader = Loader {
-        store,
-        tasks: JoinSet::new(),
-        items: 0,
-        batches: 0,
-    };
+    let mut loader = Loader::new(store);
     let mut feed = Feed::default();
     let mut summary = DatasetSummary {
         seed,

@@ -45,6 +45,7 @@
 mod args;
 mod chart;
 mod dataset;
+mod fanout;
 mod lag;
 mod measure;
 mod price;
@@ -271,6 +272,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("throughput");
         let feed_snapshot = bench.feed_snapshot(&q6).await?;
         phases.done("feed snapshot");
+        // Last: its many users and follows would weigh on nothing after it.
+        let fanout = bench.fanout().await?;
+        phases.done("fan-out");
         let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1];
         anyhow::Ok((
             baseline,
@@ -281,6 +285,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             prices_under_load,
             throughput,
             feed_snapshot,
+            fanout,
         ))
     }
     .await;
@@ -295,6 +300,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         prices_under_load,
         throughput,
         feed_snapshot,
+        fanout,
     ) = measured?;
     let (change_feed_lag_under_load, change_feed_lag_under_load_skipped) =
         match change_feed_lag_under_load {
@@ -344,6 +350,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         prices_under_load,
         throughput,
         feed_snapshot,
+        fanout,
         versus,
         versus_skipped,
         phases: phases.list,

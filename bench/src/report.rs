@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::dataset::{DatasetSummary, Verification};
+use crate::fanout::Fanout;
 use crate::measure::{Spread, Stats};
 use crate::price::{ChangeFeedPrice, PriceUnderLoad};
 use crate::snapshot::FeedSnapshot;
@@ -34,6 +35,8 @@ pub struct Report {
     pub prices_under_load: Vec<PriceUnderLoad>,
     pub throughput: Vec<Throughput>,
     pub feed_snapshot: FeedSnapshot,
+    /// F1/F2: one post by an author with many followers, the fan-out threshold off and on.
+    pub fanout: Fanout,
     /// The product against a bare axum server, as processes; `None` when a binary is missing.
     pub versus: Option<Versus>,
     pub versus_skipped: Option<String>,
@@ -351,6 +354,7 @@ pub fn markdown(r: &Report) -> String {
         f.store_operations,
         f.operations_saved_per_1000_reads
     );
+    out.push_str(&fanout_markdown(&r.fanout));
     match (&r.versus, &r.versus_skipped) {
         (Some(v), _) => out.push_str(&versus_markdown(v)),
         (None, Some(why)) => {
@@ -358,6 +362,48 @@ pub fn markdown(r: &Report) -> String {
         }
         (None, None) => {}
     }
+    out
+}
+
+fn fanout_markdown(f: &Fanout) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nFan-out of one post (C2) by an author with {} followers: from the request to the \
+         change feed done, the change-feed work it set off, the copies it left, and the \
+         process's peak resident set above its start:\n\n\
+         | | fan-out limit | C2 → applied (ms) | change-feed ops | timeline copies | peak RSS + (MiB) |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: |",
+        f.followers
+    );
+    for (name, what, run) in [
+        ("F1", "threshold off: copied", &f.copied),
+        ("F2", "threshold on: merged when read", &f.merged),
+    ] {
+        let _ = writeln!(
+            out,
+            "| **[{name}]** {what} | {} | {} | {} | {} | {} |",
+            run.fanout_limit,
+            num(run.applied_ms),
+            run.change_feed_operations,
+            run.timeline_copies,
+            run.peak_rss_above_start_mib
+                .map_or_else(|| "—".to_string(), |m| format!("{m:.1}"))
+        );
+    }
+    let r = &f.merged_read;
+    let _ = writeln!(
+        out,
+        "\nWith the threshold on, a follower's timeline read: {} store operations, p50 {} ms, \
+         p99 {} ms ({} reads; the post {}). Writing the followers and letting the change feed go \
+         over them took {:.1} s, not measured.",
+        r.operations,
+        num(r.latency.p50_ms),
+        num(r.latency.p99_ms),
+        r.latency.samples,
+        if r.shows_post { "shown" } else { "not shown" },
+        f.setup_seconds
+    );
     out
 }
 

@@ -57,6 +57,8 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "2",
         "--large-delete-comments",
         "450",
+        "--fanout-followers",
+        "20",
     ]);
     let rows = report["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows
@@ -163,6 +165,20 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     assert!(f["storeOperations"].as_u64().unwrap() <= f["reads"].as_u64().unwrap());
     assert!(f["postsCreated"].as_u64().unwrap() >= 1, "{f}");
 
+    // The fan-out of one post: copied into every follower's timeline with the threshold off, not
+    // copied but still read with it on.
+    let f = &report["fanout"];
+    assert_eq!(f["followers"], 20, "{f}");
+    assert_eq!(f["copied"]["timelineCopies"], 20, "{f}");
+    assert!(
+        f["copied"]["changeFeedOperations"].as_u64().unwrap() >= 20,
+        "{f}"
+    );
+    assert_eq!(f["merged"]["timelineCopies"], 0, "{f}");
+    assert_eq!(f["mergedRead"]["operations"], 2, "{f}");
+    assert_eq!(f["mergedRead"]["showsPost"], true, "{f}");
+    assert!(table.contains("by an author with 20 followers"), "{table}");
+
     // The process measurements need the product binary next to the bench (a workspace build
     // has it); `bare` is built with the bench.
     let handler = std::path::Path::new(env!("CARGO_BIN_EXE_bench")).with_file_name("handler");
@@ -227,6 +243,8 @@ fn the_emulated_store_reports_request_units_everywhere() {
         "0.5",
         "--load-seconds",
         "0.5",
+        "--fanout-followers",
+        "10",
     ]);
     assert!(report["store"].as_str().unwrap().contains("emulator"));
     for r in report["rows"].as_array().expect("rows") {

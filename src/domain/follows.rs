@@ -28,6 +28,26 @@ pub const TIMELINE: &str = "timeline";
 pub const REF_USER: &str = "refUserId";
 /// A timeline shows this many posts at most, like the feed.
 pub const TIMELINE_SIZE: usize = super::FEED_SIZE;
+/// A timeline keeps this many newest entries, as the feed keeps [`super::FEED_KEEP`]: the margin
+/// over [`TIMELINE_SIZE`] means a few deleted posts do not shrink what a read shows.
+pub const TIMELINE_KEEP: usize = TIMELINE_SIZE + 20;
+/// About one copy in this many written into a timeline trims it (see [`trims`]).
+pub const TRIM_EVERY: u64 = 16;
+
+/// Whether writing post `post_id`'s copy into `owner`'s timeline trims that timeline to its
+/// [`TIMELINE_KEEP`] newest entries: for one (timeline, post) pair in [`TRIM_EVERY`], by a hash
+/// of the two ids (FNV-1a, the same in every process and release). So each timeline is trimmed
+/// about every [`TRIM_EVERY`]-th copy it receives, whoever the authors, the cost is spread over
+/// the followers of a post rather than falling on one post, and a redelivered copy decides the
+/// same way.
+pub fn trims(owner: &str, post_id: &str) -> bool {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in owner.bytes().chain([0]).chain(post_id.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h.is_multiple_of(TRIM_EVERY)
+}
 
 pub fn following_id(followee: &str) -> String {
     format!("{FOLLOWING}-{followee}")
@@ -191,6 +211,22 @@ mod tests {
         assert_eq!(shown["content"].as_str().unwrap().chars().count(), 200);
         assert_eq!(entry_post(&e), Some(p.summary()));
         assert_eq!(Kind::of(&e), None, "not one of the article's kinds");
+    }
+
+    #[test]
+    fn about_one_copy_in_trim_every_trims() {
+        let n = 16_000;
+        let trimming = (0..n).filter(|i| trims("f", &format!("p{i}"))).count() as u64;
+        let expected = n / TRIM_EVERY;
+        assert!(
+            trimming > expected * 3 / 4 && trimming < expected * 5 / 4,
+            "{trimming}"
+        );
+        assert_eq!(trims("f", "p1"), trims("f", "p1"), "the same every time");
+        assert!(
+            (0..64).any(|i| trims(&format!("f{i}"), "p") != trims("f0", "p")),
+            "followers of one post differ"
+        );
     }
 
     #[test]

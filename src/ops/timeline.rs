@@ -5,8 +5,9 @@
 //! - each edge names a live user, by their current name, and has its mirror (`follower`, by the
 //!   follower's current name) in the followee's partition; each mirror has its edge;
 //! - `followerCount` / `followingCount` are the numbers of live mirrors / edges;
-//! - a timeline holds the newest posts of each user followed (their post copies, by their
-//!   current name), and no entry whose post is gone or whose author is not followed; for a
+//! - a timeline holds the newest posts of the users followed (the [`TIMELINE_SIZE`] newest of
+//!   their post copies together, by their current name; older ones may have been trimmed), and
+//!   no entry whose post is gone or whose author is not followed; for a
 //!   followee with more followers than the fan-out limit, a merge marker instead, and no marker
 //!   for anyone else.
 //!
@@ -285,6 +286,14 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
             });
         }
     }
+    // Only the newest posts across the authors followed need an entry: a timeline is trimmed to
+    // its newest entries, so an older post's entry may be gone.
+    let mut wanted: Vec<(String, Value)> = wanted.into_iter().collect();
+    wanted.sort_by_cached_key(|(id, p)| {
+        let date = str_field(p, "creationDate").unwrap_or_default().to_string();
+        std::cmp::Reverse((date, id.clone()))
+    });
+    wanted.truncate(TIMELINE_SIZE);
     for (post_id, summary) in &wanted {
         if !present.contains(post_id) {
             check.found(

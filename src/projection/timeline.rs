@@ -6,7 +6,10 @@
 //!   recount both users' counters. A stale or repeated change re-reads the edge, so it writes the
 //!   present state whatever order the changes come in.
 //! - A post changed (posts feed): its entry is upserted in the timeline of each follower of its
-//!   author; a deleted post's entries are deleted wherever they are.
+//!   author, a page of followers at a time; a copy for someone who stopped following while it
+//!   was written is taken back ([`drop_unfollowed`]); about one copy in
+//!   [`crate::domain::follows::TRIM_EVERY`] trims its timeline to the newest entries ([`trim`]).
+//!   A deleted post's entries are deleted wherever they are.
 //! - A user changed (users feed): their counters are recounted (a recount's patch is conditional
 //!   on the user's version; a user changed meanwhile comes through the feed again).
 //! - A user erased: their own edges and the edges others hold to them are marked (whose
@@ -36,8 +39,9 @@ use super::apply;
 use super::gather;
 use super::plan::{str_field, PostsFacts, Write};
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, marker_id, merge_marker,
-    timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, is_marker, marker_id,
+    merge_marker, timeline_entry, timeline_id, trims, FOLLOWER, FOLLOWING, REF_USER, TIMELINE,
+    TIMELINE_KEEP, TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreError, StoreResult};
@@ -228,7 +232,45 @@ async fn backfill(store: &dyn Store, f: &str, x: &str, name: &str) -> StoreResul
     apply::apply_unordered(store, &writes, CONCURRENCY)
         .await
         .map_err(|(_, e)| e)?;
-    Ok(writes.len())
+    // Up to a hundred entries at once: the timeline is trimmed now rather than by later copies.
+    Ok(writes.len() + trim(store, f).await?)
+}
+
+/// Delete the entries of `f`'s timeline beyond its [`TIMELINE_KEEP`] newest (merge markers are
+/// not entries and stay), a page at a time. Never deletes one of the newest, whatever runs
+/// concurrently: an entry beyond the newest of what was read is beyond the newest of the whole.
+/// Returns how many.
+pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
+    let q = Query::partition(f)
+        .eq("type", TIMELINE)
+        .order_by_creation(Order::Desc)
+        .limit(TIMELINE_KEEP as u32 + PAGE);
+    let mut deleted = 0;
+    loop {
+        let page = retry(|| store.query(Container::Users, &q)).await?;
+        let writes: Vec<Write> = page
+            .items
+            .iter()
+            .filter(|i| !is_marker(i))
+            .skip(TIMELINE_KEEP)
+            .filter_map(|i| {
+                Some(Write::Delete {
+                    container: Container::Users,
+                    pk: f.into(),
+                    id: str_field(i, "id")?.into(),
+                })
+            })
+            .collect();
+        apply::apply_unordered(store, &writes, CONCURRENCY)
+            .await
+            .map_err(|(_, e)| e)?;
+        deleted += writes.len();
+        // Another page only when this one was full and gave up entries (markers alone filling
+        // a page leave nothing to trim in it).
+        if page.continuation.is_none() || writes.is_empty() {
+            return Ok(deleted);
+        }
+    }
 }
 
 /// Delete every item `q` finds in `users`, a page at a time (deleted items stop matching, so
@@ -405,13 +447,16 @@ async fn fan_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
     let mut written = 0;
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
-        let writes: Vec<Write> = page
+        let followers: Vec<&str> = page
             .items
             .iter()
             .filter_map(|m| str_field(m, REF_USER))
+            .collect();
+        let writes: Vec<Write> = followers
+            .iter()
             .map(|f| Write::Upsert {
                 container: Container::Users,
-                pk: f.into(),
+                pk: (*f).into(),
                 item: timeline_entry(f, post),
             })
             .collect();
@@ -419,11 +464,56 @@ async fn fan_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
             .await
             .map_err(|(_, e)| e)?;
         written += writes.len();
+        written += drop_unfollowed(store, post, &followers).await?;
+        for f in followers.iter().filter(|f| trims(f, &post.id)) {
+            written += trim(store, f).await?;
+        }
         match page.continuation {
             Some(t) => q.continuation = Some(t),
             None => return Ok(written),
         }
     }
+}
+
+/// After `post`'s copies went to a page of `followers` (read from the mirrors before), take the
+/// copy back from each who stopped following meanwhile. An unfollow's projection deletes the
+/// mirror, then the followee's entries: a copy written after that would stay. One query finds
+/// which of the page's mirrors are still there: a mirror still there means the unfollow's
+/// removal of entries is still to come, and finds the copy; a mirror gone means it may have
+/// come already, so the copy goes unless the follow is live again (followed anew: its own
+/// projection copies the newest posts, this one among them). One query a page, plus a read and
+/// a delete per follower who left.
+async fn drop_unfollowed(store: &dyn Store, post: &Post, followers: &[&str]) -> StoreResult<usize> {
+    if followers.is_empty() {
+        return Ok(0);
+    }
+    let q = Query::partition(post.user_id.as_str())
+        .eq("type", FOLLOWER)
+        .live()
+        .any_of(REF_USER, followers.iter().map(|f| f.to_string()))
+        .limit(followers.len() as u32);
+    let still = retry(|| store.query(Container::Users, &q)).await?;
+    let still: BTreeSet<&str> = still
+        .items
+        .iter()
+        .filter_map(|m| str_field(m, REF_USER))
+        .collect();
+    let edge_id = following_id(&post.user_id);
+    let mut removed = 0;
+    for f in followers.iter().filter(|f| !still.contains(**f)) {
+        let edge = retry(|| store.read(Container::Users, f, &edge_id)).await?;
+        if edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
+            continue;
+        }
+        let copy = Write::Delete {
+            container: Container::Users,
+            pk: (*f).into(),
+            id: timeline_id(&post.id),
+        };
+        apply::apply_one(store, &copy).await?;
+        removed += 1;
+    }
+    Ok(removed)
 }
 
 /// Delete every timeline entry of post `post_id` (one cross-partition query a page).

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use blog::store::{BatchOp, ChangePage, Container, Page, PatchOp, Query, Store, StoreResult};
+use blog::store::{
+    BatchOp, ChangePage, Container, Page, PatchOp, Query, Scope, Store, StoreResult,
+};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
@@ -17,7 +19,8 @@ use serde_json::Value;
 pub struct Call {
     pub op: &'static str,
     pub container: Container,
-    /// The partition key, or `""` for calls on the whole container.
+    /// The partition key (a query's or count's partition), or `""` for calls on the whole
+    /// container.
     pub pk: String,
     /// The item's id, or `""` for calls on more than one item.
     pub id: String,
@@ -34,6 +37,14 @@ pub struct Hooked {
     /// Point reads of these items (container name, id) answer this version.
     stale: Mutex<HashMap<(&'static str, String), Value>>,
     idle_poll: Option<Duration>,
+}
+
+/// The partition a query reads, or `""` for one across partitions.
+fn scope_of(q: &Query) -> &str {
+    match &q.scope {
+        Scope::Partition(pk) => pk,
+        Scope::CrossPartition => "",
+    }
 }
 
 fn no_hook() -> Hook {
@@ -186,11 +197,11 @@ impl Store for Hooked {
         .await
     }
     async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
-        self.around("query", c, "", "", self.inner.query(c, q))
+        self.around("query", c, scope_of(q), "", self.inner.query(c, q))
             .await
     }
     async fn count(&self, c: Container, q: &Query) -> StoreResult<u64> {
-        self.around("count", c, "", "", self.inner.count(c, q))
+        self.around("count", c, scope_of(q), "", self.inner.count(c, q))
             .await
     }
     async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {

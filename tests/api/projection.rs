@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use blog::domain::{FEED_KEEP, FEED_PK, FEED_SIZE};
 use blog::projection::{self, Report};
-use blog::store::{BatchOp, Container, PatchOp, Query, Store};
+use blog::store::{BatchOp, Container, PatchOp, Query, Store, StoreError};
 use futures::FutureExt as _;
 use serde_json::{json, Value};
 
@@ -634,7 +634,79 @@ pub async fn a_batch_reads_its_authors_at_once(fixture: Fixture) {
     );
 }
 
+/// A post's fan-out reads the author's followers; then an unfollow is projected (the mirror, then
+/// the followee's entries removed); then the fan-out writes its copies. The copy of the follower
+/// who left must not stay (the interleaving is forced: the unfollow is projected inside the
+/// fan-out's read of the followers, after that read answered).
+pub async fn an_unfollow_racing_a_fan_out_leaves_no_copy(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let (mut posts, mut users) = (
+        Follower::new(Container::Posts),
+        Follower::new(Container::Users),
+    );
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let edge = format!("/api/users/{ana}/following/{bob}");
+    assert_eq!(app.put(&edge, Value::Null).await.status, 204);
+    posts.drain(&*store).await;
+    users.drain(&*store).await;
+    let p = id(&app.create_post(&bob, "t", "c").await);
+    assert_eq!(app.delete(&edge).await.status, 204);
+
+    let from = Arc::new(Mutex::new(users.continuation.clone()));
+    let raced = Arc::new(AtomicBool::new(false));
+    let racing = Hooked::new(store.clone()).after({
+        let (inner, bob, from, raced) = (store.clone(), bob.clone(), from.clone(), raced.clone());
+        move |call| {
+            let (inner, bob, from, raced) =
+                (inner.clone(), bob.clone(), from.clone(), raced.clone());
+            async move {
+                // The first query in bob's partition: his followers.
+                if call.op != "query"
+                    || call.container != Container::Users
+                    || call.pk != bob
+                    || raced.swap(true, Ordering::SeqCst)
+                {
+                    return Ok(());
+                }
+                let at = from.lock().unwrap().clone();
+                let page = inner.changes(Container::Users, at.as_deref(), 100).await?;
+                projection::project(&*inner, Container::Users, &page.items)
+                    .await
+                    .map_err(|e| StoreError::Other(e.to_string()))?;
+                *from.lock().unwrap() = Some(page.continuation);
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    posts.drain(&racing).await;
+    assert!(
+        raced.load(Ordering::SeqCst),
+        "the fan-out read the followers"
+    );
+    // The pump goes on past the unfollow it projected.
+    users.continuation = from.lock().unwrap().clone();
+    users.drain(&*store).await;
+    posts.drain(&*store).await;
+
+    let entries = Query::partition(ana.clone()).eq("type", "timeline");
+    assert_eq!(
+        store.count(Container::Users, &entries).await.unwrap(),
+        0,
+        "ana's timeline keeps {p} after she unfollowed its author"
+    );
+    let r = app.get(&format!("/api/users/{ana}/timeline")).await;
+    assert!(r.items().is_empty(), "{:?}", r.body);
+}
+
 mod embedded {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unfollow_racing_a_fan_out_leaves_no_copy() {
+        super::an_unfollow_racing_a_fan_out_leaves_no_copy(embedded_fixture().await).await;
+    }
+
     use crate::helpers::embedded_fixture;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -692,6 +764,11 @@ mod embedded {
 }
 
 mod cosmos {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unfollow_racing_a_fan_out_leaves_no_copy() {
+        super::an_unfollow_racing_a_fan_out_leaves_no_copy(cosmos_fixture().await).await;
+    }
+
     use crate::cosmos::cosmos_fixture;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

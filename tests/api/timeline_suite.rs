@@ -8,7 +8,7 @@ use blog::domain::follows;
 use blog::ops::progress::Progress;
 use blog::ops::verify_and_repair;
 use blog::projection;
-use blog::store::{Container, PatchOp};
+use blog::store::{Container, PatchOp, Query};
 use serde_json::{json, Value};
 
 use crate::api_suite::url_encode;
@@ -21,7 +21,8 @@ macro_rules! timeline_suite {
             follow_is_idempotent_and_lists_both_ends, follow_input_is_checked,
             following_brings_posts_and_unfollowing_takes_them_away,
             timeline_copies_follow_edits_counters_renames_and_deletes,
-            timeline_is_one_store_operation_and_pages, an_erased_user_leaves_every_list);
+            timeline_is_one_store_operation_and_pages, an_erased_user_leaves_every_list,
+            a_timeline_keeps_its_newest_entries);
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn verify_finds_and_repair_mends_follows_and_timelines() {
             let app = $crate::helpers::TestApp::spawn($fixture().await, false).await;
@@ -521,4 +522,70 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
     );
     let r = app.get(&format!("/api/users/{ana}/following")).await;
     assert_eq!(r.items()[0]["username"], "bob");
+}
+
+/// Timeline entries stored in `user`'s partition (merge markers aside).
+async fn stored_entries(app: &TestApp, user: &str) -> u64 {
+    let q = Query::partition(user).eq("type", follows::TIMELINE);
+    let page = app
+        .store
+        .query(Container::Users, &q.limit(1000))
+        .await
+        .unwrap();
+    page.items.iter().filter(|i| !follows::is_marker(i)).count() as u64
+}
+
+async fn caught_up(app: &TestApp) {
+    eventually("the change feed is applied", || async {
+        blog::pump::caught_up(&*app.store).await.unwrap()
+    })
+    .await;
+}
+
+pub async fn a_timeline_keeps_its_newest_entries(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let cy = id(&app.create_user("cy").await);
+    follow(app, &ana, &bob).await;
+    follow(app, &ana, &cy).await;
+    caught_up(app).await;
+    // Two authors, so that each one's hundred newest posts are more than the timeline keeps.
+    let keep = follows::TIMELINE_KEEP;
+    let mut made = Vec::new();
+    for i in 0..keep + 20 {
+        let author = if i % 2 == 0 { &bob } else { &cy };
+        made.push(id(&app.create_post(author, &format!("t{i}"), "c").await));
+    }
+    caught_up(app).await;
+    // Then one post at a time, each applied before the next, until one whose copy trims: after
+    // it, nothing is left beyond the newest.
+    for i in 0.. {
+        assert!(i < 400, "no copy into ana's timeline ever trimmed it");
+        next_millisecond().await;
+        let p = id(&app.create_post(&bob, &format!("u{i}"), "c").await);
+        made.push(p.clone());
+        caught_up(app).await;
+        if follows::trims(&ana, &p) {
+            break;
+        }
+    }
+    assert_eq!(
+        stored_entries(app, &ana).await,
+        keep as u64,
+        "{} posts made, the timeline keeps the newest",
+        made.len()
+    );
+    let shown = timeline_ids(app, &ana).await;
+    assert_eq!(shown.len(), follows::TIMELINE_SIZE);
+    assert_eq!(shown[0], *made.last().unwrap(), "newest first");
+    let kept = &made[made.len() - keep..];
+    assert!(
+        shown.iter().all(|p| kept.contains(p)),
+        "only the newest posts are shown"
+    );
+    // A trimmed timeline is no drift.
+    let checked = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(checked.timelines.last().is_clean(), "{}", checked.render());
 }
