@@ -16,6 +16,7 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod users;
+pub mod views;
 pub mod write_limit;
 
 use std::sync::Arc;
@@ -27,7 +28,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use tracing::Instrument as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -35,12 +37,12 @@ use utoipa_axum::routes;
 pub use extract::{JsonBody, Paging, PathId, PathIds};
 
 use crate::auth::{ActingUser, Auth};
-use crate::domain::public;
 use crate::domain::Id;
-use crate::error::{ApiError, Failure};
+use crate::error::{ApiError, ApiResult, Failure};
 use crate::store::{metrics, Container, Page, Store, StoreResult};
 use conditional::{no_cache, tagged, IfNoneMatch};
 use feed_cache::FeedCache;
+use views::{PageView, View};
 
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -275,19 +277,24 @@ pub async fn meter(mut req: Request, next: Next) -> Response {
     resp
 }
 
-/// A list response: `{"items": [...], "continuationToken": ... | null}`, never used unchecked
-/// from a cache (`Cache-Control: no-cache`).
-fn list(page: Page) -> Response {
-    no_cache(json_response(list_body(page)))
+/// A list response: the page of `P`'s views of the items a query found (`{"items": [...],
+/// "continuationToken": ... | null}`), never used unchecked from a cache (`Cache-Control:
+/// no-cache`).
+fn list<P: PageView>(page: Page) -> ApiResult<Response>
+where
+    P::Item: View,
+{
+    Ok(page_response(&P::from_stored(page)?))
 }
 
-/// The encoded body of a list response.
-fn list_body(page: Page) -> Bytes {
-    let body = json!({
-        "items": page.items.into_iter().map(public).collect::<Vec<Value>>(),
-        "continuationToken": page.continuation,
-    });
-    Bytes::from(serde_json::to_vec(&body).expect("JSON values serialize"))
+/// A page answered as a list (see [`list`]).
+fn page_response(page: &impl Serialize) -> Response {
+    no_cache(json_response(encode(page)))
+}
+
+/// The encoded body of an answer.
+fn encode(body: &impl Serialize) -> Bytes {
+    Bytes::from(serde_json::to_vec(body).expect("views serialize"))
 }
 
 /// An already encoded JSON body, answered as `Json` would answer it.
@@ -327,13 +334,14 @@ async fn read_item(
     })
 }
 
-/// 200 with the item and its `ETag`, or 304 with only the `ETag`; `None` when there is no item
-/// of the kind asked for.
-fn item_response(read: Read, is_kind: impl Fn(&Value) -> bool) -> Option<Response> {
-    match read {
-        Read::Item(item) if is_kind(&item) => {
-            Some(tagged(Json(public(item.clone())).into_response(), &item))
-        }
+/// 200 with the item's view `V` and its `ETag`, or 304 with only the `ETag`; `None` when there
+/// is no item of the kind asked for.
+fn item_response<V: View + Serialize>(
+    read: Read,
+    is_kind: impl Fn(&Value) -> bool,
+) -> ApiResult<Option<Response>> {
+    Ok(match read {
+        Read::Item(item) if is_kind(&item) => Some(view_response::<V>(StatusCode::OK, item)?),
         Read::NotModified(etag) => {
             let mut resp = StatusCode::NOT_MODIFIED.into_response();
             if let Ok(v) = HeaderValue::from_str(&etag) {
@@ -342,5 +350,11 @@ fn item_response(read: Read, is_kind: impl Fn(&Value) -> bool) -> Option<Respons
             Some(no_cache(resp))
         }
         _ => None,
-    }
+    })
+}
+
+/// `status` with the view `V` of a stored item, tagged with the item's `ETag`.
+fn view_response<V: View + Serialize>(status: StatusCode, item: Value) -> ApiResult<Response> {
+    let resp = (status, Json(V::from_stored(item.clone())?)).into_response();
+    Ok(tagged(resp, &item))
 }

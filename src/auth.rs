@@ -18,7 +18,6 @@ use std::sync::{Arc, OnceLock};
 use axum::http::request::Parts;
 use axum::http::Method;
 use base64::Engine as _;
-use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::domain::{Id, Kind};
@@ -78,6 +77,16 @@ impl std::fmt::Debug for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Identity(user {})", self.user_id())
     }
+}
+
+/// The settings a client needs to sign in, and nothing else of them (no audience, keys or
+/// write scope): what `GET /api/config` answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    pub mode: AuthMode,
+    pub issuer: Option<String>,
+    pub client_id: Option<String>,
+    pub scopes: Vec<String>,
 }
 
 /// How this process identifies callers: built once from the settings, shared by every request.
@@ -141,13 +150,13 @@ impl Auth {
     }
 
     /// What a client needs to know to sign in (`GET /api/config`): public values only.
-    pub fn client_config(&self) -> Value {
-        json!({
-            "auth": self.settings.mode.as_str(),
-            "issuer": self.settings.issuer,
-            "clientId": self.settings.client_id,
-            "scopes": self.settings.scopes,
-        })
+    pub fn client_config(&self) -> ClientConfig {
+        ClientConfig {
+            mode: self.settings.mode,
+            issuer: self.settings.issuer.clone(),
+            client_id: self.settings.client_id.clone(),
+            scopes: self.settings.scopes.clone(),
+        }
     }
 
     /// The identity a request carries in this mode (`None`: anonymous). Headers of the other

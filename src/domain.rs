@@ -211,29 +211,6 @@ pub fn to_value<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).expect("domain types serialize")
 }
 
-/// Properties the service keeps for itself.
-const INTERNAL_FIELDS: [&str; 7] = [
-    Kind::FIELD,
-    "renameVersion",
-    "propagatedVersion",
-    // Whether the user's followers' timelines merge their posts in (`follows::MARKER_DATE`).
-    "timelineMerged",
-    // Never on what is returned (tombstones are hidden), named here all the same.
-    DELETED,
-    "ttl",
-    // Written by versions before the rename version; still found on older user items.
-    "propagatedUsername",
-];
-
-/// Drop store system properties (`_rid`, `_etag`, `_ts`, `_lsn`, …) and the service's internal
-/// properties from an item before it is returned to a client.
-pub fn public(mut item: Value) -> Value {
-    if let Some(o) = item.as_object_mut() {
-        o.retain(|k, _| !k.starts_with('_') && !INTERNAL_FIELDS.contains(&k.as_str()));
-    }
-    item
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

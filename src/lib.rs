@@ -17,9 +17,10 @@
 //!   what a deletion implies, planned as pure functions and applied through the store;
 //!   [`pump`]: the in-process change-feed follower that drives them standalone; [`functions`]:
 //!   the same projections invoked by the Functions host's Cosmos DB triggers.
-//! - [`api`]: the HTTP routes (`docs/api.md`); [`web`]: the browser client in `web/`, served at
-//!   `/` and `/api/web/`; [`server`]: the HTTP server with its timeouts, connection caps and
-//!   graceful shutdown.
+//! - [`api`]: the HTTP routes (`docs/api.md`) and the typed answers they return, which the
+//!   OpenAPI document is generated from (`api::views`); [`web`]: the browser client in `web/`,
+//!   served at `/` and `/api/web/`; [`server`]: the HTTP server with its timeouts, connection
+//!   caps and graceful shutdown.
 //! - [`app`]: the composition root, the one place the application is put together.
 //! - [`startup`]: open the store while binding and serving (the readiness probe at once), start
 //!   the pump; [`ops`]: the operations commands (`handler verify [--repair]`, `handler backup`).

@@ -110,8 +110,11 @@ pub fn origin_of(url: &str) -> Option<String> {
 /// The origins the client's page may call besides its own: the OpenID Connect issuer's, when
 /// callers sign in with one (its discovery document and token endpoint are fetched from the page).
 fn connect_origins(state: &AppState) -> Vec<String> {
-    state.auth.client_config()["issuer"]
-        .as_str()
+    state
+        .auth
+        .client_config()
+        .issuer
+        .as_deref()
         .and_then(origin_of)
         .into_iter()
         .collect()

@@ -16,8 +16,10 @@
 //! partition), not a point read. The denormalized fields the data carries are ignored.
 
 use anyhow::Context as _;
-use blog::domain::{self, public, short_content, Comment, Kind, Like, Post, User};
+use blog::api::views::{CommentView, LikeView, PostSummaryView, PostView, UserView, View};
+use blog::domain::{self, short_content, Comment, Kind, Like, Post, User};
 use blog::store::{Container, Order, Query, Store};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// The V1 shape of an item: the V2/V3 denormalized fields removed.
@@ -28,6 +30,11 @@ fn v1_item(mut v: Value) -> Value {
         }
     }
     v
+}
+
+/// A stored item, completed with what V1 aggregates, as the product answers it: its view.
+fn answer<V: View + Serialize>(item: Value) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(V::from_stored(item)?)?)
 }
 
 fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
@@ -43,11 +50,11 @@ pub async fn create_user(store: &dyn Store, user: &User) -> anyhow::Result<Value
 
 /// Q1: read the user.
 pub async fn get_user(store: &dyn Store, user_id: &str) -> anyhow::Result<Value> {
-    store
+    let user = store
         .read(Container::Users, user_id, user_id)
         .await?
-        .map(public)
-        .context("no such user")
+        .context("no such user")?;
+    answer::<UserView>(user)
 }
 
 /// C2: create the post as is: no author lookup, no name, no counters.
@@ -106,7 +113,7 @@ async fn aggregate(store: &dyn Store, post: Value, short: bool) -> anyhow::Resul
     let name = username(store, str_of(&post, "userId")).await?;
     let comments = count(store, &post_id, Kind::Comment).await?;
     let likes = count(store, &post_id, Kind::Like).await?;
-    let mut post = v1_item(public(post));
+    let mut post = v1_item(post);
     if let Some(o) = post.as_object_mut() {
         if short {
             let content = short_content(o.get("content").and_then(Value::as_str).unwrap_or(""));
@@ -116,7 +123,11 @@ async fn aggregate(store: &dyn Store, post: Value, short: bool) -> anyhow::Resul
         o.insert("commentCount".into(), comments.into());
         o.insert("likeCount".into(), likes.into());
     }
-    Ok(post)
+    if short {
+        answer::<PostSummaryView>(post)
+    } else {
+        answer::<PostView>(post)
+    }
 }
 
 /// Q2: read the post, then its author's name and both counts.
@@ -162,11 +173,14 @@ async fn in_post(
     let mut items = Vec::with_capacity(page.items.len());
     for item in page.items {
         let name = username(store, str_of(&item, "userId")).await?;
-        let mut item = v1_item(public(item));
+        let mut item = v1_item(item);
         if let Some(o) = item.as_object_mut() {
             o.insert("userUsername".into(), name);
         }
-        items.push(item);
+        items.push(match kind {
+            Kind::Like => answer::<LikeView>(item)?,
+            _ => answer::<CommentView>(item)?,
+        });
     }
     Ok(json!({ "items": items }))
 }

@@ -9,12 +9,13 @@ use utoipa::ToSchema;
 
 use super::deletion::{mark_in_post, no_content, recount, Marked};
 use super::items::{add_to_post, in_post, Added};
-use super::schema::{CommentPage, CommentSchema, PagingParams};
+use super::schema::PagingParams;
+use super::views::{CommentPage, CommentView, View};
 use super::PathIds;
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::is_live;
-use crate::domain::{public, to_value, Comment, Kind, Text};
+use crate::domain::{to_value, Comment, Kind, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::plan::Counted;
@@ -40,7 +41,7 @@ pub struct CommentBody {
     params(("postId" = String, Path, description = "The post's id")),
     request_body = CommentBody,
     responses(
-        (status = 201, description = "The new comment", body = CommentSchema,
+        (status = 201, description = "The new comment", body = CommentView,
             links(
                 ("ListComments" = (operation_id = "list_comments", parameters(("postId" = "$response.body#/postId")))),
                 ("DeleteComment" = (operation_id = "delete_comment", parameters(("postId" = "$response.body#/postId"), ("commentId" = "$response.body#/id")))),
@@ -60,7 +61,11 @@ pub async fn create_comment(
     let username = caller.username(&*s.store, &user_id).await?;
     let comment = Comment::new(&post_id, &user_id, username, &content);
     match add_to_post(&*s.store, &post_id, to_value(&comment), "/commentCount").await? {
-        Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
+        Added::Created(created) => Ok((
+            StatusCode::CREATED,
+            Json(CommentView::from_stored(created)?),
+        )
+            .into_response()),
         Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
         // A fresh random id: a collision is a store-level surprise, not the caller's doing.
         Added::AlreadyThere => Err(ApiError::Conflict(
@@ -88,7 +93,7 @@ pub async fn list_comments(
     paging: Paging,
 ) -> ApiResult<Response> {
     let q = in_post(&post_id, Kind::Comment, paging);
-    Ok(list(s.store.query(Container::Posts, &q).await?))
+    list::<CommentPage>(s.store.query(Container::Posts, &q).await?)
 }
 
 /// `DELETE /api/posts/{postId}/comments/{commentId}`: by the comment's author or the post's.

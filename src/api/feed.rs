@@ -1,18 +1,17 @@
 //! Q6: the feed (the newest posts' short forms, in `feed`'s one partition).
 
+use super::conditional::no_cache;
+use super::schema::PagingParams;
+use super::views::{PageView, PostSummaryPage, PostSummaryView};
+use super::{encode, json_response, AppState, Paging};
+use crate::domain::{Kind, FEED_PK, FEED_SIZE};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Container, Order, Page, Query};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde_json::Value;
-
-use super::conditional::no_cache;
-use super::schema::{PagingParams, PostSummaryPage};
-use super::{json_response, list_body, AppState, Paging};
-use crate::domain::{Kind, FEED_PK, FEED_SIZE};
-use crate::error::{ApiError, ApiResult};
-use crate::store::{Container, Order, Page, Query};
 
 /// Q6 `GET /api/feed?limit=x`: one query in the feed's single partition, newest first, never
 /// paging past the [`FEED_SIZE`] newest (while two projections insert at once the container can
@@ -42,14 +41,10 @@ pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Re
             let after = Cursor::decode(token)
                 .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?;
             let shown = first_page(&s, FEED_SIZE as u32).await?;
-            let items: Vec<Value> = serde_json::from_slice::<Value>(&shown)
-                .ok()
-                .and_then(|mut b| match b["items"].take() {
-                    Value::Array(items) => Some(items),
-                    _ => None,
-                })
-                .ok_or_else(|| ApiError::Internal("the feed's page is not a list".into()))?;
-            page_after(items, &after, limit)
+            let shown: PostSummaryPage = serde_json::from_slice(&shown).map_err(|e| {
+                ApiError::internal(format!("the feed's page does not read as one: {e}"))
+            })?;
+            encode(&page_after(shown.items, &after, limit))
         }
     };
     Ok(no_cache(json_response(body)))
@@ -65,13 +60,16 @@ async fn first_page(s: &AppState, limit: u32) -> ApiResult<Bytes> {
                 .limit(limit);
             let page = s.store.query(Container::Feed, &q).await?;
             let more = page.continuation.is_some() && (limit as usize) < FEED_SIZE;
-            let continuation = more
-                .then(|| page.items.last().and_then(Cursor::of))
-                .flatten();
-            Ok(list_body(Page {
+            let mut answer = PostSummaryPage::from_stored(Page {
                 items: page.items,
-                continuation: continuation.map(|c| c.encode()),
-            }))
+                continuation: None,
+            })?;
+            answer.continuation_token = answer
+                .items
+                .last()
+                .filter(|_| more)
+                .map(|last| Cursor::of(last).encode());
+            Ok(encode(&answer))
         })
         .await
 }
@@ -79,31 +77,27 @@ async fn first_page(s: &AppState, limit: u32) -> ApiResult<Bytes> {
 /// The page of at most `limit` of `shown` (the newest entries, in the store's order) after
 /// `after`: after its position when it is still among them (the same query's order, whatever
 /// the store does with equal creation dates), else from the first entry older than it.
-fn page_after(shown: Vec<Value>, after: &Cursor, limit: u32) -> Bytes {
-    let key_of = |item: &Value| Cursor::of(item).map(|c| (c.creation_date, c.id));
-    let after_key = (after.creation_date.clone(), after.id.clone());
-    let start = match shown
-        .iter()
-        .position(|i| key_of(i).as_ref() == Some(&after_key))
-    {
+fn page_after(shown: Vec<PostSummaryView>, after: &Cursor, limit: u32) -> PostSummaryPage {
+    fn key_of(item: &PostSummaryView) -> (&str, &str) {
+        (&item.creation_date, &item.id)
+    }
+    let after_key = (after.creation_date.as_str(), after.id.as_str());
+    let start = match shown.iter().position(|i| key_of(i) == after_key) {
         Some(at) => at + 1,
         None => shown
             .iter()
-            .position(|i| key_of(i).is_some_and(|k| k < after_key))
+            .position(|i| key_of(i) < after_key)
             .unwrap_or(shown.len()),
     };
-    let mut rest: Vec<Value> = shown.into_iter().skip(start).collect();
+    let mut rest: Vec<PostSummaryView> = shown.into_iter().skip(start).collect();
     let more = rest.len() > limit as usize;
     rest.truncate(limit as usize);
     let continuation = if more {
-        rest.last().and_then(Cursor::of).map(|c| c.encode())
+        rest.last().map(|last| Cursor::of(last).encode())
     } else {
         None
     };
-    list_body(Page {
-        items: rest,
-        continuation,
-    })
+    PostSummaryPage::new(rest, continuation)
 }
 
 /// The position of a feed entry in the feed's order (creation date, then id, both descending).
@@ -113,11 +107,11 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn of(item: &Value) -> Option<Cursor> {
-        Some(Cursor {
-            creation_date: item.get("creationDate")?.as_str()?.to_string(),
-            id: item.get("id")?.as_str()?.to_string(),
-        })
+    fn of(item: &PostSummaryView) -> Cursor {
+        Cursor {
+            creation_date: item.creation_date.clone(),
+            id: item.id.clone(),
+        }
     }
 
     /// URL-safe base64 of `[creationDate, id]`: opaque to clients, who pass it back as given.
@@ -136,23 +130,37 @@ impl Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn entry(n: u32) -> Value {
-        json!({ "id": format!("p{n:03}"), "creationDate": format!("2026-01-01T00:00:{n:02}.000Z") })
+    fn post(id: &str, creation_date: &str) -> PostSummaryView {
+        PostSummaryView {
+            id: id.into(),
+            post_id: id.into(),
+            user_id: "u".into(),
+            user_username: "ana".into(),
+            title: "t".into(),
+            content: "c".into(),
+            comment_count: 0,
+            like_count: 0,
+            creation_date: creation_date.into(),
+        }
     }
 
-    fn ids(body: &Bytes) -> (Vec<String>, Option<String>) {
-        let v: Value = serde_json::from_slice(body).unwrap();
-        let ids = v["items"].as_array().unwrap().iter();
-        let ids = ids.map(|i| i["id"].as_str().unwrap().to_string()).collect();
-        (ids, v["continuationToken"].as_str().map(str::to_string))
+    fn entry(n: u32) -> PostSummaryView {
+        post(
+            &format!("p{n:03}"),
+            &format!("2026-01-01T00:00:{n:02}.000Z"),
+        )
+    }
+
+    fn ids(page: &PostSummaryPage) -> (Vec<String>, Option<String>) {
+        let ids = page.items.iter().map(|i| i.id.clone()).collect();
+        (ids, page.continuation_token.clone())
     }
 
     #[test]
     fn a_page_starts_after_the_cursor_and_stays_within_what_is_shown() {
-        let shown: Vec<Value> = (0..10).rev().map(entry).collect();
-        let after = Cursor::of(&entry(7)).unwrap();
+        let shown: Vec<PostSummaryView> = (0..10).rev().map(entry).collect();
+        let after = Cursor::of(&entry(7));
         let (page, next) = ids(&page_after(shown.clone(), &after, 3));
         assert_eq!(page, ["p006", "p005", "p004"]);
         let next = Cursor::decode(&next.unwrap()).unwrap();
@@ -160,27 +168,27 @@ mod tests {
         assert_eq!(page, ["p003", "p002", "p001", "p000"]);
         assert_eq!(next, None);
         // A cursor newer than every entry starts at the newest; one older than all ends the list.
-        let newest = Cursor::of(&entry(50)).unwrap();
+        let newest = Cursor::of(&entry(50));
         assert_eq!(
             ids(&page_after(shown.clone(), &newest, 2)).0,
             ["p009", "p008"]
         );
-        let oldest = Cursor::of(&json!({ "id": "a", "creationDate": "2000" })).unwrap();
+        let oldest = Cursor::of(&post("a", "2000"));
         assert_eq!(ids(&page_after(shown, &oldest, 2)), (vec![], None));
     }
 
     #[test]
     fn equal_creation_dates_in_any_order_are_neither_skipped_nor_repeated() {
-        let at = |id: &str, second: u32| json!({ "id": id, "creationDate": format!("2026-01-01T00:00:{second:02}.000Z") });
+        let at = |id: &str, second: u32| post(id, &format!("2026-01-01T00:00:{second:02}.000Z"));
         // A store that orders by creation date alone may put `a` before `b`.
         let shown = vec![at("x", 3), at("a", 2), at("b", 2), at("y", 1)];
-        let after = Cursor::of(&shown[1]).unwrap();
+        let after = Cursor::of(&shown[1]);
         assert_eq!(ids(&page_after(shown, &after, 5)).0, ["b", "y"]);
     }
 
     #[test]
     fn tokens_round_trip_and_anything_else_is_refused() {
-        let token = Cursor::of(&entry(1)).unwrap().encode();
+        let token = Cursor::of(&entry(1)).encode();
         assert_eq!(Cursor::decode(&token).unwrap().id, "p001");
         for bad in ["", "x", "0.abc", "WyJhIl0", "WyIiLCJhIl0", "e30"] {
             assert!(Cursor::decode(bad).is_none(), "{bad}");

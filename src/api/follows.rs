@@ -2,24 +2,23 @@
 //! by the request, its mirror, the counters and the timeline entries by the change feed
 //! (`crate::projection::timeline`).
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::conditional::no_cache;
-use super::schema::{PagingParams, PostSummaryPage, UserPage};
-use super::{json_response, list, list_body, AppState, Paging, PathId, PathIds};
+use super::schema::PagingParams;
+use super::views::{PageView, PostSummaryPage, PostSummaryView, UserPage, UserView, View};
+use super::{page_response, AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, following_id, is_live_of, is_marker, post_of_entry, user_of_edge,
-    FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+    edge, edge_tombstone_ops, following_id, is_live_of, is_marker, FOLLOWER, FOLLOWING, REF_USER,
+    TIMELINE, TIMELINE_SIZE,
 };
-use crate::domain::{is_deleted, is_live, now, public, Id, Kind};
+use crate::domain::{is_deleted, is_live, now, Id, Kind};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Container, Order, Page, Query, Store, StoreError};
+use crate::store::{Container, Order, Query, Store, StoreError};
 
 /// How often a follow or unfollow is retried when the edge changed between its read and write.
 const ATTEMPTS: usize = 5;
@@ -169,10 +168,12 @@ async fn edges(s: &AppState, user: &Id, kind: &str, paging: Paging) -> ApiResult
         .limit(paging.limit)
         .continuation(paging.continuation);
     let page = s.store.query(Container::Users, &q).await?;
-    Ok(list(Page {
-        items: page.items.iter().map(user_of_edge).collect(),
-        continuation: page.continuation,
-    }))
+    let users = page
+        .items
+        .iter()
+        .map(UserView::of_edge)
+        .collect::<ApiResult<_>>()?;
+    Ok(page_response(&UserPage::new(users, page.continuation)))
 }
 
 /// `GET /api/users/{userId}/following`: one query in the user's partition.
@@ -264,7 +265,7 @@ pub async fn get_timeline(
             if is_marker(item) {
                 markers.extend(item.get(REF_USER).and_then(Value::as_str).map(String::from));
             } else {
-                entries.push(post_of_entry(item));
+                entries.push(PostSummaryView::of_entry(item)?);
             }
         }
         more = more || page.continuation.is_some();
@@ -282,31 +283,21 @@ pub async fn get_timeline(
             .limit(want as u32);
         let page = s.store.query(Container::Users, &q).await?;
         more = more || page.continuation.is_some();
-        entries.extend(page.items.into_iter().map(public));
+        for post in page.items {
+            entries.push(PostSummaryView::from_stored(post)?);
+        }
     }
     if !markers.is_empty() {
         // Newest first, each post once (a merged author's posts copied before they were merged
         // may be in both).
-        let key = |p: &Value| {
-            let f = |k: &str| {
-                p.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            (f("creationDate"), f("id"))
-        };
-        entries.sort_by_key(|p| std::cmp::Reverse(key(p)));
-        entries.dedup_by_key(|p| key(p));
+        entries.sort_by(|a, b| (&b.creation_date, &b.id).cmp(&(&a.creation_date, &a.id)));
+        entries.dedup_by(|a, b| (&a.creation_date, &a.id) == (&b.creation_date, &b.id));
     }
     more = more || entries.len() > want;
     entries.truncate(want);
-    let items: Vec<Value> = entries.into_iter().skip(served).collect();
+    let items: Vec<PostSummaryView> = entries.into_iter().skip(served).collect();
     let served = served + items.len();
-    let body: Bytes = list_body(Page {
-        items,
-        continuation: (more && served == want && served < TIMELINE_SIZE)
-            .then(|| served.to_string()),
-    });
-    Ok(no_cache(json_response(body)))
+    let continuation =
+        (more && served == want && served < TIMELINE_SIZE).then(|| served.to_string());
+    Ok(page_response(&PostSummaryPage::new(items, continuation)))
 }

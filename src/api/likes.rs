@@ -10,11 +10,12 @@ use utoipa::ToSchema;
 
 use super::deletion::{mark_in_post, no_content, recount, Marked};
 use super::items::{add_to_post, in_post, increment, Added};
-use super::schema::{LikePage, LikeSchema, PagingParams};
+use super::schema::PagingParams;
+use super::views::{LikePage, LikeView, View};
 use super::PathIds;
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
-use crate::domain::{self, is_live, public, to_value, Id, Kind, Like};
+use crate::domain::{self, is_live, to_value, Id, Kind, Like};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::plan::Counted;
@@ -38,12 +39,12 @@ pub struct LikeBody {
     params(("postId" = String, Path, description = "The post's id")),
     request_body = LikeBody,
     responses(
-        (status = 201, description = "The new like", body = LikeSchema,
+        (status = 201, description = "The new like", body = LikeView,
             links(
                 ("ListLikes" = (operation_id = "list_likes", parameters(("postId" = "$response.body#/postId")))),
                 ("DeleteLike" = (operation_id = "delete_like", parameters(("postId" = "$response.body#/postId"), ("userId" = "$response.body#/userId")))),
             )),
-        (status = 200, description = "The user already likes the post: the same like, the count unchanged", body = LikeSchema),
+        (status = 200, description = "The user already likes the post: the same like, the count unchanged", body = LikeView),
         (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The like changed concurrently; retry", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`userId` names no user", body = Problem, content_type = "application/problem+json"),
@@ -59,7 +60,9 @@ pub async fn create_like(
     let username = caller.username(&*s.store, &user_id).await?;
     let like = Like::new(&post_id, &user_id, username);
     match add_to_post(&*s.store, &post_id, to_value(&like), "/likeCount").await? {
-        Added::Created(created) => Ok((StatusCode::CREATED, Json(public(created))).into_response()),
+        Added::Created(created) => {
+            Ok((StatusCode::CREATED, Json(LikeView::from_stored(created)?)).into_response())
+        }
         Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
         Added::AlreadyThere => {
             let changed = || ApiError::Conflict("the like changed concurrently; retry".into());
@@ -72,7 +75,8 @@ pub async fn create_like(
                 if let Some(created) =
                     like_again(&*s.store, &post_id, &existing, to_value(&like)).await?
                 {
-                    return Ok((StatusCode::CREATED, Json(public(created))).into_response());
+                    return Ok((StatusCode::CREATED, Json(LikeView::from_stored(created)?))
+                        .into_response());
                 }
                 let now = s
                     .store
@@ -80,9 +84,9 @@ pub async fn create_like(
                     .await?
                     .filter(|l| is_live(l, Kind::Like))
                     .ok_or_else(changed)?;
-                return Ok((StatusCode::OK, Json(public(now))).into_response());
+                return Ok((StatusCode::OK, Json(LikeView::from_stored(now)?)).into_response());
             }
-            Ok((StatusCode::OK, Json(public(existing))).into_response())
+            Ok((StatusCode::OK, Json(LikeView::from_stored(existing)?)).into_response())
         }
     }
 }
@@ -138,7 +142,7 @@ pub async fn list_likes(
     paging: Paging,
 ) -> ApiResult<Response> {
     let q = in_post(&post_id, Kind::Like, paging);
-    Ok(list(s.store.query(Container::Posts, &q).await?))
+    list::<LikePage>(s.store.query(Container::Posts, &q).await?)
 }
 
 /// `DELETE /api/posts/{postId}/likes/{userId}`: the user no longer likes the post. Idempotent.

@@ -10,10 +10,10 @@ use utoipa::ToSchema;
 
 use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
 use super::deletion::no_content;
-use super::schema::PostSchema;
+use super::views::{PostView, View};
 use super::{AppState, JsonBody, PathId};
 use crate::auth::Caller;
-use crate::domain::{is_live, public, to_value, Id, Kind, Post, Text};
+use crate::domain::{is_live, to_value, Id, Kind, Post, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::erase;
@@ -42,7 +42,7 @@ pub struct PostBody {
     summary = "Create a post",
     request_body = PostBody,
     responses(
-        (status = 201, description = "The new post: no comments or likes yet, the author's username set", body = PostSchema,
+        (status = 201, description = "The new post: no comments or likes yet, the author's username set", body = PostView,
             headers(
                 ("Location" = String, description = "`/api/posts/{id}`"),
                 ("ETag" = String, description = "The post's version, for `If-None-Match` / `If-Match`"),
@@ -77,7 +77,7 @@ pub async fn create_post(
     let resp = (
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/posts/{id}"))],
-        Json(public(stored.clone())),
+        Json(PostView::from_stored(stored.clone())?),
     )
         .into_response();
     Ok(tagged(resp, &stored))
@@ -95,7 +95,7 @@ pub async fn create_post(
     params(("postId" = String, Path, description = "The post's id"), IfMatchParam),
     request_body = PostBody,
     responses(
-        (status = 200, description = "The edited post", body = PostSchema,
+        (status = 200, description = "The edited post", body = PostView,
             headers(("ETag" = String, description = "The post's new version"))),
         (status = 403, description = "`userId` is not the post's author (also when it names no user)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such post", body = Problem, content_type = "application/problem+json"),
@@ -134,7 +134,7 @@ pub async fn update_post(
         Ok(post) => {
             super::deletion::refuse_if_deleted(&*s.store, Container::Posts, &id, &post, Kind::Post)
                 .await?;
-            Ok(tagged(Json(public(post.clone())).into_response(), &post))
+            super::view_response::<PostView>(StatusCode::OK, post)
         }
         Err(StoreError::NotFound) => Err(ApiError::not_found("post", id.as_str())),
         Err(e) => Err(e.into()),
@@ -160,7 +160,7 @@ async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
     summary = "Read a post with its author's username and both counts",
     params(("postId" = String, Path, description = "The post's id"), IfNoneMatchParam),
     responses(
-        (status = 200, description = "The post", body = PostSchema,
+        (status = 200, description = "The post", body = PostView,
             headers(
                 ("ETag" = String, description = "The post's version (it changes with the counts too)"),
                 ("Cache-Control" = String, description = "`no-cache`: revalidate with `If-None-Match`"),
@@ -176,7 +176,7 @@ pub async fn get_post(
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
     let read = super::read_item(&*s.store, Container::Posts, &id, if_none_match).await?;
-    super::item_response(read, |post| is_live(post, Kind::Post))
+    super::item_response::<PostView>(read, |post| is_live(post, Kind::Post))?
         .ok_or_else(|| ApiError::not_found("post", id.as_str()))
 }
 

@@ -9,11 +9,12 @@ use utoipa::ToSchema;
 
 use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
 use super::deletion::no_content;
-use super::schema::{PagingParams, PostSummaryPage, UserSchema};
+use super::schema::PagingParams;
+use super::views::{PostSummaryPage, UserView, View};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::tombstone_ops;
-use crate::domain::{is_deleted, is_live, public, to_value, Kind, User, Username};
+use crate::domain::{is_deleted, is_live, to_value, Kind, User, Username};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::erase;
@@ -36,7 +37,7 @@ pub struct UserBody {
     summary = "Create a user",
     request_body = UserBody,
     responses(
-        (status = 201, description = "The new user", body = UserSchema,
+        (status = 201, description = "The new user", body = UserView,
             headers(
                 ("Location" = String, description = "`/api/users/{id}`"),
                 ("ETag" = String, description = "The user's version, for `If-None-Match` / `If-Match`"),
@@ -70,7 +71,7 @@ pub async fn create_user(
     let resp = (
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/users/{id}"))],
-        Json(public(stored.clone())),
+        Json(UserView::from_stored(stored.clone())?),
     )
         .into_response();
     Ok(tagged(resp, &stored))
@@ -123,7 +124,7 @@ async fn recreate(
     params(("userId" = String, Path, description = "The user's id"), IfMatchParam),
     request_body = UserBody,
     responses(
-        (status = 200, description = "The renamed user", body = UserSchema,
+        (status = 200, description = "The renamed user", body = UserView,
             headers(("ETag" = String, description = "The user's new version"))),
         (status = 404, description = "No such user", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "The user changed since the version `If-Match` names", body = Problem, content_type = "application/problem+json"),
@@ -151,7 +152,7 @@ pub async fn rename_user(
         Ok(user) => {
             super::deletion::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User)
                 .await?;
-            Ok(tagged(Json(public(user.clone())).into_response(), &user))
+            super::view_response::<UserView>(StatusCode::OK, user)
         }
         Err(StoreError::NotFound) => Err(ApiError::not_found("user", id.as_str())),
         Err(e) => Err(e.into()),
@@ -166,7 +167,7 @@ pub async fn rename_user(
     summary = "Read a user",
     params(("userId" = String, Path, description = "The user's id"), IfNoneMatchParam),
     responses(
-        (status = 200, description = "The user", body = UserSchema,
+        (status = 200, description = "The user", body = UserView,
             headers(
                 ("ETag" = String, description = "The user's version"),
                 ("Cache-Control" = String, description = "`no-cache`: revalidate with `If-None-Match`"),
@@ -182,7 +183,7 @@ pub async fn get_user(
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
     let read = super::read_item(&*s.store, Container::Users, &id, if_none_match).await?;
-    super::item_response(read, |user| is_live(user, Kind::User))
+    super::item_response::<UserView>(read, |user| is_live(user, Kind::User))?
         .ok_or_else(|| ApiError::not_found("user", id.as_str()))
 }
 
@@ -209,7 +210,7 @@ pub async fn list_user_posts(
         .order_by_creation(Order::Desc)
         .limit(paging.limit)
         .continuation(paging.continuation);
-    Ok(list(s.store.query(Container::Users, &q).await?))
+    list::<PostSummaryPage>(s.store.query(Container::Users, &q).await?)
 }
 
 /// `DELETE /api/users/{userId}`: the user themself; everything of theirs goes.

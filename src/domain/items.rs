@@ -1,5 +1,6 @@
 //! The four kinds of item and their shapes. Stored items carry their kind in `type` and their
-//! partition key; responses drop system properties (see `public`).
+//! partition key; what a client sees of each is its view (`crate::api::views`), which names the
+//! fields it keeps.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
