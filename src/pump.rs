@@ -197,6 +197,14 @@ impl Rechecks {
         }
     }
 
+    /// Drop the rechecks of posts a later batch recounted in full without deferring: that
+    /// recount, taken after the deferral, already saw whether the awaited increment landed.
+    fn settle(&mut self, posts: &[String]) {
+        for p in posts {
+            self.0.remove(p);
+        }
+    }
+
     fn take_due(&mut self) -> Vec<String> {
         let now = Instant::now();
         let due: Vec<String> = self
@@ -290,6 +298,7 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
         metrics::charge_projections(read_usage);
         match metrics::projecting(projection::project(&*store, c, &page.items)).await {
             Ok(report) => {
+                rechecks.settle(&report.settled);
                 rechecks.defer(report.deferred);
                 tracing::debug!(
                     container = c.name(),
