@@ -713,12 +713,90 @@ pub async fn a_redelivered_batch_writes_nothing(fixture: Fixture) {
     assert_eq!(feed.items()[0]["likeCount"], 1);
 }
 
+/// A comment whose increment is still on its way, then the increment, projected as a pump that
+/// runs between the two sees them: the comment's batch defers the post without a query for its
+/// newest item (the comment in hand is that young), the increment's batch recounts both counters
+/// and reports the deferral answered (the pump drops the recheck), and a recheck that runs all
+/// the same only recounts: no feed query, no copy written.
+pub async fn a_landed_increment_answers_the_deferral(fixture: Fixture) {
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = log.clone();
+    let fixture = fixture.wrapped(move |inner| {
+        Arc::new(Hooked::new(inner).before(move |call| {
+            let seen = seen.clone();
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{} {}", call.op, call.container.name()));
+                Ok(())
+            }
+            .boxed()
+        }))
+    });
+    let app = TestApp::spawn(fixture, false).await;
+    let store = &*app.store;
+    let mut posts = Follower::new(Container::Posts);
+    let u = id(&app.create_user("ana").await);
+    let p = id(&app.create_post(&u, "t", "c").await);
+    posts.drain(store).await;
+    let comment = json!({ "id": "c1", "type": "comment", "postId": p, "userId": u,
+                          "userUsername": "ana", "content": "hi",
+                          "creationDate": blog::domain::now() });
+    store.create(Container::Posts, &p, comment).await.unwrap();
+    log.lock().unwrap().clear();
+    let reports = posts.drain(store).await;
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].deferred, vec![p.clone()]);
+    assert!(reports[0].settled.is_empty());
+    let ops = std::mem::take(&mut *log.lock().unwrap());
+    assert!(
+        !ops.contains(&"query posts".to_string()),
+        "the comment's batch queried for the newest comment: {ops:?}"
+    );
+
+    store
+        .patch(
+            Container::Posts,
+            &p,
+            &p,
+            &[PatchOp::incr("/commentCount", 1)],
+            None,
+        )
+        .await
+        .unwrap();
+    let reports = posts.drain(store).await;
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].deferred.is_empty());
+    assert_eq!(reports[0].settled, vec![p.clone()]);
+
+    log.lock().unwrap().clear();
+    let report = projection::project(store, Container::Posts, &[projection::recheck(&p)])
+        .await
+        .unwrap();
+    let ops = std::mem::take(&mut *log.lock().unwrap());
+    assert_eq!(report.writes, 0);
+    assert_eq!(
+        ops,
+        vec!["read posts", "count posts", "count posts"],
+        "a recheck does more than recount"
+    );
+    assert_eq!(
+        app.get(&format!("/api/posts/{p}")).await.body["commentCount"],
+        1
+    );
+}
+
 mod embedded {
     use crate::helpers::embedded_fixture;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_redelivered_batch_writes_nothing() {
         super::a_redelivered_batch_writes_nothing(embedded_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_landed_increment_answers_the_deferral() {
+        super::a_landed_increment_answers_the_deferral(embedded_fixture().await).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -781,6 +859,11 @@ mod cosmos {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_redelivered_batch_writes_nothing() {
         super::a_redelivered_batch_writes_nothing(cosmos_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_landed_increment_answers_the_deferral() {
+        super::a_landed_increment_answers_the_deferral(cosmos_fixture().await).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
