@@ -19,13 +19,14 @@ pub mod gather;
 pub mod plan;
 pub mod timeline;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub use apply::apply;
-pub use plan::{plan_posts, posts_needs, FeedEntry, PostsFacts, Write, INCREMENT_GRACE};
+pub use plan::{plan_posts, posts_needs, recheck, FeedEntry, PostsFacts, Write, INCREMENT_GRACE};
 
 use crate::domain::Kind;
 use crate::store::{metrics, Container, Query, Store, StoreError};
@@ -48,11 +49,9 @@ pub struct Report {
     /// [`INCREMENT_GRACE`]: the driver projects [`recheck`] of each once that has passed. Should
     /// the increment have been lost, that is when the counter is corrected.
     pub deferred: Vec<String>,
-}
-
-/// The change a driver projects to look at a post's counters again.
-pub fn recheck(post_id: &str) -> Value {
-    json!({ "id": post_id, "postId": post_id, "type": Kind::Post })
+    /// Posts whose two counters this batch recounted and found nothing left to wait for: a
+    /// recheck a driver holds for one of them is answered already and can be dropped.
+    pub settled: Vec<String>,
 }
 
 /// For a driver that keeps nothing between batches (the Functions triggers): project
@@ -168,6 +167,7 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
             continue;
         };
         if Kind::of(doc) != Some(Kind::Post)
+            || plan::is_recheck(doc)
             || !facts.deleted_posts.contains_key(post_id)
             || !swept.insert(post_id)
         {
@@ -177,14 +177,40 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
             .await
             .map_err(|e| failed(Container::Posts, changes, e))?;
     }
-    // The timelines, after the author's copy is written (see `timeline`).
-    marked += timeline::project_posts(store, changes, &facts)
+    // The timelines, after the author's copy is written (see `timeline`); a recheck copies
+    // nothing.
+    let copied: Cow<[Value]> = if changes.iter().any(plan::is_recheck) {
+        Cow::Owned(
+            changes
+                .iter()
+                .filter(|d| !plan::is_recheck(d))
+                .cloned()
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(changes)
+    };
+    marked += timeline::project_posts(store, &copied, &facts)
         .await
         .map_err(|e| failed(Container::Posts, changes, e))?;
+    let deferred = plan::deferred(changes, &facts);
+    let settled = needs
+        .posts
+        .iter()
+        .filter(|id| {
+            facts.posts.contains_key(*id)
+                && !deferred.contains(id)
+                && plan::Counted::BOTH
+                    .iter()
+                    .all(|&c| facts.counts.contains_key(&((*id).clone(), c)))
+        })
+        .cloned()
+        .collect();
     Ok(Report {
         changes: changes.len(),
         writes: writes.len() + marked,
-        deferred: plan::deferred(changes, &facts),
+        deferred,
+        settled,
     })
 }
 
@@ -214,7 +240,7 @@ async fn project_users(store: &dyn Store, changes: &[Value]) -> Result<Report, P
     Ok(Report {
         changes: changes.len(),
         writes: total,
-        deferred: Vec::new(),
+        ..Report::default()
     })
 }
 

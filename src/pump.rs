@@ -1,8 +1,10 @@
 //! The in-process change-feed pump (standalone mode): follows the `posts` and `users` feeds,
-//! hands each batch to the projections, then checkpoints in `leases`. It resumes from its
-//! checkpoint after a restart; an unapplied batch is retried, never skipped. Posts whose
-//! counter a projection deferred are projected again once due, and are kept in the checkpoint
-//! so that a restart does not forget them.
+//! hands each batch to the projections, then checkpoints in `leases` (at most every
+//! [`CHECKPOINT_EVERY`], and when it stops). It resumes from its checkpoint after a restart,
+//! replaying what came after it (harmless: the projections write the present state); an
+//! unapplied batch is retried, never skipped. Posts whose counter a projection deferred are
+//! projected again once due, and are kept in the checkpoint so that a restart does not forget
+//! them.
 //!
 //! Each follower runs under a supervisor: should it fail (a panic in a projection, say), the
 //! supervisor logs it and starts it again from its checkpoint after a backoff. [`Pump::stop`]
@@ -27,6 +29,11 @@ use crate::store::{metrics, ChangeNotifier, Container, Store, StoreResult};
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const BATCH: u32 = 100;
+/// Batches are checkpointed at most this often (and when the follower stops): replaying one
+/// after a crash writes the present state again, which the projections make harmless, and
+/// defers its posts again; most batches (a comment's, the `users` feed's change of a post copy)
+/// write nothing at all, so a checkpoint per batch was a store write per change.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 /// A follower that ran at least this long before failing is restarted at once (its backoff
 /// starts over); one failing sooner waits twice as long as the time before, up to `MAX_BACKOFF`.
@@ -197,6 +204,14 @@ impl Rechecks {
         }
     }
 
+    /// Drop the rechecks of posts a later batch recounted in full without deferring: that
+    /// recount, taken after the deferral, already saw whether the awaited increment landed.
+    fn settle(&mut self, posts: &[String]) {
+        for p in posts {
+            self.0.remove(p);
+        }
+    }
+
     fn take_due(&mut self) -> Vec<String> {
         let now = Instant::now();
         let due: Vec<String> = self
@@ -238,6 +253,9 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
     let mut continuation = checkpoint.continuation;
     let mut rechecks = Rechecks::default();
     rechecks.defer(checkpoint.deferred);
+    // The position applied but not yet checkpointed, and when the last checkpoint was saved.
+    let mut unsaved: Option<String> = None;
+    let mut saved_at = Instant::now();
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
     let mut wake = store.change_notifier(c);
@@ -256,6 +274,8 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
                 if let Some(cp) = &continuation {
                     if let Err(e) = save_checkpoint(&*store, c, cp, &rechecks).await {
                         tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
+                    } else {
+                        (unsaved, saved_at) = (None, Instant::now());
                     }
                 }
             })
@@ -274,6 +294,7 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "change feed read failed; retrying");
                 if pause(backoff, &mut stopped).await {
+                    flush(&*store, c, &mut unsaved, &rechecks).await;
                     return;
                 }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -282,7 +303,17 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
         };
         if page.items.is_empty() {
             continuation = Some(page.continuation);
-            if wait_for_changes(&mut wake, rechecks.idle(idle), &mut stopped).await {
+            let due = CHECKPOINT_EVERY.saturating_sub(saved_at.elapsed());
+            if unsaved.is_some() && due.is_zero() {
+                flush(&*store, c, &mut unsaved, &rechecks).await;
+                saved_at = Instant::now();
+            }
+            let wait = match unsaved {
+                Some(_) => rechecks.idle(idle).min(due),
+                None => rechecks.idle(idle),
+            };
+            if wait_for_changes(&mut wake, wait, &mut stopped).await {
+                flush(&*store, c, &mut unsaved, &rechecks).await;
                 return;
             }
             continue;
@@ -290,6 +321,7 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
         metrics::charge_projections(read_usage);
         match metrics::projecting(projection::project(&*store, c, &page.items)).await {
             Ok(report) => {
+                rechecks.settle(&report.settled);
                 rechecks.defer(report.deferred);
                 tracing::debug!(
                     container = c.name(),
@@ -297,10 +329,10 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
                     writes = report.writes,
                     "batch projected"
                 );
-                let saved = save_checkpoint(&*store, c, &page.continuation, &rechecks);
-                if let Err(e) = metrics::projecting(saved).await {
-                    // The batch is applied; replaying it after a restart is harmless.
-                    tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
+                unsaved = Some(page.continuation.clone());
+                if saved_at.elapsed() >= CHECKPOINT_EVERY {
+                    flush(&*store, c, &mut unsaved, &rechecks).await;
+                    saved_at = Instant::now();
                 }
                 continuation = Some(page.continuation);
                 backoff = FIRST_BACKOFF;
@@ -308,11 +340,24 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
             Err(e) => {
                 tracing::error!(container = c.name(), error = %e, "batch not applied; it will be retried");
                 if pause(backoff, &mut stopped).await {
+                    flush(&*store, c, &mut unsaved, &rechecks).await;
                     return;
                 }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
+    }
+    flush(&*store, c, &mut unsaved, &rechecks).await;
+}
+
+/// Checkpoint the applied position `unsaved`, if any, charged to the projections.
+async fn flush(store: &dyn Store, c: Container, unsaved: &mut Option<String>, rechecks: &Rechecks) {
+    let Some(cp) = unsaved.take() else {
+        return;
+    };
+    if let Err(e) = metrics::projecting(save_checkpoint(store, c, &cp, rechecks)).await {
+        // The batch is applied; replaying it after a restart is harmless.
+        tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
     }
 }
 

@@ -6,7 +6,9 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::plan::{str_field, Counted, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE};
+use super::plan::{
+    content, str_field, Counted, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE,
+};
 use crate::domain::{is_deleted, Kind, Post, FEED_KEEP, FEED_PK};
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
@@ -90,6 +92,9 @@ pub async fn posts_facts(
         read_users(store, needs),
         read_feed(store, needs),
     )?;
+    let (feed, feed_copies) = feed;
+    let mut stored = users.copies;
+    stored.extend(feed_copies);
     let mut facts = PostsFacts {
         settled_before,
         posts: read.posts,
@@ -98,11 +103,19 @@ pub async fn posts_facts(
         usernames: users.usernames,
         deleted_users: users.deleted,
         feed,
+        stored,
         ..Default::default()
     };
     for ((id, c), n) in counts {
-        // Behind: when was the newest item created (is its increment plausibly on its way)?
-        if facts.posts.get(&id).is_some_and(|p| c.of(p) < n) {
+        // Behind: when was the newest item created (is its increment plausibly on its way)? An
+        // item of the batch younger than the grace answers it without a query: the newest is
+        // at least as young, so the counter waits either way.
+        let behind = facts.posts.get(&id).is_some_and(|p| c.of(p) < n);
+        if let Some(date) = young_in_batch(changes, &id, c, &facts.settled_before) {
+            if behind {
+                facts.newest.insert((id.clone(), c), date.to_string());
+            }
+        } else if behind {
             let q = Query::partition(id.clone())
                 .of_kind(c.kind())
                 .live()
@@ -120,6 +133,24 @@ pub async fn posts_facts(
         facts.counts.insert((id, c), n);
     }
     Ok(facts)
+}
+
+/// The newest `creationDate` among the batch's live items of kind `c` on `post`, if it is not
+/// yet settled (at or after `settled_before`).
+fn young_in_batch<'a>(
+    changes: &'a [Value],
+    post: &str,
+    c: Counted,
+    settled_before: &str,
+) -> Option<&'a str> {
+    changes
+        .iter()
+        .filter(|d| {
+            Kind::of(d) == Some(c.kind()) && str_field(d, "postId") == Some(post) && !is_deleted(d)
+        })
+        .filter_map(|d| str_field(d, "creationDate"))
+        .max()
+        .filter(|date| *date >= settled_before)
 }
 
 /// The posts a batch touches, each at the newest version seen.
@@ -175,50 +206,85 @@ async fn count_items(
     Ok(out)
 }
 
-/// The authors' current usernames, and which of them are erased.
+/// The authors' current usernames, which of them are erased, and the copies in `users` of the
+/// changed posts (see [`PostsFacts::stored`]).
 #[derive(Default)]
 struct UsersRead {
     usernames: HashMap<String, String>,
     deleted: HashSet<String>,
+    copies: HashMap<(Container, String), Option<Value>>,
 }
 
 impl UsersRead {
-    fn note(&mut self, user: &Value) {
-        let Some(id) = str_field(user, "id") else {
+    fn note(&mut self, needs: &PostsNeeds, item: &Value) {
+        let (Some(id), Some(user)) = (str_field(item, "id"), str_field(item, "userId")) else {
             return;
         };
-        if is_deleted(user) {
-            self.deleted.insert(id.to_string());
-        } else if let Some(name) = str_field(user, "username") {
-            self.usernames.insert(id.to_string(), name.to_string());
+        match Kind::of(item) {
+            Some(Kind::User) if needs.users.contains(id) => {
+                if is_deleted(item) {
+                    self.deleted.insert(id.to_string());
+                } else if let Some(name) = str_field(item, "username") {
+                    self.usernames.insert(id.to_string(), name.to_string());
+                }
+            }
+            Some(Kind::Post) if needs.copies.contains(&(user.into(), id.into())) => {
+                self.copies
+                    .insert((Container::Users, id.to_string()), Some(content(item)));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Run `q` to its last page, noting every item.
+async fn read_all(
+    store: &dyn Store,
+    needs: &PostsNeeds,
+    out: &mut UsersRead,
+    mut q: Query,
+) -> StoreResult<()> {
+    loop {
+        let page = retry(|| store.query(Container::Users, &q)).await?;
+        page.items.iter().for_each(|v| out.note(needs, v));
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return Ok(()),
         }
     }
 }
 
 async fn read_users(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<UsersRead> {
     let mut out = UsersRead::default();
+    let copies: Vec<String> = needs.copies.iter().map(|(_, p)| p.clone()).collect();
     if let [user] = needs.users.iter().collect::<Vec<_>>()[..] {
-        if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
-            out.note(&v);
-        }
-        return Ok(out);
-    }
-    // Several authors (a busy post's batch has many): one query for all of them rather than a
-    // read each, so the price of a batch does not grow with its number of authors. Paged by
-    // the store's page size, a page per `AUTHORS_PAGE` authors.
-    let users: Vec<String> = needs.users.iter().cloned().collect();
-    for chunk in users.chunks(AUTHORS_PAGE) {
-        let mut q = Query::cross_partition()
-            .of_kind(Kind::User)
-            .any_of("userId", chunk.iter().cloned())
-            .limit(chunk.len() as u32);
-        loop {
-            let page = retry(|| store.query(Container::Users, &q)).await?;
-            page.items.iter().for_each(|v| out.note(v));
-            match page.continuation {
-                Some(t) => q.continuation = Some(t),
-                None => break,
+        if needs.copies.iter().all(|(a, _)| a == user) && !copies.is_empty() {
+            // The author and their post copies share a partition: one query reads them all.
+            let ids = std::iter::once(user.clone()).chain(copies.iter().cloned());
+            let q = Query::partition(user.clone())
+                .any_of("id", ids)
+                .limit(copies.len() as u32 + 1);
+            read_all(store, needs, &mut out, q).await?;
+            // Every copy asked for and not found is absent.
+            for id in copies {
+                out.copies.entry((Container::Users, id)).or_insert(None);
             }
+        } else if let Some(v) = retry(|| store.read(Container::Users, user, user)).await? {
+            out.note(needs, &v);
+        }
+    } else {
+        // Several authors (a busy post's batch has many): one query for all of them rather than
+        // a read each, so the price of a batch does not grow with its number of authors. Paged
+        // by the store's page size, a page per `AUTHORS_PAGE` authors. The post copies are not
+        // read here: that would take a query more for copies such a batch has almost always
+        // changed (the counts), so they are written.
+        let users: Vec<String> = needs.users.iter().cloned().collect();
+        for chunk in users.chunks(AUTHORS_PAGE) {
+            let q = Query::cross_partition()
+                .of_kind(Kind::User)
+                .any_of("userId", chunk.iter().cloned())
+                .limit(chunk.len() as u32);
+            read_all(store, needs, &mut out, q).await?;
         }
     }
     Ok(out)
@@ -227,10 +293,14 @@ async fn read_users(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<UsersR
 /// Authors read by one query of [`read_users`].
 const AUTHORS_PAGE: usize = 100;
 
-/// The feed's entries, newest first, when a post changed.
-async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<Vec<FeedEntry>> {
+/// The stored copies in `feed`, by container and post id (see [`PostsFacts::stored`]).
+type Copies = HashMap<(Container, String), Option<Value>>;
+
+/// The feed's entries, newest first, when a post changed; and the entries of the changed posts
+/// (absent ones too, when the query saw the whole feed).
+async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<(Vec<FeedEntry>, Copies)> {
     if !needs.feed {
-        return Ok(Vec::new());
+        return Ok(Default::default());
     }
     // Enough to see every entry even when concurrent batches overshot the size for a while.
     let q = Query::partition(FEED_PK)
@@ -238,7 +308,20 @@ async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<Vec<Fee
         .order_by_creation(Order::Desc)
         .limit(10 * FEED_KEEP as u32);
     let page = retry(|| store.query(Container::Feed, &q)).await?;
-    Ok(page
+    let changed: HashSet<&str> = needs.copies.iter().map(|(_, p)| p.as_str()).collect();
+    let mut copies = Copies::new();
+    if page.continuation.is_none() {
+        // The whole feed was read: a changed post not in it is absent.
+        for id in &changed {
+            copies.insert((Container::Feed, id.to_string()), None);
+        }
+    }
+    for v in &page.items {
+        if let Some(id) = str_field(v, "id").filter(|id| changed.contains(id)) {
+            copies.insert((Container::Feed, id.to_string()), Some(content(v)));
+        }
+    }
+    let entries = page
         .items
         .iter()
         .filter_map(|v| {
@@ -247,7 +330,8 @@ async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<Vec<Fee
                 creation_date: str_field(v, "creationDate")?.into(),
             })
         })
-        .collect())
+        .collect();
+    Ok((entries, copies))
 }
 
 /// The user item as the users projection sees it: never older than its change in the batch.

@@ -129,6 +129,9 @@ pub struct PostsNeeds {
     pub users: BTreeSet<String>,
     /// Whether the feed's current entries are needed (a post changed).
     pub feed: bool,
+    /// The copies in `users` of the changed posts, as (author, post), read so that a copy that
+    /// already holds what the projection would write is not written again.
+    pub copies: BTreeSet<(String, String)>,
 }
 
 /// Facts read for a `posts` batch. A post or user missing from the maps does not exist.
@@ -152,6 +155,34 @@ pub struct PostsFacts {
     pub deleted_users: HashSet<String>,
     /// The feed's entries, newest first.
     pub feed: Vec<FeedEntry>,
+    /// The stored copies of the changed posts, by container (`users` or `feed`) and post id,
+    /// without the store's properties: `Some(None)` when read and absent; a copy not read is
+    /// not in the map. A copy found holding what the plan would write is not written again.
+    pub stored: HashMap<(Container, String), Option<Value>>,
+}
+
+/// Marks the change a driver makes up to look at a post's counters again ([`recheck`]): it
+/// recounts, and writes no copy (a counter it corrects comes back as a change of the post,
+/// whose projection refreshes the copies).
+pub const RECHECK: &str = "recheck";
+
+/// The change that makes the projection look at `post_id`'s counters again.
+pub fn recheck(post_id: &str) -> Value {
+    serde_json::json!({ "id": post_id, "postId": post_id, "type": Kind::Post, RECHECK: true })
+}
+
+/// Whether `doc` is a [`recheck`] rather than a change of the post.
+pub fn is_recheck(doc: &Value) -> bool {
+    doc.get(RECHECK) == Some(&Value::Bool(true))
+}
+
+/// An item as a copy compares: without the store's own properties (`_etag`, `_ts`, ...).
+pub fn content(item: &Value) -> Value {
+    let mut item = item.clone();
+    if let Some(o) = item.as_object_mut() {
+        o.retain(|k, _| !k.starts_with('_'));
+    }
+    item
 }
 
 pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
@@ -162,11 +193,16 @@ pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
         };
         match kind {
             // A post change recounts both: an increment arrives as a post change, and so does
-            // the recount a deferred counter needs later.
+            // the recount a deferred counter needs later (which copies nothing).
             Kind::Post => {
-                needs.feed = true;
                 for c in Counted::BOTH {
                     needs.counts.insert((post_id.into(), c));
+                }
+                if !is_recheck(doc) {
+                    needs.feed = true;
+                    if let Some(u) = str_field(doc, "userId") {
+                        needs.copies.insert((u.into(), post_id.into()));
+                    }
                 }
             }
             Kind::Comment => {
@@ -282,10 +318,19 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
 
     // Posts: counters and author name made true on the post, then its copies written. A
     // deleted post's copies go; a post by an erased author (it raced the erasure) is deleted.
+    // Copies are written (or removed) for a change of the post itself, never for a comment, a
+    // like or a recheck: those leave the post's copies as they are.
+    let copied: BTreeSet<&str> = changes
+        .iter()
+        .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
+        .filter_map(|d| str_field(d, "postId"))
+        .collect();
     let mut deleted: BTreeSet<String> = BTreeSet::new();
     for post_id in posts_needs(changes).posts {
         if let Some(author) = facts.deleted_posts.get(&post_id) {
-            writes.extend(super::erase::remove_copies(&post_id, author));
+            if copied.contains(post_id.as_str()) {
+                writes.extend(super::erase::remove_copies(&post_id, author));
+            }
             deleted.insert(post_id);
             continue;
         }
@@ -316,9 +361,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
                 post.user_username = name.clone();
             }
         }
-        let post_changed = changes
-            .iter()
-            .any(|d| Kind::of(d) == Some(Kind::Post) && str_field(d, "postId") == Some(&post_id));
+        let post_changed = copied.contains(post_id.as_str());
         if !ops.is_empty() {
             // The patch comes back through the change feed, which then refreshes the copies.
             writes.push(Write::Patch {
@@ -350,7 +393,28 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
         .cloned()
         .collect();
     writes.extend(plan_feed(changed_posts.values(), &feed));
+    // A copy already holding what would be written is left alone (a redelivered batch, a
+    // change that alters nothing a copy holds), and so is the removal of one already gone.
+    writes.retain(|w| !already_stored(w, facts));
     writes
+}
+
+/// Whether `w` would leave a copy read for this batch as it is.
+fn already_stored(w: &Write, facts: &PostsFacts) -> bool {
+    let (container, id, wanted) = match w {
+        Write::Upsert {
+            container, item, ..
+        } => (*container, str_field(item, "id"), Some(item)),
+        Write::Delete { container, id, .. } => (*container, Some(id.as_str()), None),
+        Write::Patch { .. } => return false,
+    };
+    if !matches!(container, Container::Users | Container::Feed) {
+        return false;
+    }
+    let Some(stored) = id.and_then(|id| facts.stored.get(&(container, id.to_string()))) else {
+        return false;
+    };
+    stored.as_ref() == wanted
 }
 
 /// Insert the changed posts that belong among the [`FEED_KEEP`] newest; delete what falls beyond.
@@ -537,6 +601,63 @@ mod tests {
         assert_eq!(item["content"].as_str().unwrap().chars().count(), 200);
         assert!(
             matches!(&writes[1], Write::Upsert { container: Container::Feed, pk, .. } if pk == "post")
+        );
+    }
+
+    #[test]
+    fn a_copy_already_holding_the_post_is_not_written_again() {
+        let p = post("p1", "u1", "ana", &date(5), 1, 0);
+        let summary = crate::domain::to_value(&p.summary());
+        let mut facts = PostsFacts {
+            posts: HashMap::from([("p1".into(), p.clone())]),
+            counts: counts("p1", 1, 0),
+            usernames: HashMap::from([("u1".into(), "ana".into())]),
+            stored: HashMap::from([
+                ((Container::Users, "p1".into()), Some(summary.clone())),
+                ((Container::Feed, "p1".into()), Some(summary)),
+            ]),
+            ..Default::default()
+        };
+        assert_eq!(plan_posts(&[change(&p)], &facts), vec![]);
+        // A copy that differs (here the feed's, behind by a like) is written; one absent too.
+        let mut behind = p.summary();
+        behind.like_count = 0;
+        let mut changed = p.clone();
+        changed.like_count = 1;
+        facts.posts.insert("p1".into(), changed.clone());
+        facts.counts = counts("p1", 1, 1);
+        facts.stored.insert(
+            (Container::Feed, "p1".into()),
+            Some(crate::domain::to_value(&behind)),
+        );
+        facts.stored.insert((Container::Users, "p1".into()), None);
+        let writes = plan_posts(&[change(&changed)], &facts);
+        assert_eq!(upserts(&writes, Container::Users).len(), 1);
+        assert_eq!(upserts(&writes, Container::Feed).len(), 1);
+    }
+
+    #[test]
+    fn a_recheck_recounts_and_copies_nothing() {
+        let p = post("p1", "u1", "ana", &date(5), 2, 0);
+        let facts = PostsFacts {
+            posts: HashMap::from([("p1".into(), p)]),
+            counts: counts("p1", 1, 0),
+            etags: HashMap::from([("p1".into(), "\"e\"".into())]),
+            ..Default::default()
+        };
+        let needs = posts_needs(&[recheck("p1")]);
+        assert!(!needs.feed && needs.copies.is_empty() && needs.users.is_empty());
+        assert_eq!(needs.counts.len(), 2);
+        // The counter is corrected; its patch comes back as a change of the post, which copies.
+        assert_eq!(
+            plan_posts(&[recheck("p1")], &facts),
+            vec![Write::Patch {
+                container: Container::Posts,
+                pk: "p1".into(),
+                id: "p1".into(),
+                ops: vec![PatchOp::set("/commentCount", 1)],
+                if_match: Some("\"e\"".into()),
+            }]
         );
     }
 

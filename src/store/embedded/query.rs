@@ -85,6 +85,7 @@ pub(super) fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<
             ("type", true) => "type".to_string(),
             ("creationDate", true) => "creation_date".to_string(),
             ("userId", true) => "user_id".to_string(),
+            ("id", true) => "id".to_string(),
             (other, _) => format!("json_extract(body, '$.{other}')"),
         };
         if f.cmp == Cmp::In {
