@@ -347,20 +347,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
             });
             continue;
         }
-        let mut post = post.clone();
-        let mut ops = Vec::new();
-        for c in Counted::BOTH {
-            if let CounterFix::Set(n) = counter_fix(facts, &post, c) {
-                ops.push(PatchOp::set(c.path(), n));
-                c.set(&mut post, n);
-            }
-        }
-        if let Some(name) = facts.usernames.get(&post.user_id) {
-            if *name != post.user_username {
-                ops.push(PatchOp::set("/userUsername", name.as_str()));
-                post.user_username = name.clone();
-            }
-        }
+        let (post, ops) = as_copied(facts, post);
         let post_changed = copied.contains(post_id.as_str());
         if !ops.is_empty() {
             // The patch comes back through the change feed, which then refreshes the copies.
@@ -378,7 +365,9 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     }
 
     for post in changed_posts.values() {
-        let summary = crate::domain::to_value(&post.summary());
+        // Written as not yet in the followers' timelines; the fan-out marks it done after.
+        let mut summary = crate::domain::to_value(&post.summary());
+        summary[TIMELINE_PENDING] = Value::Bool(true);
         writes.push(Write::Upsert {
             container: Container::Users,
             pk: post.user_id.clone(),
@@ -399,7 +388,74 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     writes
 }
 
-/// Whether `w` would leave a copy read for this batch as it is.
+/// `post` as its copies hold it: counters made true by the recount and the author's current
+/// name; with the patch that makes the post itself so.
+fn as_copied(facts: &PostsFacts, post: &Post) -> (Post, Vec<PatchOp>) {
+    let mut post = post.clone();
+    let mut ops = Vec::new();
+    for c in Counted::BOTH {
+        if let CounterFix::Set(n) = counter_fix(facts, &post, c) {
+            ops.push(PatchOp::set(c.path(), n));
+            c.set(&mut post, n);
+        }
+    }
+    if let Some(name) = facts.usernames.get(&post.user_id) {
+        if *name != post.user_username {
+            ops.push(PatchOp::set("/userUsername", name.as_str()));
+            post.user_username = name.clone();
+        }
+    }
+    (post, ops)
+}
+
+/// On a post's copy in its author's partition of `users`: `true` from the write of new content
+/// until the fan-out of that content into every follower's timeline is done, then `false`.
+/// Internal: no answer shows it.
+pub const TIMELINE_PENDING: &str = "timelinePending";
+
+/// The changed posts (changes of the post itself, not rechecks) whose entries in the followers'
+/// timelines are to be written, as the copies hold them. The rule: a post is fanned out unless
+/// its copy in `users`, read for this batch, holds this very content and records its fan-out
+/// done (see [`TIMELINE_PENDING`]); so a redelivered batch, or a change that alters nothing an
+/// entry holds, writes no entry. The copy is written (pending) before the fan-out reads the
+/// followers, so a follow made meanwhile finds it, and marked done only after, so a fan-out cut
+/// short is done again by the redelivery. A copy not read, or written otherwise (a repair), is
+/// fanned out.
+pub fn timeline_copies(changes: &[Value], facts: &PostsFacts) -> Vec<Post> {
+    let changed: BTreeSet<&str> = changes
+        .iter()
+        .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
+        .filter_map(|d| str_field(d, "postId"))
+        .collect();
+    changed
+        .into_iter()
+        .filter_map(|id| facts.posts.get(id))
+        .filter(|p| !facts.deleted_users.contains(&p.user_id))
+        .map(|p| as_copied(facts, p).0)
+        .filter(|p| {
+            let summary = crate::domain::to_value(&p.summary());
+            match facts.stored.get(&(Container::Users, p.id.clone())) {
+                Some(Some(stored)) => {
+                    stored.get(TIMELINE_PENDING) != Some(&Value::Bool(false))
+                        || without_pending(stored) != summary
+                }
+                _ => true,
+            }
+        })
+        .collect()
+}
+
+/// A copy as its content compares, whatever its fan-out's state.
+pub fn without_pending(copy: &Value) -> Value {
+    let mut copy = copy.clone();
+    if let Some(o) = copy.as_object_mut() {
+        o.remove(TIMELINE_PENDING);
+    }
+    copy
+}
+
+/// Whether `w` would leave a copy read for this batch as it is (a copy in `users` whose fan-out
+/// is pending or done alike: the fan-out's state is not the copy's content).
 fn already_stored(w: &Write, facts: &PostsFacts) -> bool {
     let (container, id, wanted) = match w {
         Write::Upsert {
@@ -414,7 +470,7 @@ fn already_stored(w: &Write, facts: &PostsFacts) -> bool {
     let Some(stored) = id.and_then(|id| facts.stored.get(&(container, id.to_string()))) else {
         return false;
     };
-    stored.as_ref() == wanted
+    stored.as_ref().map(without_pending) == wanted.map(without_pending)
 }
 
 /// Insert the changed posts that belong among the [`FEED_KEEP`] newest; delete what falls beyond.
@@ -918,6 +974,60 @@ mod tests {
         // The post by the erased author is not copied anywhere.
         assert!(upserts(&writes, Container::Users).is_empty());
         assert!(upserts(&writes, Container::Feed).is_empty());
+    }
+
+    #[test]
+    fn only_a_copy_recording_this_content_fanned_out_skips_the_timelines() {
+        let p = post("p1", "u1", "ana", &date(5), 0, 0);
+        let summary = crate::domain::to_value(&p.summary());
+        let with = |pending: Option<bool>, title: &str| {
+            let mut v = summary.clone();
+            v["title"] = title.into();
+            if let Some(b) = pending {
+                v[TIMELINE_PENDING] = b.into();
+            }
+            Some(v)
+        };
+        for (stored, fanned_out, why) in [
+            (Some(with(Some(false), "t")), true, "done with this content"),
+            (
+                Some(with(Some(true), "t")),
+                false,
+                "pending: cut short before",
+            ),
+            (Some(with(None, "t")), false, "written otherwise (a repair)"),
+            (
+                Some(with(Some(false), "old")),
+                false,
+                "done with other content",
+            ),
+            (Some(None), false, "no copy yet"),
+            (None, false, "the copy was not read"),
+        ] {
+            let mut facts = PostsFacts {
+                posts: HashMap::from([("p1".into(), p.clone())]),
+                counts: counts("p1", 0, 0),
+                usernames: HashMap::from([("u1".into(), "ana".into())]),
+                ..Default::default()
+            };
+            if let Some(s) = stored.clone() {
+                facts.stored.insert((Container::Users, "p1".into()), s);
+            }
+            let due = timeline_copies(&[change(&p)], &facts);
+            assert_eq!(due.is_empty(), fanned_out, "{why}");
+            // The copy itself is rewritten only when its content differs, whatever its state.
+            let copy_written =
+                !upserts(&plan_posts(&[change(&p)], &facts), Container::Users).is_empty();
+            let same = stored.flatten().map(|s| without_pending(&s)) == Some(summary.clone());
+            assert_eq!(copy_written, !same, "{why}");
+        }
+        // A recheck and a comment fan nothing out.
+        let facts = PostsFacts {
+            posts: HashMap::from([("p1".into(), p.clone())]),
+            ..Default::default()
+        };
+        let comment = json!({"id":"c1","type":"comment","postId":"p1","userId":"u2"});
+        assert!(timeline_copies(&[recheck("p1"), comment], &facts).is_empty());
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //!   recount both users' counters. A stale or repeated change re-reads the edge, so it writes the
 //!   present state whatever order the changes come in.
 //! - A post changed (posts feed): its entry is upserted in the timeline of each follower of its
-//!   author, a page of followers at a time; a copy for someone who stopped following while it
-//!   was written is taken back ([`drop_unfollowed`]); about one copy in
+//!   author, a page of followers at a time, unless the author's copy records that very content
+//!   fanned out already ([`plan::timeline_copies`]); a copy for someone who stopped following
+//!   while it was written is taken back ([`drop_unfollowed`]); about one copy in
 //!   [`crate::domain::follows::TRIM_EVERY`] trims its timeline to the newest entries ([`trim`]).
 //!   A deleted post's entries are deleted wherever they are.
 //! - A user changed (users feed): their counters are recounted (a recount's patch is conditional
@@ -37,7 +38,7 @@ use serde_json::Value;
 
 use super::apply;
 use super::gather;
-use super::plan::{str_field, PostsFacts, Write};
+use super::plan::{self, str_field, PostsFacts, Write};
 use crate::domain::follows::{
     edge, edge_tombstone_ops, follower_id, following_id, is_live_of, is_marker, marker_id,
     merge_marker, timeline_entry, timeline_id, trims, FOLLOWER, FOLLOWING, REF_USER, TIMELINE,
@@ -416,25 +417,18 @@ pub async fn project_posts(
     for post_id in changed {
         if facts.deleted_posts.contains_key(post_id) {
             written += remove_post(store, post_id).await?;
-            continue;
         }
-        let Some(post) = facts.posts.get(post_id) else {
-            continue;
-        };
-        if facts.deleted_users.contains(&post.user_id) {
-            continue;
-        }
-        let mut post = post.clone();
-        if let Some(name) = facts.usernames.get(&post.user_id) {
-            post.user_username = name.clone();
-        }
+    }
+    // Only the posts whose copy does not record this content fanned out already.
+    for post in plan::timeline_copies(changes, facts) {
         written += fan_out(store, &post).await?;
     }
     Ok(written)
 }
 
-/// Upsert `post`'s entry in the timeline of each follower of its author, a page at a time;
-/// nothing for a merged author (their followers' timelines read their posts where they are).
+/// Upsert `post`'s entry in the timeline of each follower of its author, a page at a time, then
+/// mark the author's copy fanned out; nothing for a merged author (their followers' timelines
+/// read their posts where they are).
 async fn fan_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
     let author = live_user(store, &post.user_id).await?;
     if author.as_ref().is_none_or(is_merged) {
@@ -470,9 +464,41 @@ async fn fan_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
         }
         match page.continuation {
             Some(t) => q.continuation = Some(t),
-            None => return Ok(written),
+            None => break,
         }
     }
+    // Only now is the author's copy marked as fanned out (a fan-out cut short leaves it pending,
+    // and the redelivered change fans out again). With no follower nothing was written, and the
+    // mark is not worth a write.
+    if written > 0 {
+        written += mark_fanned_out(store, post).await?;
+    }
+    Ok(written)
+}
+
+/// Mark `post`'s copy in its author's partition as fanned out, if it still holds what was
+/// fanned out (one read, and a patch conditional on the version read). A copy changed meanwhile
+/// (a rename's patch, say) stays pending: its own change fans out again.
+async fn mark_fanned_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
+    let copy = retry(|| store.read(Container::Users, &post.user_id, &post.id)).await?;
+    let Some(copy) = copy else {
+        return Ok(0);
+    };
+    let summary = crate::domain::to_value(&post.summary());
+    if copy.get(plan::TIMELINE_PENDING) == Some(&Value::Bool(false))
+        || plan::without_pending(&plan::content(&copy)) != summary
+    {
+        return Ok(0);
+    }
+    let done = Write::Patch {
+        container: Container::Users,
+        pk: post.user_id.clone(),
+        id: post.id.clone(),
+        ops: vec![PatchOp::set(&format!("/{}", plan::TIMELINE_PENDING), false)],
+        if_match: str_field(&copy, "_etag").map(String::from),
+    };
+    apply::apply_one(store, &done).await?;
+    Ok(1)
 }
 
 /// After `post`'s copies went to a page of `followers` (read from the mirrors before), take the

@@ -423,7 +423,12 @@ async fn assert_converged(w: &World<'_>, seed: u64) {
             Query::partition(u.as_str()).eq("type", "post"),
         )
         .await;
-        let copies: BTreeMap<String, Value> = copies.into_iter().map(|c| (id(&c), c)).collect();
+        // Whether a copy's content has reached the followers' timelines is the fan-out's state,
+        // not the copy's content (the timelines are compared on their own).
+        let copies: BTreeMap<String, Value> = copies
+            .into_iter()
+            .map(|c| (id(&c), blog::projection::plan::without_pending(&c)))
+            .collect();
         assert_eq!(
             copies,
             summaries.remove(u).unwrap_or_default(),

@@ -703,8 +703,9 @@ pub async fn an_unfollow_racing_a_fan_out_leaves_no_copy(fixture: Fixture) {
 }
 
 /// A batch delivered again, and a recheck of a post whose counters are right, write nothing: a
-/// copy already holding what the projection would write is left alone (the store meters each
-/// write it makes, so a rewrite of an identical copy would show).
+/// copy already holding what the projection would write is left alone, and so is every entry in
+/// the author's followers' timelines (the store meters each write it makes, so a rewrite of an
+/// identical copy or entry would show).
 pub async fn a_redelivered_batch_writes_nothing(fixture: Fixture) {
     let writes: Arc<Mutex<Vec<String>>> = Arc::default();
     let seen = writes.clone();
@@ -731,17 +732,36 @@ pub async fn a_redelivered_batch_writes_nothing(fixture: Fixture) {
         Follower::new(Container::Users),
     );
     let u = id(&app.create_user("ana").await);
+    let mut followers = Vec::new();
+    for name in ["bob", "cy"] {
+        let f = id(&app.create_user(name).await);
+        let edge = format!("/api/users/{f}/following/{u}");
+        assert_eq!(app.put(&edge, Value::Null).await.status, 204);
+        followers.push(f);
+    }
+    users.drain(store).await;
     let p = id(&app.create_post(&u, "t", "c").await);
     assert_eq!(app.comment(&p, &u, "hi").await.status, 201);
     assert_eq!(app.like(&p, &u).await.status, 201);
     posts.drain(store).await;
     users.drain(store).await;
-    // The copies hold the counts.
+    // The copies hold the counts, and so do the followers' timelines.
     let copy = store.read(Container::Users, &u, &p).await.unwrap().unwrap();
     assert_eq!(
         (copy["commentCount"].as_u64(), copy["likeCount"].as_u64()),
         (Some(1), Some(1))
     );
+    let entry = format!("timeline-{p}");
+    let mut entries = Vec::new();
+    for f in &followers {
+        let e = store.read(Container::Users, f, &entry).await.unwrap();
+        let e = e.unwrap_or_else(|| panic!("no entry of {p} in {f}'s timeline"));
+        assert_eq!(
+            (e["commentCount"].as_u64(), e["likeCount"].as_u64()),
+            (Some(1), Some(1))
+        );
+        entries.push(e);
+    }
 
     // Every change of `posts` so far, as a driver replaying from the start would deliver them.
     let all = store
@@ -773,11 +793,81 @@ pub async fn a_redelivered_batch_writes_nothing(fixture: Fixture) {
         );
         assert!(usage.operations > 0, "{what}: the projection read nothing");
     }
-    // What the copies hold is unchanged, and still right.
+    // What the copies and the entries hold is unchanged, and still right.
     let again = store.read(Container::Users, &u, &p).await.unwrap().unwrap();
     assert_eq!(again["_etag"], copy["_etag"]);
+    for (f, before) in followers.iter().zip(&entries) {
+        let e = store
+            .read(Container::Users, f, &entry)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(e["_etag"], before["_etag"], "{f}'s entry was rewritten");
+        let timeline = app.get(&format!("/api/users/{f}/timeline")).await;
+        assert_eq!(timeline.items()[0]["likeCount"], 1, "{:?}", timeline.body);
+    }
     let feed = app.get("/api/feed").await;
     assert_eq!(feed.items()[0]["likeCount"], 1);
+}
+
+/// A fan-out cut short (a follower's entry fails to be written) leaves the author's copy
+/// pending, so the redelivered batch fans out again, although the copy already holds the post:
+/// skipping unchanged entries never skips one that was not written.
+pub async fn a_fan_out_cut_short_is_done_by_the_redelivery(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let (mut posts, mut users) = (
+        Follower::new(Container::Posts),
+        Follower::new(Container::Users),
+    );
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let edge = format!("/api/users/{bob}/following/{ana}");
+    assert_eq!(app.put(&edge, Value::Null).await.status, 204);
+    users.drain(&*store).await;
+    posts.drain(&*store).await;
+    let p = id(&app.create_post(&ana, "t", "c").await);
+    let batch = store
+        .changes(Container::Posts, posts.continuation.as_deref(), 100)
+        .await
+        .unwrap()
+        .items;
+    let failing = Hooked::new(store.clone()).before({
+        let bob = bob.clone();
+        move |call| {
+            let failed = call.op == "upsert" && call.pk == bob && call.id.starts_with("timeline-");
+            async move {
+                if failed {
+                    return Err(StoreError::Other("the process stopped".into()));
+                }
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    let cut = projection::project(&failing, Container::Posts, &batch).await;
+    assert!(cut.is_err(), "the entry's write failed: {cut:?}");
+    let copy = store.read(Container::Users, &ana, &p).await.unwrap();
+    assert!(copy.is_some(), "the copy is written before the fan-out");
+    let entry = format!("timeline-{p}");
+    assert!(store
+        .read(Container::Users, &bob, &entry)
+        .await
+        .unwrap()
+        .is_none());
+
+    projection::project(&*store, Container::Posts, &batch)
+        .await
+        .expect("projected");
+    let e = store.read(Container::Users, &bob, &entry).await.unwrap();
+    assert!(e.is_some(), "the redelivered batch left bob without {p}");
+    let timeline = app.get(&format!("/api/users/{bob}/timeline")).await;
+    assert_eq!(
+        timeline.items()[0]["postId"],
+        p.as_str(),
+        "{:?}",
+        timeline.body
+    );
 }
 
 /// A comment whose increment is still on its way, then the increment, projected as a pump that
@@ -855,6 +945,11 @@ pub async fn a_landed_increment_answers_the_deferral(fixture: Fixture) {
 
 mod embedded {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_cut_short_is_done_by_the_redelivery() {
+        super::a_fan_out_cut_short_is_done_by_the_redelivery(embedded_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_unfollow_racing_a_fan_out_leaves_no_copy() {
         super::an_unfollow_racing_a_fan_out_leaves_no_copy(embedded_fixture().await).await;
     }
@@ -926,6 +1021,11 @@ mod embedded {
 }
 
 mod cosmos {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_cut_short_is_done_by_the_redelivery() {
+        super::a_fan_out_cut_short_is_done_by_the_redelivery(cosmos_fixture().await).await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_unfollow_racing_a_fan_out_leaves_no_copy() {
         super::an_unfollow_racing_a_fan_out_leaves_no_copy(cosmos_fixture().await).await;
