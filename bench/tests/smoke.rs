@@ -245,8 +245,14 @@ fn the_emulated_store_reports_request_units_everywhere() {
         "0.5",
         "--fanout-followers",
         "10",
+        "--large-delete-comments",
+        "200",
     ]);
     assert!(report["store"].as_str().unwrap().contains("emulator"));
+    // A large delete of a few sweep pages is measured there.
+    let del = &report["changeFeedLagDuringLargeDelete"];
+    assert_eq!(del["comments"], 200, "{report}");
+    assert!(report["changeFeedLagDuringLargeDeleteSkipped"].is_null());
     for r in report["rows"].as_array().expect("rows") {
         for v in ["v1", "v3"] {
             if !r[v].is_null() {

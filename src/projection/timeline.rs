@@ -274,24 +274,35 @@ pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
     }
 }
 
+/// An item of `users` as the store knows it: its partition key and its id. An id alone names
+/// no item across partitions: a post's timeline entries all have the id `timeline-<post>`, one
+/// in each follower's partition, and the edges held to a user all `following-<user>`.
+fn item_key(item: &Value) -> Option<(&str, &str)> {
+    Some((str_field(item, "userId")?, str_field(item, "id")?))
+}
+
 /// Delete every item `q` finds in `users`, a page at a time (deleted items stop matching, so
 /// each page is the query's first). Returns how many.
 async fn delete_matching(store: &dyn Store, q: Query) -> StoreResult<usize> {
     let q = q.limit(PAGE);
     let mut deleted = 0;
-    let mut last_first: Option<String> = None;
+    let mut last_first: Option<(String, String)> = None;
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
-        let Some(first) = page.items.first().and_then(|i| str_field(i, "id")) else {
+        let Some(first) = page.items.first().and_then(item_key) else {
             return Ok(deleted);
         };
-        // A page starting where the last one did means the deletes did not take: stop, not spin.
-        if last_first.as_deref() == Some(first) {
+        // A page starting with the item the last one did means the deletes did not take: stop,
+        // not spin. The same item, not the same id: a query across partitions answers one
+        // partition key range per page (Cosmos DB, and its SDK's emulator, in the order of the
+        // ranges), so the next page may start with an item of the same id in another partition.
+        let first = (first.0.to_string(), first.1.to_string());
+        if last_first.as_ref() == Some(&first) {
             return Err(StoreError::Other(
                 "timeline items stay after being deleted".into(),
             ));
         }
-        last_first = Some(first.to_string());
+        last_first = Some(first);
         let writes: Vec<Write> = page
             .items
             .iter()
@@ -557,18 +568,21 @@ pub async fn remove_post(store: &dyn Store, post_id: &str) -> StoreResult<usize>
 async fn mark_edges(store: &dyn Store, q: Query) -> StoreResult<usize> {
     let q = q.live().limit(PAGE);
     let mut marked = 0;
-    let mut last_first: Option<String> = None;
+    let mut last_first: Option<(String, String)> = None;
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
-        let Some(first) = page.items.first().and_then(|i| str_field(i, "id")) else {
+        let Some(first) = page.items.first().and_then(item_key) else {
             return Ok(marked);
         };
-        if last_first.as_deref() == Some(first) {
+        // As in `delete_matching`: the same item (partition and id) again means the marks did
+        // not take; the same id may be another follower's edge.
+        let first = (first.0.to_string(), first.1.to_string());
+        if last_first.as_ref() == Some(&first) {
             return Err(StoreError::Other(
                 "edges stay live after being marked deleted".into(),
             ));
         }
-        last_first = Some(first.to_string());
+        last_first = Some(first);
         let writes: Vec<Write> = page
             .items
             .iter()

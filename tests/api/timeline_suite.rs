@@ -29,6 +29,16 @@ macro_rules! timeline_suite {
             $crate::timeline_suite::verify_finds_and_repair_mends_follows_and_timelines(&app).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_deleted_post_leaves_the_timelines_of_followers_in_every_partition() {
+            let app = $crate::helpers::TestApp::spawn($fixture().await, false).await;
+            $crate::timeline_suite::a_deleted_post_leaves_the_timelines_of_followers_in_every_partition(&app).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn an_erased_user_is_unfollowed_by_followers_in_every_partition() {
+            let app = $crate::helpers::TestApp::spawn($fixture().await, false).await;
+            $crate::timeline_suite::an_erased_user_is_unfollowed_by_followers_in_every_partition(&app).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn only_the_signed_in_user_follows_for_themselves() {
             $crate::timeline_suite::only_the_signed_in_user_follows_for_themselves($fixture().await)
                 .await;
@@ -588,4 +598,75 @@ pub async fn a_timeline_keeps_its_newest_entries(app: &TestApp) {
         .await
         .unwrap();
     assert!(checked.timelines.last().is_clean(), "{}", checked.render());
+}
+
+/// Followers enough that their partitions are almost surely not all one: a Cosmos DB query
+/// across partitions answers one partition key range per page (with four ranges, the chance
+/// that twelve random user ids share one is about one in four million).
+const SPREAD_FOLLOWERS: usize = 12;
+
+/// `SPREAD_FOLLOWERS` users following `followee`, projected.
+async fn spread_followers(app: &TestApp, followee: &str) -> Vec<String> {
+    let mut followers = Vec::new();
+    for i in 0..SPREAD_FOLLOWERS {
+        let f = id(&app.create_user(&format!("fan{i}")).await);
+        follow(app, &f, followee).await;
+        followers.push(f);
+    }
+    project_all(app).await;
+    followers
+}
+
+/// A post's entries share one id (`timeline-<post>`), one in each follower's partition: the
+/// projection deletes them all, whichever partitions the query's pages come from, in one pass.
+pub async fn a_deleted_post_leaves_the_timelines_of_followers_in_every_partition(app: &TestApp) {
+    let bob = id(&app.create_user("bob").await);
+    let followers = spread_followers(app, &bob).await;
+    let p = id(&app.create_post(&bob, "to go", "c").await);
+    project_all(app).await;
+    for f in &followers {
+        assert_eq!(timeline_ids(app, f).await, vec![p.clone()], "{f}");
+    }
+    assert_eq!(app.delete(&format!("/api/posts/{p}")).await.status, 204);
+    project_all(app).await;
+    for f in &followers {
+        assert_eq!(
+            stored_entries(app, f).await,
+            0,
+            "{f}'s entry of the post stays"
+        );
+        assert!(timeline_ids(app, f).await.is_empty(), "{f}");
+    }
+}
+
+/// The edges held to a user share one id (`following-<user>`), one in each follower's
+/// partition: erasing the user unfollows them all, in one pass of the projections.
+pub async fn an_erased_user_is_unfollowed_by_followers_in_every_partition(app: &TestApp) {
+    let bob = id(&app.create_user("bob").await);
+    let followers = spread_followers(app, &bob).await;
+    assert_eq!(counts(app, &bob).await.0, SPREAD_FOLLOWERS as u64);
+    assert_eq!(app.delete(&format!("/api/users/{bob}")).await.status, 204);
+    // The step that unfollows, taken at once: in the feed's own order, an edge's projection
+    // that runs first marks that edge itself (its followee is gone), doing part of the step.
+    let marked = projection::timeline::erase_user(&*app.store, &bob).await;
+    assert!(marked.is_ok(), "{marked:?}");
+    project_all(app).await;
+    let held = Query::cross_partition()
+        .eq("type", follows::FOLLOWING)
+        .eq(follows::REF_USER, bob.as_str())
+        .live();
+    assert_eq!(
+        app.store.count(Container::Users, &held).await.unwrap(),
+        0,
+        "edges to the erased user stay live"
+    );
+    for f in &followers {
+        assert!(
+            ids(app, &format!("/api/users/{f}/following"))
+                .await
+                .is_empty(),
+            "{f} still follows the erased user"
+        );
+        assert_eq!(counts(app, f).await, (0, 0), "{f}");
+    }
 }
