@@ -61,6 +61,9 @@ pub fn timeline_id(post_id: &str) -> String {
     format!("{TIMELINE}-{post_id}")
 }
 
+/// The property that tells a merge marker from a timeline entry (`true` on markers only).
+pub const MERGE: &str = "merge";
+
 /// The `creationDate` of a merge marker: later than any post's, so that a timeline query, newest
 /// first, finds the markers before the entries.
 pub const MARKER_DATE: &str = "9999-12-31T23:59:59.999Z";
@@ -77,14 +80,14 @@ pub fn merge_marker(owner: &str, author: &str) -> Value {
         "type": TIMELINE,
         "userId": owner,
         REF_USER: author,
-        "merge": true,
+        MERGE: true,
         "creationDate": MARKER_DATE,
     })
 }
 
 /// Whether a timeline item is a merge marker rather than an entry.
 pub fn is_marker(item: &Value) -> bool {
-    item.get("merge") == Some(&Value::Bool(true))
+    item.get(MERGE) == Some(&Value::Bool(true))
 }
 
 /// An edge of `kind` ([`FOLLOWING`] or [`FOLLOWER`]) in `owner`'s partition to `other`, who is

@@ -40,8 +40,8 @@ use super::apply;
 use super::gather;
 use super::plan::{self, str_field, PostsFacts, Write};
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, is_marker, marker_id,
-    merge_marker, timeline_entry, timeline_id, trims, FOLLOWER, FOLLOWING, REF_USER, TIMELINE,
+    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, marker_id, merge_marker,
+    timeline_entry, timeline_id, trims, FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE,
     TIMELINE_KEEP, TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post};
@@ -238,21 +238,22 @@ async fn backfill(store: &dyn Store, f: &str, x: &str, name: &str) -> StoreResul
 }
 
 /// Delete the entries of `f`'s timeline beyond its [`TIMELINE_KEEP`] newest (merge markers are
-/// not entries and stay), a page at a time. Never deletes one of the newest, whatever runs
-/// concurrently: an entry beyond the newest of what was read is beyond the newest of the whole.
-/// Returns how many.
+/// not entries: the query leaves them out and they stay), a page at a time. Never deletes one of
+/// the newest, whatever runs concurrently: an entry beyond the newest of what was read is beyond
+/// the newest of the whole. Returns how many.
 pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
     let q = Query::partition(f)
         .eq("type", TIMELINE)
+        .not_true(MERGE)
         .order_by_creation(Order::Desc)
         .limit(TIMELINE_KEEP as u32 + PAGE);
     let mut deleted = 0;
+    let mut last_first: Option<String> = None;
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
         let writes: Vec<Write> = page
             .items
             .iter()
-            .filter(|i| !is_marker(i))
             .skip(TIMELINE_KEEP)
             .filter_map(|i| {
                 Some(Write::Delete {
@@ -262,12 +263,24 @@ pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
                 })
             })
             .collect();
+        // The first entry beyond the kept ones again means the deletes did not take: stop, not
+        // spin (as the sweeps below do).
+        let first = page
+            .items
+            .get(TIMELINE_KEEP)
+            .and_then(|i| str_field(i, "id"))
+            .map(str::to_string);
+        if first.is_some() && first == last_first {
+            return Err(StoreError::Other(
+                "timeline entries stay after being trimmed".into(),
+            ));
+        }
+        last_first = first;
         apply::apply_unordered(store, &writes, CONCURRENCY)
             .await
             .map_err(|(_, e)| e)?;
         deleted += writes.len();
-        // Another page only when this one was full and gave up entries (markers alone filling
-        // a page leave nothing to trim in it).
+        // Another page only when this one was full and gave up entries.
         if page.continuation.is_none() || writes.is_empty() {
             return Ok(deleted);
         }
@@ -624,4 +637,44 @@ pub async fn erase_user(store: &dyn Store, user_id: &str) -> StoreResult<usize> 
 /// carry their name): a rename's fan-out patches these too.
 pub fn naming(user_id: &str) -> Query {
     Query::cross_partition().eq(REF_USER, user_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::follows::MARKER_DATE;
+    use crate::store::embedded::EmbeddedStore;
+
+    /// A timeline following more authors over the fan-out limit than a trim reads at once still
+    /// has its entries trimmed: the markers (newest first by their date) are not entries.
+    #[tokio::test]
+    async fn markers_filling_a_page_do_not_hide_the_entries_from_the_trim() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
+        let owner = "ana";
+        for i in 0..TIMELINE_KEEP as u32 + PAGE {
+            let marker = merge_marker(owner, &format!("author{i}"));
+            assert_eq!(marker["creationDate"], MARKER_DATE);
+            store.create(Container::Users, owner, marker).await.unwrap();
+        }
+        let entries = TIMELINE_KEEP + 10;
+        for i in 0..entries {
+            let entry = json!({
+                "id": timeline_id(&format!("post{i:04}")),
+                "type": TIMELINE,
+                "userId": owner,
+                REF_USER: "bob",
+                "creationDate": format!("2026-01-01T00:{:02}:{:02}.000Z", i / 60, i % 60),
+            });
+            store.create(Container::Users, owner, entry).await.unwrap();
+        }
+        assert_eq!(trim(&store, owner).await.unwrap(), entries - TIMELINE_KEEP);
+        let left = Query::partition(owner).eq("type", TIMELINE).not_true(MERGE);
+        assert_eq!(
+            store.count(Container::Users, &left).await.unwrap(),
+            TIMELINE_KEEP as u64
+        );
+    }
 }

@@ -107,9 +107,14 @@ impl Query {
 
     /// Only items that are not soft-deleted (no `deleted: true`, see [`crate::domain::DELETED`]):
     /// every read hides deleted items in the same query that finds the others.
-    pub fn live(mut self) -> Self {
+    pub fn live(self) -> Self {
+        self.not_true(crate::domain::DELETED)
+    }
+
+    /// Only items whose `field` is anything but `true`, those without it included.
+    pub fn not_true(mut self, field: &str) -> Self {
         self.filters.push(Filter {
-            field: crate::domain::DELETED.into(),
+            field: field.into(),
             cmp: Cmp::NotTrue,
             value: Value::Bool(true),
         });
