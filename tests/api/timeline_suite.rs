@@ -600,9 +600,9 @@ pub async fn a_timeline_keeps_its_newest_entries(app: &TestApp) {
     assert!(checked.timelines.last().is_clean(), "{}", checked.render());
 }
 
-/// Followers enough that their partitions are almost surely not all one: a Cosmos DB query
-/// across partitions answers one partition key range per page (with four ranges, the chance
-/// that twelve random user ids share one is about one in four million).
+/// Followers enough that their partitions are almost surely not all in one partition key range:
+/// a Cosmos DB query across partitions answers one range per page, and the sweeps must go on
+/// from one range to the next.
 const SPREAD_FOLLOWERS: usize = 12;
 
 /// `SPREAD_FOLLOWERS` users following `followee`, projected.
