@@ -278,8 +278,8 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
         let mut pass = 0;
         loop {
             if pass > 0 && renamed_since(store, user_id, owed.version).await? {
-                // A newer rename's own change fans out in turn; this one's name is stale, and
-                // racing it (and the copies written with the newest name) would never settle.
+                // A newer rename's (or the erasure's) own change fans out in turn; this one's name
+                // is stale, and racing it (and the copies it writes) would never settle.
                 return Ok(written);
             }
             let mut patched = 0;
@@ -350,12 +350,18 @@ async fn erase_user(store: &dyn Store, user_id: &str, user: &Value) -> Result<us
 /// Set on a user's tombstone once everything of theirs is deleted.
 pub const ERASED: &str = "erased";
 
-/// Whether the user was renamed again after the rename of `version` (one point read).
+/// Whether the rename of `version` is superseded: the user was renamed again after it, or erased
+/// (one point read).
 async fn renamed_since(store: &dyn Store, user_id: &str, version: u64) -> Result<bool, StoreError> {
     let user = crate::store::retry(|| store.read(Container::Users, user_id, user_id)).await?;
-    Ok(user
-        .as_ref()
-        .and_then(|u| u.get("renameVersion"))
-        .and_then(Value::as_u64)
-        .is_some_and(|v| v > version))
+    Ok(match user {
+        // Erased (or gone) meanwhile: the erasure's own change takes the user's items over, and
+        // patching names it is changing would never settle.
+        None => true,
+        Some(u) if crate::domain::is_deleted(&u) => true,
+        Some(u) => u
+            .get("renameVersion")
+            .and_then(Value::as_u64)
+            .is_some_and(|v| v > version),
+    })
 }

@@ -240,6 +240,63 @@ pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
     );
 }
 
+/// A fan-out of "B" whose user is erased while it runs (and whose items the erasure keeps
+/// changing): the stale fan-out stops without an error instead of fighting the erasure, whose
+/// own change takes over the user's items.
+pub async fn a_fan_out_whose_user_is_erased_meanwhile_stops(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let (mut posts, mut users) = (
+        Follower::new(Container::Posts),
+        Follower::new(Container::Users),
+    );
+    let u = id(&app.create_user("A").await);
+    let p = id(&app.create_post(&u, "t", "c").await);
+    assert_eq!(app.comment(&p, &u, "hi").await.status, 201);
+    assert_eq!(app.like(&p, &u).await.status, 201);
+    posts.drain(&*store).await;
+    users.drain(&*store).await;
+    rename(&app, &u, "B").await;
+
+    let erased = Arc::new(AtomicBool::new(false));
+    let racing = Hooked::new(store.clone()).after({
+        let (inner, u, erased) = (store.clone(), u.clone(), erased.clone());
+        move |call| {
+            let (inner, u, erased) = (inner.clone(), u.clone(), erased.clone());
+            async move {
+                if call.op != "patch" || call.id == u {
+                    return Ok(());
+                }
+                if !erased.swap(true, Ordering::SeqCst) {
+                    let ops = [PatchOp::set(&format!("/{}", blog::domain::DELETED), true)];
+                    inner.patch(Container::Users, &u, &u, &ops, None).await?;
+                }
+                let ops = [PatchOp::set("/userUsername", "")];
+                inner
+                    .patch(call.container, &call.pk, &call.id, &ops, None)
+                    .await?;
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    let page = store
+        .changes(Container::Users, users.continuation.as_deref(), 100)
+        .await
+        .unwrap();
+    assert!(
+        page.items.iter().any(|d| d["username"] == "B"),
+        "{:?}",
+        page.items
+    );
+    let projected = projection::project(&racing, Container::Users, &page.items).await;
+    assert!(erased.load(Ordering::SeqCst), "the fan-out of B ran");
+    assert!(
+        projected.is_ok(),
+        "the fan-out of an erased user failed: {projected:?}"
+    );
+}
+
 /// A projection whose point read returns a version older than the change it handles must not
 /// write that version into a view.
 pub async fn a_read_older_than_the_change_is_never_projected(fixture: Fixture) {
@@ -977,6 +1034,11 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_whose_user_is_erased_meanwhile_stops() {
+        super::a_fan_out_whose_user_is_erased_meanwhile_stops(embedded_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_older_than_the_change_is_never_projected() {
         super::a_read_older_than_the_change_is_never_projected(embedded_fixture().await).await;
     }
@@ -1051,6 +1113,11 @@ mod cosmos {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_fan_out_overtaken_by_a_newer_rename_stops() {
         super::a_fan_out_overtaken_by_a_newer_rename_stops(cosmos_fixture().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fan_out_whose_user_is_erased_meanwhile_stops() {
+        super::a_fan_out_whose_user_is_erased_meanwhile_stops(cosmos_fixture().await).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
