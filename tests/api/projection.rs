@@ -165,12 +165,21 @@ pub async fn a_rename_back_and_forth_ends_on_the_last_name(fixture: Fixture) {
     }
 }
 
-/// A fan-out of "B" that a rename to "C" overtakes: while it runs, the user becomes "C" and every
-/// item it patches to "B" is written back to "C" at once (the newer fan-out and the requests
-/// racing it). The stale fan-out stops without an error instead of fighting the newer name, and
-/// the newer rename's change leaves every copy on "C".
-pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
-    let app = TestApp::spawn(fixture, false).await;
+/// A user "A" with a post, a comment and a like, all projected, then renamed to "B"; the rename's
+/// change is projected through a store where, at the fan-out's first patch of an item, `user_ops`
+/// change the user, and every item the fan-out patches is set to `racing_name` at once. Returns
+/// the user, the post, the posts and users followers (users past the rename) and the result.
+async fn fan_out_of_b_raced(
+    app: &TestApp,
+    user_ops: Vec<PatchOp>,
+    racing_name: &'static str,
+) -> (
+    String,
+    String,
+    Follower,
+    Follower,
+    Result<Report, projection::ProjectionError>,
+) {
     let store = app.store.clone();
     let (mut posts, mut users) = (
         Follower::new(Container::Posts),
@@ -182,25 +191,24 @@ pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
     assert_eq!(app.like(&p, &u).await.status, 201);
     posts.drain(&*store).await;
     users.drain(&*store).await;
-    rename(&app, &u, "B").await;
+    rename(app, &u, "B").await;
 
-    let renamed = Arc::new(AtomicBool::new(false));
+    let raced = Arc::new(AtomicBool::new(false));
     let racing = Hooked::new(store.clone()).after({
-        let (inner, u, renamed) = (store.clone(), u.clone(), renamed.clone());
+        let (inner, u, raced) = (store.clone(), u.clone(), raced.clone());
         move |call| {
-            let (inner, u, renamed) = (inner.clone(), u.clone(), renamed.clone());
+            let (inner, u, raced, user_ops) =
+                (inner.clone(), u.clone(), raced.clone(), user_ops.clone());
             async move {
                 if call.op != "patch" || call.id == u {
                     return Ok(());
                 }
-                if !renamed.swap(true, Ordering::SeqCst) {
-                    let ops = [
-                        PatchOp::set("/username", "C"),
-                        PatchOp::incr("/renameVersion", 1),
-                    ];
-                    inner.patch(Container::Users, &u, &u, &ops, None).await?;
+                if !raced.swap(true, Ordering::SeqCst) {
+                    inner
+                        .patch(Container::Users, &u, &u, &user_ops, None)
+                        .await?;
                 }
-                let ops = [PatchOp::set("/userUsername", "C")];
+                let ops = [PatchOp::set("/userUsername", racing_name)];
                 inner
                     .patch(call.container, &call.pk, &call.id, &ops, None)
                     .await?;
@@ -219,12 +227,27 @@ pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
         page.items
     );
     let projected = projection::project(&racing, Container::Users, &page.items).await;
-    assert!(renamed.load(Ordering::SeqCst), "the fan-out of B ran");
+    assert!(raced.load(Ordering::SeqCst), "the fan-out of B ran");
+    users.continuation = Some(page.continuation);
+    (u, p, posts, users, projected)
+}
+
+/// A fan-out of "B" that a rename to "C" overtakes: while it runs, the user becomes "C" and every
+/// item it patches to "B" is written back to "C" at once (the newer fan-out and the requests
+/// racing it). The stale fan-out stops without an error instead of fighting the newer name, and
+/// the newer rename's change leaves every copy on "C".
+pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let newer = vec![
+        PatchOp::set("/username", "C"),
+        PatchOp::incr("/renameVersion", 1),
+    ];
+    let (u, p, mut posts, mut users, projected) = fan_out_of_b_raced(&app, newer, "C").await;
     assert!(
         projected.is_ok(),
         "the overtaken fan-out failed: {projected:?}"
     );
-    users.continuation = Some(page.continuation);
 
     // The newer rename's own change, then the posts feed carrying it into the feed.
     users.drain(&*store).await;
@@ -245,52 +268,8 @@ pub async fn a_fan_out_overtaken_by_a_newer_rename_stops(fixture: Fixture) {
 /// own change takes over the user's items.
 pub async fn a_fan_out_whose_user_is_erased_meanwhile_stops(fixture: Fixture) {
     let app = TestApp::spawn(fixture, false).await;
-    let store = app.store.clone();
-    let (mut posts, mut users) = (
-        Follower::new(Container::Posts),
-        Follower::new(Container::Users),
-    );
-    let u = id(&app.create_user("A").await);
-    let p = id(&app.create_post(&u, "t", "c").await);
-    assert_eq!(app.comment(&p, &u, "hi").await.status, 201);
-    assert_eq!(app.like(&p, &u).await.status, 201);
-    posts.drain(&*store).await;
-    users.drain(&*store).await;
-    rename(&app, &u, "B").await;
-
-    let erased = Arc::new(AtomicBool::new(false));
-    let racing = Hooked::new(store.clone()).after({
-        let (inner, u, erased) = (store.clone(), u.clone(), erased.clone());
-        move |call| {
-            let (inner, u, erased) = (inner.clone(), u.clone(), erased.clone());
-            async move {
-                if call.op != "patch" || call.id == u {
-                    return Ok(());
-                }
-                if !erased.swap(true, Ordering::SeqCst) {
-                    let ops = [PatchOp::set(&format!("/{}", blog::domain::DELETED), true)];
-                    inner.patch(Container::Users, &u, &u, &ops, None).await?;
-                }
-                let ops = [PatchOp::set("/userUsername", "")];
-                inner
-                    .patch(call.container, &call.pk, &call.id, &ops, None)
-                    .await?;
-                Ok(())
-            }
-            .boxed()
-        }
-    });
-    let page = store
-        .changes(Container::Users, users.continuation.as_deref(), 100)
-        .await
-        .unwrap();
-    assert!(
-        page.items.iter().any(|d| d["username"] == "B"),
-        "{:?}",
-        page.items
-    );
-    let projected = projection::project(&racing, Container::Users, &page.items).await;
-    assert!(erased.load(Ordering::SeqCst), "the fan-out of B ran");
+    let erase = vec![PatchOp::set(&format!("/{}", blog::domain::DELETED), true)];
+    let (.., projected) = fan_out_of_b_raced(&app, erase, "").await;
     assert!(
         projected.is_ok(),
         "the fan-out of an erased user failed: {projected:?}"
