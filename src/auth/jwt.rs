@@ -5,6 +5,11 @@
 //!   is looked at, and a key is used only for the algorithm family it is (no key confusion).
 //! - `iss` and `aud` must equal the settings exactly; `exp` is required; `exp`/`nbf` hold with
 //!   60 s leeway.
+//! - Only access tokens: an OpenID Connect ID token is refused even when its `aud` is the
+//!   audience (a browser client registered under the API's own client id receives ID tokens for
+//!   that id). An ID token is told apart by what only ID tokens carry: `nonce`, `at_hash` or
+//!   `c_hash` (OpenID Connect Core 1.0, section 2 and 3.1.3.6), or a `typ` claim of `ID`
+//!   (Keycloak's marking).
 //! - The issuer's keys (JWKS) are fetched on the first token that needs them (from
 //!   `BLOG_AUTH_JWKS_URL`, else from the issuer's discovery document), cached, and fetched again
 //!   when a token names a key id the cache lacks — at most once per [`REFRESH_INTERVAL`], so
@@ -137,6 +142,34 @@ struct Claims {
     /// Application roles.
     #[serde(default)]
     roles: Option<serde_json::Value>,
+    /// Claims only an ID token carries ([`id_token_claim`]).
+    #[serde(default)]
+    nonce: Option<serde_json::Value>,
+    #[serde(default)]
+    at_hash: Option<serde_json::Value>,
+    #[serde(default)]
+    c_hash: Option<serde_json::Value>,
+    #[serde(default)]
+    typ: Option<serde_json::Value>,
+}
+
+/// The claim that makes a token an OpenID Connect ID token, not an access token: `nonce`,
+/// `at_hash` or `c_hash` (which OpenID Connect defines for ID tokens only), or a `typ` claim of
+/// `ID`. An ID token says who signed in to a client; it grants nothing at an API.
+fn id_token_claim(claims: &Claims) -> Option<&'static str> {
+    let is_id =
+        |typ: &serde_json::Value| typ.as_str().is_some_and(|t| t.eq_ignore_ascii_case("id"));
+    if claims.nonce.is_some() {
+        Some("nonce")
+    } else if claims.at_hash.is_some() {
+        Some("at_hash")
+    } else if claims.c_hash.is_some() {
+        Some("c_hash")
+    } else if claims.typ.as_ref().is_some_and(is_id) {
+        Some("typ")
+    } else {
+        None
+    }
 }
 
 /// The values of a `scp` or `roles` claim: a space-separated string or a list of strings.
@@ -192,6 +225,11 @@ impl JwtVerifier {
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| JwtError::Invalid(reason(&e)))?;
         let claims = data.claims;
+        if let Some(claim) = id_token_claim(&claims) {
+            return Err(JwtError::Invalid(format!(
+                "an ID token (it carries `{claim}`) is not an access token for this API"
+            )));
+        }
         let subject = claims
             .oid
             .or(claims.sub)
@@ -460,6 +498,32 @@ mod tests {
                 expected,
                 "cached {cached}, age {age:?}, since {since:?}"
             );
+        }
+    }
+
+    #[test]
+    fn id_tokens_are_told_apart_by_the_claims_only_they_carry() {
+        let claims = |extra: serde_json::Value| -> Claims {
+            let mut c = serde_json::json!({"iss": "https://issuer", "sub": "s"});
+            c.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(c).unwrap()
+        };
+        let cases = [
+            (serde_json::json!({}), None),
+            (
+                serde_json::json!({"scp": "Blog.Write", "typ": "Bearer"}),
+                None,
+            ),
+            (serde_json::json!({"nonce": "n"}), Some("nonce")),
+            (serde_json::json!({"at_hash": "h"}), Some("at_hash")),
+            (serde_json::json!({"c_hash": "h"}), Some("c_hash")),
+            (serde_json::json!({"typ": "ID"}), Some("typ")),
+            (serde_json::json!({"typ": "id"}), Some("typ")),
+        ];
+        for (extra, expected) in cases {
+            assert_eq!(id_token_claim(&claims(extra.clone())), expected, "{extra}");
         }
     }
 

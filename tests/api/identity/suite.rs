@@ -19,7 +19,8 @@ macro_rules! identity_suite {
             easyauth_trusts_no_header_when_app_service_authentication_is_off,
             none_mode_is_as_before, jwt_deletes_are_the_owners_own,
             jwt_writes_are_limited_per_signed_in_caller,
-            jwt_writes_need_the_write_scope_when_one_is_set);
+            jwt_writes_need_the_write_scope_when_one_is_set,
+            jwt_id_tokens_are_refused_even_for_the_audience);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -1118,5 +1119,56 @@ pub async fn jwt_writes_need_the_write_scope_when_one_is_set(fixture: Fixture) {
             json!({"username": "importer"}),
         )
         .await,
+    );
+}
+
+/// An OpenID Connect ID token whose `aud` is the audience (a browser client registered under the
+/// API's own client id gets such tokens at sign-in) identifies nobody at the API: 401 naming it,
+/// even when it lists the write scope among its roles or scopes. (Without a write scope the rule
+/// is the same: `id_token_claim` in `src/auth/jwt.rs` runs before any scope is looked at.)
+pub async fn jwt_id_tokens_are_refused_even_for_the_audience(fixture: Fixture) {
+    let issuer = Issuer::start().await;
+    let key = SigningKey::rsa("rsa-1");
+    issuer.publish(&[&key]);
+    let auth = Auth::new(&AuthSettings {
+        write_scope: Some("Blog.Write".into()),
+        ..jwt_settings(&issuer)
+    });
+    let app = TestApp::spawn_with_auth(fixture, true, auth).await;
+    let token = |subject: &str, extra: Value| key.sign(&issuer.claims(subject, extra));
+    for (subject, marker) in [
+        (
+            "with-nonce",
+            json!({"nonce": "n-0S6_WzA2Mj", "roles": ["Blog.Write"]}),
+        ),
+        (
+            "with-at-hash",
+            json!({"at_hash": "77QmUPtjPfzWtF2AnpK9RQ", "scp": "Blog.Write"}),
+        ),
+        (
+            "with-c-hash",
+            json!({"c_hash": "LDktKdoQak3Pk0cnXxCltA", "roles": ["Blog.Write"]}),
+        ),
+        ("keycloak-id", json!({"typ": "ID", "scp": "Blog.Write"})),
+    ] {
+        let t = token(subject, marker);
+        let r = app
+            .as_bearer("POST", "/api/users", &t, json!({"username": subject}))
+            .await;
+        r.assert_problem(401);
+        assert!(
+            r.body["detail"].as_str().unwrap().contains("ID token"),
+            "{subject}: {:?}",
+            r.body
+        );
+        app.as_bearer("GET", "/api/me", &t, Value::Null)
+            .await
+            .assert_problem(401);
+    }
+    // The same claims without an ID token's marks: an access token, which writes.
+    let access = token("ana", json!({"scp": "Blog.Write", "typ": "Bearer"}));
+    created(
+        &app.as_bearer("POST", "/api/users", &access, json!({"username": "ana"}))
+            .await,
     );
 }
