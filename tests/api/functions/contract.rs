@@ -88,23 +88,22 @@ fn every_http_function_is_named_after_the_operation_it_forwards() {
 }
 
 #[test]
-fn host_json_runs_the_handler_with_proxied_http_under_api() {
+fn host_json_runs_the_handler_with_proxied_or_forwarded_http_under_api() {
     let host = read_json(&repo().join("host.json"));
     assert_eq!(host["version"], "2.0");
     assert_eq!(
         host["customHandler"]["description"]["defaultExecutablePath"],
         "handler"
     );
-    // The host proxies an HTTP function's request as it came (its reverse proxy, which also
-    // streams); the legacy setting that rebuilt the request instead must not be set beside it.
-    // Non-HTTP functions (the change-feed triggers) are invoked with the payload either way.
+    // Both ways the host can hand an HTTP function's request to the handler at its own path
+    // (docs/functions-host.md): a host that knows `enableProxyingHttpRequest` proxies the request
+    // as it came (its reverse proxy, which also streams); one that does not (Core Tools may ship
+    // such a host) forwards it rebuilt at the same path with `enableForwardingHttpRequest`. With
+    // neither, the host would POST the invocation envelope to `/<FunctionName>` and every HTTP
+    // function would answer 404. Non-HTTP functions (the change-feed triggers) are invoked with
+    // the envelope either way.
     assert_eq!(host["customHandler"]["enableProxyingHttpRequest"], true);
-    assert!(
-        host["customHandler"]
-            .get("enableForwardingHttpRequest")
-            .is_none(),
-        "enableForwardingHttpRequest is the legacy setting"
-    );
+    assert_eq!(host["customHandler"]["enableForwardingHttpRequest"], true);
     assert_eq!(host["extensions"]["http"]["routePrefix"], "api");
     assert_eq!(
         host["extensionBundle"]["id"],

@@ -179,6 +179,85 @@ async fn a_proxied_http_request_is_served_as_the_client_sent_it() {
     );
 }
 
+/// `enableForwardingHttpRequest`, what a host without the proxy does with an HTTP function
+/// (the in-process host branch's `DefaultHttpWorkerService.ProcessHttpInAndOutInvocationRequest`
+/// and `HttpRequestExtensions.ToHttpRequestMessage`): it rebuilds the request at the original
+/// path (`/api/...`) with the query re-encoded, every client header copied (the public `Host`
+/// among them), `X-Azure-Functions-HostVersion`, `X-Azure-Functions-InvocationId` and its own
+/// product added to `User-Agent`, and the body with `Content-Length` and `Content-Type`; the
+/// handler's answer becomes the HTTP output as it is. No `X-Forwarded-*` headers.
+#[tokio::test]
+async fn a_forwarded_http_request_is_served_as_the_client_sent_it() {
+    let app = spawn_hosted().await;
+    let forwarded = |req: reqwest::RequestBuilder, n: u32| {
+        req.header(reqwest::header::HOST, "func-blog-x.azurewebsites.net")
+            .header(
+                reqwest::header::USER_AGENT,
+                "curl/8.5.0 AzureFunctionsHost/4.1041.200.0",
+            )
+            .header("X-Azure-Functions-HostVersion", "4.1041.200.0")
+            .header(
+                "X-Azure-Functions-InvocationId",
+                format!("9d1e4f3a-0000-4000-8000-{n:012}"),
+            )
+    };
+
+    let body = json!({ "username": "bo" }).to_string();
+    let user = app
+        .send(forwarded(
+            app.client
+                .post(app.url("/api/users"))
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::CONTENT_LENGTH, body.len())
+                .body(body),
+            1,
+        ))
+        .await;
+    assert_eq!(user.status, 201, "{:?}", user.body);
+    let user_id = user.body["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        user.header("location"),
+        Some(format!("/api/users/{user_id}").as_str()),
+        "a relative Location, whatever Host the request names"
+    );
+
+    let post = app
+        .send(forwarded(
+            app.client
+                .post(app.url("/api/posts"))
+                .json(&json!({ "userId": user_id, "title": "forwarded", "content": "rebuilt" })),
+            2,
+        ))
+        .await;
+    assert_eq!(post.status, 201, "{:?}", post.body);
+    let post_id = post.body["id"].as_str().unwrap().to_string();
+    let doc = app.current(Container::Posts, &post_id, &post_id).await;
+    app.deliver("PostsChangeFeed", &[doc])
+        .await
+        .assert_applied();
+
+    // The query, as the host re-encodes it.
+    let page = app
+        .send(forwarded(app.client.get(app.url("/api/feed?limit=1")), 3))
+        .await;
+    assert_eq!(page.status, 200, "{:?}", page.body);
+    assert_eq!(page.items().len(), 1, "{:?}", page.body);
+    assert_eq!(page.items()[0]["id"], post_id.as_str());
+    assert!(
+        page.body.get("Outputs").is_none(),
+        "an HTTP answer, not an invocation reply"
+    );
+
+    // An error is the API's own answer too, status and problem document.
+    let missing = app
+        .send(forwarded(
+            app.client.get(app.url("/api/posts/no-such-post")),
+            4,
+        ))
+        .await;
+    missing.assert_problem(404);
+}
+
 /// Seconds since the epoch, as the store stamps `_ts`.
 fn epoch_secs() -> i64 {
     std::time::SystemTime::now()
