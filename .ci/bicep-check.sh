@@ -4,9 +4,14 @@
 #   2. .ci/infra_check.py: infra/main.parameters.json names only declared parameters and only
 #      `${VAR}`s azd sets or docs/deploy.md documents; azure.yaml has the shape azd reads; the
 #      postprovision hook writes a valid local.settings.json from main.bicep's outputs;
-#   3. .ci/arm_types.py: every resource's property names and enum values match the Azure
-#      management SDK's model of its type at its API version (.ci/test_arm_types.py first shows
-#      it reports a misspelt property and an invalid enum value);
+#   3. .ci/arm_types.py: every resource's property names, enum values, primitive types, required
+#      properties and constants match the Azure management SDK's model of its type at its API
+#      version; role assignments name built-in roles and platform-constrained strings (subnet
+#      delegation, private endpoint group ids, metric names, site kind, plan SKU) take values
+#      Azure accepts (pinned lists in .ci/azure_constants.py, sources named there); module
+#      parameters, module output references and parameter defaults are what Bicep accepts.
+#      .ci/test_arm_types.py first shows it reports each class of mistake, made one at a time
+#      in a copy of infra/;
 #   4. checkov's Bicep checks all pass. A justified exception is allowed only as an
 #      inline `#checkov:skip=<ID>:<reason>` comment inside the resource in the Bicep file.
 #

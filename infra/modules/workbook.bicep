@@ -51,7 +51,7 @@ var cosmosMetric = {
   }
 }
 
-var workbook = {
+var notebook = {
   version: 'Notebook/1.0'
   isLocked: false
   fallbackResourceIds: [
@@ -125,7 +125,7 @@ resource dashboard 'Microsoft.Insights/workbooks@2023-06-01' = {
     displayName: displayName
     category: 'workbook'
     sourceId: appInsightsId
-    serializedData: string(workbook)
+    serializedData: string(notebook)
   }
 }
 
