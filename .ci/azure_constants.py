@@ -166,3 +166,16 @@ METRICS: dict[str, set[str]] = {
         "TotalRequestUnits",
     },
 }
+
+# Regions that offer Flex Consumption. Source: the official Flex Consumption azd template,
+# Azure-Samples/functions-quickstart-dotnet-azd infra/main.bicep at fe74255 (February 2026), its
+# `location` @allowed list without the canary region eastus2euap. `az functionapp
+# list-flexconsumption-locations` gives the current list.
+FLEX_CONSUMPTION_REGIONS: set[str] = {
+    "australiaeast", "australiasoutheast", "brazilsouth", "canadacentral", "centralindia",
+    "centralus", "eastasia", "eastus", "eastus2", "francecentral", "germanywestcentral",
+    "italynorth", "japaneast", "koreacentral", "northcentralus", "northeurope", "norwayeast",
+    "southafricanorth", "southcentralus", "southeastasia", "southindia", "spaincentral",
+    "swedencentral", "uaenorth", "uksouth", "ukwest", "westcentralus", "westeurope", "westus",
+    "westus2", "westus3",
+}

@@ -2,8 +2,14 @@
 # Offline checks of the Azure infrastructure under infra/ (no Bicep compiler needed):
 #   1. .ci/bicep_parse.py: every .bicep file parses with pycep (the grammar checkov uses);
 #   2. .ci/infra_check.py: infra/main.parameters.json names only declared parameters and only
-#      `${VAR}`s azd sets or docs/deploy.md documents; azure.yaml has the shape azd reads; the
-#      postprovision hook writes a valid local.settings.json from main.bicep's outputs;
+#      `${VAR}`s azd sets or docs/deploy.md documents; azure.yaml has the shape azd reads, the azd
+#      version with `language: custom` and the hooks a first `azd up` needs; the postprovision
+#      hook writes a valid local.settings.json from main.bicep's outputs; `location` takes only
+#      Flex Consumption regions; the deployed app requires the documented write scope; the lag
+#      tile and alert read only the trigger functions' logs; docs/deploy.md's links lead
+#      somewhere (.ci/test_infra_check.py first breaks each rule once); and the hooks that call
+#      Azure Resource Manager (scripts/preprovision.sh, scripts/predeploy.sh) behave against a
+#      stand-in for it (.ci/test_hooks.py);
 #   3. .ci/arm_types.py: every resource's property names, enum values, primitive types, required
 #      properties and constants match the Azure management SDK's model of its type at its API
 #      version; role assignments name built-in roles and platform-constrained strings (subnet
@@ -48,8 +54,11 @@ echo "bicep-check: checkov $("$PY" -c 'from checkov.version import version; prin
 # 1. Parse every .bicep file.
 "$TYPES/bin/python" .ci/bicep_parse.py
 
-# 2. The parameters file, azure.yaml, the azd tags and the postprovision hook.
+# 2. The parameters file, azure.yaml, the azd tags, the hooks, the region guard, the write
+#    scope, the lag queries and the deploy page's links; first proof that each rule can fail.
+"$TYPES/bin/python" .ci/test_infra_check.py
 "$TYPES/bin/python" .ci/infra_check.py
+"$TYPES/bin/python" .ci/test_hooks.py
 
 # 3. Every resource's properties and enum values against Azure's published definitions of its
 #    type and API version; first proof that the check can fail.

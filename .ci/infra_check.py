@@ -8,7 +8,18 @@ Run by .ci/bicep-check.sh (in its venv, from the repository root):
   * azure.yaml has the shape azd reads: a name azd accepts, one Functions service built by a
     hook with `language: custom`, its `dist` folder, and hooks whose scripts exist;
   * the postprovision hook writes a local.settings.json the Functions host can read, from the
-    outputs main.bicep declares.
+    outputs main.bicep declares;
+  * a first `azd up` on a new subscription meets nothing the templates leave to chance: azure.yaml
+    asks for the azd version that has `language: custom` and docs/deploy.md names its alpha
+    switch; the hooks that register Microsoft.App (private networking) and wait for the app's
+    storage role are wired; `location` only takes Flex Consumption regions, with azd's location
+    metadata;
+  * the deployed app takes only API access tokens: with an app registration it sets
+    BLOG_AUTH_WRITE_SCOPE to a scope the registration of docs/identity.md defines;
+  * the change-feed lag tile and alert read only the trigger functions' own log lines
+    (Function.<name>.User), not the handler's stdout the host also forwards to `traces`.
+
+.ci/test_infra_check.py makes each of these fail once.
 """
 
 from __future__ import annotations
@@ -23,6 +34,12 @@ from pathlib import Path
 
 import yaml
 from pycep import BicepParser
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from azure_constants import FLEX_CONSUMPTION_REGIONS  # noqa: E402
+
+# azd's first release with `language: custom` (Azure/azure-dev #5771, in azure-dev-cli_1.20.0).
+AZD_MIN_VERSION = (1, 20, 0)
 
 # Set by azd for every provision (the environment's name, region, subscription and the signed-in
 # principal); anything else a parameters file reads must be documented for the user to set.
@@ -187,7 +204,7 @@ def check_service_tag(root: Path, doc: dict, out: Failures) -> None:
 def check_postprovision(root: Path, parser: BicepParser, out: Failures) -> None:
     outputs = set(parser.parse(file_path=root / "infra/main.bicep").get("outputs") or {})
     script = (root / "scripts/postprovision.sh").read_text()
-    used = set(re.findall(r"\b(COSMOS_ENDPOINT|COSMOS_DATABASE|AUTH_ISSUER|AUTH_AUDIENCE)\b", script))
+    used = set(re.findall(r"\b(COSMOS_ENDPOINT|COSMOS_DATABASE|AUTH_ISSUER|AUTH_AUDIENCE|AUTH_WRITE_SCOPE)\b", script))
     for name in sorted(used - outputs):
         out.add("scripts/postprovision.sh", f"reads {name}, which main.bicep does not output")
     with tempfile.TemporaryDirectory() as tmp:
@@ -198,6 +215,7 @@ def check_postprovision(root: Path, parser: BicepParser, out: Failures) -> None:
             "COSMOS_DATABASE": "blog",
             "AUTH_ISSUER": "https://login.microsoftonline.com/tenant/v2.0",
             "AUTH_AUDIENCE": 'aud"ience',
+            "AUTH_WRITE_SCOPE": "Blog.Write",
             "LOCAL_SETTINGS": str(target),
         }
         run = subprocess.run(
@@ -215,6 +233,7 @@ def check_postprovision(root: Path, parser: BicepParser, out: Failures) -> None:
             "BLOG_AUTH": "jwt",
             "BLOG_AUTH_ISSUER": env["AUTH_ISSUER"],
             "BLOG_AUTH_AUDIENCE": env["AUTH_AUDIENCE"],
+            "BLOG_AUTH_WRITE_SCOPE": env["AUTH_WRITE_SCOPE"],
         }
         for key, value in expected.items():
             if values.get(key) != value:
@@ -222,17 +241,132 @@ def check_postprovision(root: Path, parser: BicepParser, out: Failures) -> None:
     print("checked scripts/postprovision.sh: writes local.settings.json from the outputs")
 
 
-def main() -> int:
-    root = Path.cwd()
-    parser = BicepParser()
+def check_first_up(root: Path, parser: BicepParser, doc: dict, out: Failures) -> None:
+    """What a first `azd up` on a new subscription needs beyond the templates' shape."""
+    required = str((doc.get("requiredVersions") or {}).get("azd", ""))
+    m = re.fullmatch(r"\s*>=?\s*(\d+)\.(\d+)\.(\d+)\s*", required)
+    if not m or tuple(int(g) for g in m.groups()) < AZD_MIN_VERSION:
+        out.add("azure.yaml", f"requiredVersions.azd must be '>= {'.'.join(map(str, AZD_MIN_VERSION))}' or later, the first azd with language custom; it is {required!r}")
+    deploy_doc = (root / "docs/deploy.md").read_text()
+    for needed in ("azd config set alpha.language.custom on", "AZD_ALPHA_ENABLE_LANGUAGE_CUSTOM=true"):
+        if needed not in deploy_doc:
+            out.add("docs/deploy.md", f"must tell the reader to enable azd's alpha feature ({needed!r})")
+    hooks = doc.get("hooks") or {}
+    if "scripts/preprovision.sh" not in str((hooks.get("preprovision") or {}).get("run", "")):
+        out.add("azure.yaml hooks", "preprovision must run scripts/preprovision.sh (registers Microsoft.App for private networking)")
+    for svc_name, svc in (doc.get("services") or {}).items():
+        run = str(((svc.get("hooks") or {}).get("predeploy") or {}).get("run", ""))
+        if "scripts/predeploy.sh" not in run:
+            out.add(f"azure.yaml services.{svc_name}", "predeploy must run scripts/predeploy.sh (waits for the app's storage role)")
+
+    location = (parser.parse(file_path=root / "infra/main.bicep").get("parameters") or {}).get("location") or {}
+    decorators = location.get("decorators") or []
+    allowed = next((d.get("argument") for d in decorators if d.get("type") == "allowed"), None)
+    metadata = next((d.get("argument") for d in decorators if d.get("type") == "metadata"), None) or {}
+    if not allowed:
+        out.add("infra/main.bicep", "param location needs an @allowed list of Flex Consumption regions")
+    else:
+        for region in sorted(set(allowed) - FLEX_CONSUMPTION_REGIONS):
+            out.add("infra/main.bicep", f"location allows {region!r}, which is not a Flex Consumption region (.ci/azure_constants.py)")
+    if (metadata.get("azd") or {}).get("type") != "location":
+        out.add("infra/main.bicep", "param location needs @metadata({azd: {type: 'location'}}) so azd offers only the allowed regions")
+
+
+def check_write_scope(root: Path, parser: BicepParser, out: Failures) -> None:
+    """With an app registration, the deployed app requires the registration's write scope."""
+    app = root / "infra/modules/functionapp.bicep"
+    text = app.read_text()
+    if not re.search(r"name: 'BLOG_AUTH_WRITE_SCOPE'\s*\n\s*value: authWriteScope", text):
+        out.add(str(app.relative_to(root)), "the jwt app settings must set BLOG_AUTH_WRITE_SCOPE to authWriteScope")
+    defaults = set()
+    for rel in ("infra/main.bicep", "infra/resources.bicep", "infra/modules/functionapp.bicep"):
+        param = (parser.parse(file_path=root / rel).get("parameters") or {}).get("authWriteScope") or {}
+        defaults.add(param.get("default"))
+    identity = (root / "docs/identity.md").read_text()
+    defined = set(re.findall(r'\\"value\\":\\"([^"\\]+)\\",\\"type\\":\\"User\\"', identity))
+    for default in sorted(map(str, defaults)):
+        if default not in defined:
+            out.add("infra", f"authWriteScope defaults to {default!r}, which the app registration of docs/identity.md does not define (it defines {sorted(defined)})")
+
+
+def trigger_functions(root: Path) -> list[str]:
+    names = []
+    for path in sorted((root / "functions").glob("*/function.json")):
+        bindings = json.loads(path.read_text()).get("bindings") or []
+        if any(b.get("type") == "cosmosDBTrigger" for b in bindings):
+            names.append(path.parent.name)
+    return names
+
+
+def check_lag_queries(root: Path, out: Failures) -> None:
+    """The lag tile and alert read the trigger functions' log category only."""
+    expected = {f"Function.{name}.User" for name in trigger_functions(root)}
+    for rel in ("infra/modules/workbook.bicep", "infra/modules/alerts.bicep"):
+        queries = [q for q in re.findall(r"query: '((?:[^'\\]|\\.)*)'", (root / rel).read_text()) if "lag_ms" in q]
+        if not queries:
+            out.add(rel, "no change-feed lag query")
+        for query in queries:
+            m = re.search(r"customDimensions\.Category\)?\s+in\s*\(([^)]*)\)", query)
+            categories = set(re.findall(r'"([^"]+)"', m.group(1))) if m else set()
+            if categories != expected:
+                out.add(rel, f"the lag query must read only the categories {sorted(expected)} (the handler's stdout reaches traces as Host.Function.Console); it reads {sorted(categories) or 'every category'}")
+            if 'contains "lag_ms="' not in query or re.search(r'\bhas\s+"lag_ms=', query):
+                out.add(rel, 'the lag query must match `contains "lag_ms="` (`has` matches whole terms)')
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    text = re.sub(r"[`*_\[\]()]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def check_deploy_links(root: Path, out: Failures) -> None:
+    """docs/deploy.md's links to other pages and sections lead somewhere, and the README sections
+    it names exist."""
+    page = root / "docs/deploy.md"
+    text = page.read_text()
+    anchors_of: dict[Path, set[str]] = {}
+
+    def anchors(path: Path) -> set[str]:
+        if path not in anchors_of:
+            body = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+            anchors_of[path] = {slug(h) for h in re.findall(r"^#+\s+(.+)$", body, flags=re.M)}
+        return anchors_of[path]
+
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file_part, _, anchor = target.partition("#")
+        path = (page.parent / file_part).resolve() if file_part else page
+        if not path.is_file():
+            out.add("docs/deploy.md", f"links to {target}, which does not exist")
+        elif anchor and anchor not in anchors(path):
+            out.add("docs/deploy.md", f"links to {target}, which has no such section")
+    readme = root / "README.md"
+    for name in re.findall(r"README(?:'s|,)\s+\"([^\"]+)\"", text):
+        if slug(name) not in anchors(readme):
+            out.add("docs/deploy.md", f"names the README's section {name!r}, which the README does not have")
+
+
+def run(root: Path, parser: BicepParser | None = None) -> list[str]:
+    parser = parser or BicepParser()
     out = Failures()
     check_parameters(root, parser, out)
     doc = check_azure_yaml(root, out)
     check_service_tag(root, doc, out)
     check_postprovision(root, parser, out)
-    for item in out.items:
+    check_first_up(root, parser, doc, out)
+    check_write_scope(root, parser, out)
+    check_lag_queries(root, out)
+    check_deploy_links(root, out)
+    return out.items
+
+
+def main() -> int:
+    items = run(Path.cwd())
+    for item in items:
         print(f"FAILED {item}", file=sys.stderr)
-    return 1 if out.items else 0
+    return 1 if items else 0
 
 
 if __name__ == "__main__":

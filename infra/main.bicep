@@ -13,8 +13,41 @@ targetScope = 'subscription'
 @maxLength(64)
 param environmentName string
 
-@description('Azure region for every resource. Flex Consumption must be offered there (az functionapp list-flexconsumption-locations).')
+@description('Azure region for every resource: one that offers Flex Consumption. The list is the official Flex Consumption azd template\'s (Azure-Samples/functions-quickstart-dotnet-azd, infra/main.bicep, February 2026) without its canary region; check a region with az functionapp list-flexconsumption-locations and az functionapp list-flexconsumption-runtimes --location <region> --runtime custom (docs/deploy.md).')
 @minLength(1)
+@allowed([
+  'australiaeast'
+  'australiasoutheast'
+  'brazilsouth'
+  'canadacentral'
+  'centralindia'
+  'centralus'
+  'eastasia'
+  'eastus'
+  'eastus2'
+  'francecentral'
+  'germanywestcentral'
+  'italynorth'
+  'japaneast'
+  'koreacentral'
+  'northcentralus'
+  'northeurope'
+  'norwayeast'
+  'southafricanorth'
+  'southcentralus'
+  'southeastasia'
+  'southindia'
+  'spaincentral'
+  'swedencentral'
+  'uaenorth'
+  'uksouth'
+  'ukwest'
+  'westcentralus'
+  'westeurope'
+  'westus'
+  'westus2'
+  'westus3'
+])
 @metadata({
   azd: {
     type: 'location'
@@ -90,8 +123,12 @@ param authClientId string = ''
 @description('Microsoft Entra tenant of the app registration (default: this deployment\'s tenant).')
 param authTenantId string = tenant().tenantId
 
-@description('Scopes a browser client asks for when signing in, space-separated (published by GET /api/config). Empty: api://<authClientId>/.default.')
+@description('Scopes a browser client asks for when signing in, space-separated (published by GET /api/config). Empty: api://<authClientId>/<authWriteScope>.')
 param authScopes string = ''
+
+@description('The delegated scope (or app role) a token must carry to write: the scope the app registration of docs/identity.md defines. Tokens for the audience without it are refused writes (403); ID tokens are refused altogether.')
+@minLength(1)
+param authWriteScope string = 'Blog.Write'
 
 var tags = {
   'azd-env-name': environmentName
@@ -124,6 +161,7 @@ module resources 'resources.bicep' = {
     authClientId: authClientId
     authTenantId: authTenantId
     authScopes: authScopes
+    authWriteScope: authWriteScope
     vnetEnabled: vnetEnabled
     alertsEnabled: alertsEnabled
     alertEmail: alertEmail
@@ -144,3 +182,4 @@ output AZURE_MANAGED_IDENTITY_CLIENT_ID string = resources.outputs.identityClien
 output AZURE_STORAGE_ACCOUNT_NAME string = resources.outputs.storageAccountName
 output AUTH_ISSUER string = resources.outputs.authIssuer
 output AUTH_AUDIENCE string = resources.outputs.authAudience
+output AUTH_WRITE_SCOPE string = resources.outputs.authWriteScope

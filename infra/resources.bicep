@@ -5,7 +5,7 @@
 
 targetScope = 'resourceGroup'
 
-@description('Azure region for every resource. Flex Consumption must be offered there (az functionapp list-flexconsumption-locations).')
+@description('Azure region for every resource (main.bicep restricts it to Flex Consumption regions).')
 param location string = resourceGroup().location
 
 @description('Short prefix used in resource names: lowercase letters, digits and hyphens.')
@@ -82,8 +82,12 @@ param authClientId string = ''
 @description('Microsoft Entra tenant of the app registration (default: this deployment\'s tenant).')
 param authTenantId string = tenant().tenantId
 
-@description('Scopes a browser client asks for when signing in, space-separated (published by GET /api/config). Empty: api://<authClientId>/.default.')
+@description('Scopes a browser client asks for when signing in, space-separated (published by GET /api/config). Empty: api://<authClientId>/<authWriteScope>.')
 param authScopes string = ''
+
+@description('The delegated scope (or app role) a token must carry to write (BLOG_AUTH_WRITE_SCOPE).')
+@minLength(1)
+param authWriteScope string = 'Blog.Write'
 
 var suffix = resourceToken
 var compactBase = toLower(replace(baseName, '-', ''))
@@ -189,6 +193,7 @@ module functionApp 'modules/functionapp.bicep' = {
     authClientId: authClientId
     authTenantId: authTenantId
     authScopes: authScopes
+    authWriteScope: authWriteScope
   }
   // Using the storage, monitoring and cosmos outputs orders this module after those
   // deployments, role assignments included, so the host can reach storage, Cosmos DB
@@ -230,3 +235,4 @@ output deploymentContainerUrl string = storage.outputs.deploymentContainerUrl
 // registration); the postprovision hook gives the same pair to a local Functions host.
 output authIssuer string = authEnabled ? '${environment().authentication.loginEndpoint}${authTenantId}/v2.0' : ''
 output authAudience string = authClientId
+output authWriteScope string = authEnabled ? authWriteScope : ''

@@ -8,9 +8,10 @@
 # `az deployment sub show -n <deployment> --query properties.outputs` and run it yourself.
 #
 # Env:  COSMOS_ENDPOINT, COSMOS_DATABASE   required (deployment outputs)
-#       AUTH_ISSUER, AUTH_AUDIENCE         optional outputs: set, the local host validates the same
-#                                          bearer tokens as the deployed app (BLOG_AUTH=jwt);
-#                                          empty, the request body names the caller (BLOG_AUTH=none)
+#       AUTH_ISSUER, AUTH_AUDIENCE,        optional outputs: set, the local host validates the same
+#       AUTH_WRITE_SCOPE                   bearer tokens as the deployed app (BLOG_AUTH=jwt, and a
+#                                          write needs the scope); empty, the request body names
+#                                          the caller (BLOG_AUTH=none)
 #       LOCAL_SETTINGS                     file to write (default: <repo>/local.settings.json)
 # The file holds no secret: the host's own state goes to Azurite, and Cosmos DB is reached with
 # the signed-in developer's token (the deployment gave AZURE_PRINCIPAL_ID the data role).
@@ -44,6 +45,9 @@ auth_lines() {
     if [ -n "${AUTH_ISSUER:-}" ] && [ -n "${AUTH_AUDIENCE:-}" ]; then
         printf '    "BLOG_AUTH": "jwt",\n'
         printf '    "BLOG_AUTH_ISSUER": %s,\n' "$(json_string "$AUTH_ISSUER")"
+        if [ -n "${AUTH_WRITE_SCOPE:-}" ]; then
+            printf '    "BLOG_AUTH_WRITE_SCOPE": %s,\n' "$(json_string "$AUTH_WRITE_SCOPE")"
+        fi
         printf '    "BLOG_AUTH_AUDIENCE": %s\n' "$(json_string "$AUTH_AUDIENCE")"
     else
         # `func start` has no authentication in front of the app: the body's userId is the caller.

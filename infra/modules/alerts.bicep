@@ -5,7 +5,10 @@
 // The function-level alerts query Application Insights, where the Functions host records every
 // execution (HTTP functions and the change-feed triggers alike) in `requests`; host.json keeps
 // requests out of sampling, so the counts are whole. The lag comes from the line each applied
-// change-feed batch hands the host ("...; lag_ms=<n>"), which lands in `traces`.
+// change-feed batch hands the host ("...; lag_ms=<n>"), which lands in `traces` under the
+// trigger function's own log category, Function.<name>.User. The handler's stdout reaches
+// `traces` too (category Host.Function.Console) and names lag_ms as well, so the query reads only
+// the two trigger functions' categories.
 
 @description('Azure region of the log alerts (metric alerts and the action group are global).')
 param location string
@@ -73,7 +76,7 @@ var logAlerts = [
     displayName: 'Change-feed lag'
     description: 'An applied change-feed batch was further behind its newest change than the threshold: the projections (feed, post copies, counters) are falling behind the writes.'
     severity: 2
-    query: 'traces | where message has "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)) | where isnotnull(lag_ms)'
+    query: 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User") | where message contains "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)) | where isnotnull(lag_ms)'
     timeAggregation: 'Maximum'
     measure: 'lag_ms'
     threshold: changeFeedLagThresholdMs

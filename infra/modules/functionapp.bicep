@@ -73,8 +73,12 @@ param authClientId string = ''
 @description('Microsoft Entra tenant id of that app registration.')
 param authTenantId string = ''
 
-@description('Scopes a browser client asks for (space-separated); empty: api://<authClientId>/.default.')
+@description('Scopes a browser client asks for (space-separated); empty: api://<authClientId>/<authWriteScope>.')
 param authScopes string = ''
+
+@description('The delegated scope (or app role) a token must carry to write: the scope the API\'s app registration defines (docs/identity.md defines Blog.Write).')
+@minLength(1)
+param authWriteScope string = 'Blog.Write'
 
 var flexAppConfig = {
   deployment: {
@@ -148,7 +152,10 @@ var authIssuer = '${environment().authentication.loginEndpoint}${authTenantId}/v
 
 // Who is calling: the app validates Microsoft Entra access tokens for the API itself (v2 tokens:
 // `iss` is the tenant's v2.0 issuer, `aud` the registration's client id), so the deployment does
-// not hinge on the platform's authentication module and its headers. Without an app registration
+// not hinge on the platform's authentication module and its headers. The browser client signs in
+// under the same client id, so a token for the audience alone proves too little: a write needs the
+// registration's delegated scope (or an app role of that name) in `scp`/`roles`, which only an
+// access token for the API carries, and the app refuses ID tokens. Without an app registration
 // no token can be valid: BLOG_AUTH=easyauth with the platform's authentication off identifies
 // nobody, so every write answers 401 and the start-up log says why.
 var authSettings = authEnabled ? [
@@ -171,7 +178,11 @@ var authSettings = authEnabled ? [
   }
   {
     name: 'BLOG_AUTH_SCOPES'
-    value: empty(authScopes) ? 'api://${authClientId}/.default' : authScopes
+    value: empty(authScopes) ? 'api://${authClientId}/${authWriteScope}' : authScopes
+  }
+  {
+    name: 'BLOG_AUTH_WRITE_SCOPE'
+    value: authWriteScope
   }
 ] : [
   {

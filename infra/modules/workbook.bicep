@@ -1,6 +1,6 @@
 // One page to watch the blog by: an Azure Monitor workbook with requests, failures and latency
 // (Application Insights), request units and throttled requests (Cosmos DB metrics) and the
-// change-feed lag each applied batch reports (`lag_ms=` in the traces). A workbook costs nothing
+// change-feed lag each applied batch reports (`lag_ms=` in the trigger functions' traces). A workbook costs nothing
 // to keep, so it is always deployed; it opens from the Application Insights resource
 // (Workbooks) or the resource group.
 
@@ -110,7 +110,7 @@ var notebook = {
       name: 'lag'
       content: union(queryTile.content, {
         title: 'Change-feed lag, ms (largest per 5 minutes, by function)'
-        query: 'traces | where message has "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)), function = tostring(split(message, ":")[0]) | summarize max(lag_ms) by function, bin(timestamp, 5m)'
+        query: 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User") | where message contains "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)), function = tostring(split(tostring(customDimensions.Category), ".")[1]) | where isnotnull(lag_ms) | summarize max(lag_ms) by function, bin(timestamp, 5m)'
       })
     })
   ]

@@ -1,0 +1,110 @@
+"""The deployment-definition check can fail: each rule of .ci/infra_check.py that guards a first
+`azd up` is broken once, in a copy of the files it reads, and must be reported; the files as they
+are must report nothing.
+
+Run by .ci/bicep-check.sh before the check itself (python .ci/test_infra_check.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import infra_check  # noqa: E402
+from pycep import BicepParser  # noqa: E402
+
+PARSER = BicepParser()
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIED = ["infra", "docs", "scripts", "functions", "azure.yaml", "README.md"]
+
+# (what goes wrong, file, text there (or `re:` and a pattern), the mistake, what the report must
+# say). The text must be in the file as it is, so no rule goes unproven when the files change.
+MUTATIONS: list[tuple[str, str, str, str, str]] = [
+    ("azure.yaml accepts an azd without language custom",
+     "azure.yaml", 'azd: ">= 1.20.0"', 'azd: ">= 1.19.0"', "requiredVersions.azd"),
+    ("the docs do not name azd's alpha switch",
+     "docs/deploy.md", "azd config set alpha.language.custom on", "azd config set alpha.language.custom", "alpha.language.custom on"),
+    ("the docs give the environment switch as `on`",
+     "docs/deploy.md", "AZD_ALPHA_ENABLE_LANGUAGE_CUSTOM=true", "AZD_ALPHA_ENABLE_LANGUAGE_CUSTOM=on", "AZD_ALPHA_ENABLE_LANGUAGE_CUSTOM=true"),
+    ("nothing registers Microsoft.App for private networking",
+     "azure.yaml", "run: bash scripts/preprovision.sh", "run: bash scripts/postprovision.sh", "preprovision must run scripts/preprovision.sh"),
+    ("nothing waits for the app's storage role",
+     "azure.yaml", "run: bash scripts/predeploy.sh", "run: bash scripts/package.sh", "predeploy must run scripts/predeploy.sh"),
+    ("location takes any region",
+     "infra/main.bicep", "re:@allowed\\(\\[\\n  'australiaeast'[^\\]]*\\]\\)\\n", "", "needs an @allowed list"),
+    ("location allows a region without Flex Consumption",
+     "infra/main.bicep", "  'australiaeast'\n", "  'australiaeast'\n  'westindia'\n", "'westindia', which is not a Flex Consumption region"),
+    ("azd is not told location is a region",
+     "infra/main.bicep", "    type: 'location'", "    type: 'string'", "metadata({azd: {type: 'location'}})"),
+    ("the deployed app sets no write scope",
+     "infra/modules/functionapp.bicep", "    name: 'BLOG_AUTH_WRITE_SCOPE'", "    name: 'BLOG_AUTH_SCOPE'", "must set BLOG_AUTH_WRITE_SCOPE"),
+    ("the write scope is one the documented registration does not define",
+     "infra/modules/functionapp.bicep", "param authWriteScope string = 'Blog.Write'", "param authWriteScope string = 'Posts.Write'", "'Posts.Write', which the app registration"),
+    ("the documented registration defines another scope",
+     "docs/identity.md", '\\"value\\":\\"Blog.Write\\"', '\\"value\\":\\"Blog.Writer\\"', "does not define"),
+    ("the lag alert reads the handler's stdout too",
+     "infra/modules/alerts.bicep", 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User") | ', "traces | ", "reads every category"),
+    ("the lag tile misses a trigger",
+     "infra/modules/workbook.bicep", '"Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User"', '"Function.PostsChangeFeed.User"', "must read only the categories"),
+    ("the lag tile matches terms with `has`",
+     "infra/modules/workbook.bicep", 'message contains "lag_ms="', 'message has "lag_ms="', "`contains"),
+    ("docs/deploy.md names a README section that is gone",
+     "docs/deploy.md", "(see [Run under the Functions host](functions-host.md) for Azurite", "(see the README's \"Run under the Functions host\" for Azurite", "the README does not have"),
+    ("docs/deploy.md links to a section that is gone",
+     "docs/deploy.md", "(operations.md#cosmos-db-backups)", "(operations.md#cosmos-backups)", "has no such section"),
+    ("the postprovision hook drops the write scope",
+     "scripts/postprovision.sh", '"BLOG_AUTH_WRITE_SCOPE": %s', '"BLOG_AUTH_WRITE": %s', "BLOG_AUTH_WRITE_SCOPE"),
+]
+
+
+def failures(mutation: tuple[str, str, str, str, str] | None) -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in COPIED:
+            source = ROOT / name
+            if source.is_dir():
+                shutil.copytree(source, root / name)
+            else:
+                shutil.copy2(source, root / name)
+        if mutation is not None:
+            _, rel, original, mistake, _ = mutation
+            text = (root / rel).read_text()
+            if original.startswith("re:"):
+                changed, n = re.subn(original[3:], mistake, text, count=1)
+            else:
+                changed, n = text.replace(original, mistake, 1), text.count(original)
+            if n == 0:
+                return [f"the mutation's text is no longer in {rel}: {original!r}"]
+            (root / rel).write_text(changed)
+        with contextlib.redirect_stdout(io.StringIO()):
+            return infra_check.run(root, PARSER)
+
+
+def main() -> int:
+    problems = []
+    clean = failures(None)
+    if clean:
+        problems.append(f"the files as they are were reported: {clean}")
+    for mutation in MUTATIONS:
+        what, rel, _, _, says = mutation
+        found = failures(mutation)
+        if not any(says in f for f in found):
+            problems.append(f"{what} ({rel}) was not reported with {says!r}; reports: {found}")
+    for problem in problems:
+        print(f"test_infra_check FAILED: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"test_infra_check: nothing reported as it is, and each of {len(MUTATIONS)} mistakes reported: " + "; ".join(m[0] for m in MUTATIONS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
