@@ -164,7 +164,7 @@ def main() -> int:
         # predeploy: a role assigned a moment ago is waited for, until it is ROLE_SETTLE_SECONDS old.
         arm = Arm()
         arm.role_created = [iso(-3600), iso(0)]
-        rc, out, took = run_hook("predeploy.sh", arm, {**storage, "ROLE_SETTLE_SECONDS": "3"}, bin_dir)
+        rc, out, took = run_hook("predeploy.sh", arm, {**storage, "ROLE_SETTLE_SECONDS": "4"}, bin_dir)
         expect(rc == 0 and took >= 2 and "waiting" in out, f"predeploy must wait for a fresh role assignment (took {took:.1f} s)", out)
         arm.close()
 
