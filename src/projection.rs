@@ -2,9 +2,9 @@
 //! `docs/ARCHITECTURE.md`).
 //!
 //! Each change is treated as a *notification*: the projection re-reads the source of truth (the
-//! post, the author, the counts, the feed) and writes what follows from it. A repeated or stale
-//! batch therefore re-writes the current state and never an older one, and a username that raced
-//! a new post, comment or like is corrected when that item is next seen.
+//! post, the author, the post's pending counts, the feed) and writes what follows from it. A
+//! repeated or stale batch therefore re-writes the current state and never an older one, and a
+//! username that raced a new post, comment or like is corrected when that item is next seen.
 //!
 //! - [`plan`]: pure; changed documents plus the facts read for them in, the writes out.
 //! - [`gather`]: reads those facts, never older than the change being handled.

@@ -63,7 +63,7 @@ pub(super) async fn add_to_post(
                     )
                     .await?;
             }
-            // The post's pending counts expire with it.
+            // Its pending count goes with the post (the posts projection deletes it).
             return Ok(Added::NoSuchPost);
         }
         Ok(results) => results.into_iter().nth(CREATE_ITEM).unwrap_or(Value::Null),
