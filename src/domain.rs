@@ -10,6 +10,7 @@ mod deletion;
 pub mod follows;
 mod items;
 mod patch;
+pub mod pending;
 
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
 pub use items::{Comment, Kind, Like, Post, User};

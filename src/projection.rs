@@ -2,9 +2,9 @@
 //! `docs/ARCHITECTURE.md`).
 //!
 //! Each change is treated as a *notification*: the projection re-reads the source of truth (the
-//! post, the author, the counts, the feed) and writes what follows from it. A repeated or stale
-//! batch therefore re-writes the current state and never an older one, and a username that raced
-//! a new post, comment or like is corrected when that item is next seen.
+//! post, the author, the post's pending counts, the feed) and writes what follows from it. A
+//! repeated or stale batch therefore re-writes the current state and never an older one, and a
+//! username that raced a new post, comment or like is corrected when that item is next seen.
 //!
 //! - [`plan`]: pure; changed documents plus the facts read for them in, the writes out.
 //! - [`gather`]: reads those facts, never older than the change being handled.
@@ -45,12 +45,12 @@ pub struct ProjectionError {
 pub struct Report {
     pub changes: usize,
     pub writes: usize,
-    /// Posts whose counter was left behind its items because the newest item is younger than
-    /// [`INCREMENT_GRACE`]: the driver projects [`recheck`] of each once that has passed. Should
-    /// the increment have been lost, that is when the counter is corrected.
+    /// Posts with a counter change on its way (a pending count younger than
+    /// [`INCREMENT_GRACE`]): the driver projects [`recheck`] of each once that has passed. Should
+    /// the change have been lost, that is when the counter is corrected.
     pub deferred: Vec<String>,
-    /// Posts whose two counters this batch recounted and found nothing left to wait for: a
-    /// recheck a driver holds for one of them is answered already and can be dropped.
+    /// Posts whose counters this batch found with nothing left to wait for: a recheck a driver
+    /// holds for one of them is answered already and can be dropped.
     pub settled: Vec<String>,
 }
 
@@ -194,18 +194,7 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
         .await
         .map_err(|e| failed(Container::Posts, changes, e))?;
     let deferred = plan::deferred(changes, &facts);
-    let settled = needs
-        .posts
-        .iter()
-        .filter(|id| {
-            facts.posts.contains_key(*id)
-                && !deferred.contains(id)
-                && plan::Counted::BOTH
-                    .iter()
-                    .all(|&c| facts.counts.contains_key(&((*id).clone(), c)))
-        })
-        .cloned()
-        .collect();
+    let settled = plan::settled(changes, &facts);
     Ok(Report {
         changes: changes.len(),
         writes: writes.len() + marked,

@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::deletion::{mark_in_post, no_content, recount, Marked};
+use super::deletion::{mark_in_post, no_content, Marked};
 use super::items::{add_to_post, in_post, Added};
 use super::schema::PagingParams;
 use super::views::{CommentPage, CommentView, View};
@@ -18,7 +18,6 @@ use crate::domain::is_live;
 use crate::domain::{to_value, Comment, Kind, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::plan::Counted;
 use crate::store::Container;
 
 /// A new comment.
@@ -32,7 +31,8 @@ pub struct CommentBody {
     content: String,
 }
 
-/// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment (three operations).
+/// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment, the pending count
+/// deleted (four operations).
 #[utoipa::path(
     post,
     path = "/api/posts/{postId}/comments",
@@ -145,10 +145,7 @@ pub async fn delete_comment(
     )
     .await?
     {
-        Marked::Now => {
-            recount(store, post_id.as_str(), Counted::Comments).await;
-            Ok(no_content())
-        }
+        Marked::Now => Ok(no_content()),
         Marked::Already => Err(ApiError::not_found("comment", comment_id.as_str())),
     }
 }

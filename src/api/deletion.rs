@@ -12,25 +12,28 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use super::items::{announce, change_counter, withdraw};
 use crate::domain::{is_deleted, is_live, tombstone_ops, Id, Kind};
 use crate::error::{ApiError, ApiResult};
-use crate::projection::plan::Counted;
-use crate::store::{Container, PatchOp, Query, Store, StoreError};
+use crate::store::{Container, Store, StoreError};
 
 /// How often a mark is retried when the item changed between its read and the mark.
 const MARK_ATTEMPTS: usize = 5;
 
 /// What marking an item deleted came to.
 pub(super) enum Marked {
-    /// This request marked it.
+    /// This request marked it (and lowered its post's counter).
     Now,
     /// It was not there, or another request marked it first.
     Already,
 }
 
-/// Mark item `id` of partition `pk` in `posts` deleted, conditional on the version read, so that
-/// of two concurrent deletes only one counts as the deletion (and recounts the post).
-/// `read`: the item as the caller just read it, if it did (saves reading it again).
+/// Mark comment or like `id` of post `pk` deleted, conditional on the version read, so that of
+/// two concurrent deletes only one counts as the deletion, and lower the post's counter by one.
+/// The counter change is announced before the mark (a pending count, see
+/// [`crate::domain::pending`]), so a process that dies between the mark and the decrement
+/// leaves the post to be recounted. `read`: the item as the caller just read it, if it did
+/// (saves reading it again).
 pub(super) async fn mark_in_post(
     store: &dyn Store,
     pk: &str,
@@ -38,64 +41,52 @@ pub(super) async fn mark_in_post(
     kind: Kind,
     mut read: Option<Value>,
 ) -> ApiResult<Marked> {
+    let counter = match kind {
+        Kind::Comment => "/commentCount",
+        _ => "/likeCount",
+    };
+    let mut pending = None;
+    let mut outcome = Err(ApiError::Conflict(format!(
+        "`{id}` kept changing while being deleted; retry"
+    )));
     for _ in 0..MARK_ATTEMPTS {
         let item = match read.take() {
             Some(item) => Some(item),
             None => store.read(Container::Posts, pk, id).await?,
         };
-        let Some(item) = item else {
-            return Ok(Marked::Already);
+        let Some(item) = item.filter(|item| is_live(item, kind)) else {
+            outcome = Ok(Marked::Already);
+            break;
         };
-        if !is_live(&item, kind) {
-            return Ok(Marked::Already);
-        }
+        let pending_id = match &pending {
+            Some(p) => p,
+            None => pending.insert(announce(store, pk).await?),
+        };
         let etag = item.get("_etag").and_then(Value::as_str);
         match store
             .patch(Container::Posts, pk, id, &tombstone_ops(kind), etag)
             .await
         {
-            Ok(_) => return Ok(Marked::Now),
-            Err(StoreError::NotFound) => return Ok(Marked::Already),
+            Ok(_) => {
+                change_counter(store, pk, counter, -1, pending_id).await;
+                return Ok(Marked::Now);
+            }
+            Err(StoreError::NotFound) => {
+                outcome = Ok(Marked::Already);
+                break;
+            }
             // Changed meanwhile (a rename reached it, or another delete): look again.
             Err(StoreError::PreconditionFailed) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                outcome = Err(e.into());
+                break;
+            }
         }
     }
-    Err(ApiError::Conflict(format!(
-        "`{id}` kept changing while being deleted; retry"
-    )))
-}
-
-/// Make the post's counter right after this request deleted one of its items: set it to the
-/// number of live items, as the posts projection's recount does. A set, not a decrement: the
-/// projection may see the mark first and recount already, and two decrements would count the
-/// deletion twice. Only if the post is still at the version read (a concurrent increment wins
-/// and is recounted in turn). Best effort, like the increment: the recount repeats it.
-pub(super) async fn recount(store: &dyn Store, post_id: &str, counted: Counted) {
-    let result = async {
-        let Some(post) = store.read(Container::Posts, post_id, post_id).await? else {
-            return Ok(());
-        };
-        let q = Query::partition(post_id).of_kind(counted.kind()).live();
-        let n = store.count(Container::Posts, &q).await?;
-        let field = counted.path().trim_start_matches('/');
-        if post.get(field).and_then(Value::as_u64) == Some(n) {
-            return Ok(());
-        }
-        let etag = post.get("_etag").and_then(Value::as_str);
-        let ops = [PatchOp::set(counted.path(), n)];
-        match store
-            .patch(Container::Posts, post_id, post_id, &ops, etag)
-            .await
-        {
-            Ok(_) | Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(()),
-            Err(e) => Err(e),
-        }
+    if let Some(p) = pending {
+        withdraw(store, pk, &p).await;
     }
-    .await;
-    if let Err(e) = result {
-        tracing::warn!(error = %e, post = post_id, counter = counted.path(), "counter recount failed; the change feed recount will fix it");
-    }
+    outcome
 }
 
 pub(super) fn no_content() -> Response {

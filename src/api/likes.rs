@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::deletion::{mark_in_post, no_content, recount, Marked};
-use super::items::{add_to_post, in_post, increment, Added};
+use super::deletion::{mark_in_post, no_content};
+use super::items::{add_to_post, announce, change_counter, in_post, withdraw, Added};
 use super::schema::PagingParams;
 use super::views::{LikePage, LikeView, View};
 use super::PathIds;
@@ -18,7 +18,6 @@ use crate::auth::Caller;
 use crate::domain::{self, is_live, to_value, Id, Kind, Like};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::plan::Counted;
 use crate::store::{Container, Store, StoreError};
 
 /// A like.
@@ -109,16 +108,20 @@ async fn like_again(
     }
     let id = existing["id"].as_str().unwrap_or_default();
     let etag = existing["_etag"].as_str();
+    let pending = announce(store, post_id.as_str()).await?;
     match store
         .replace(Container::Posts, post_id.as_str(), id, like, etag)
         .await
     {
         Ok(created) => {
-            increment(store, post_id, "/likeCount").await;
+            change_counter(store, post_id.as_str(), "/likeCount", 1, &pending).await;
             Ok(Some(created))
         }
         // Someone else liked (or unliked) it meanwhile: answer with what is there now.
-        Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(None),
+        Err(StoreError::PreconditionFailed | StoreError::NotFound) => {
+            withdraw(store, post_id.as_str(), &pending).await;
+            Ok(None)
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -171,8 +174,6 @@ pub async fn delete_like(
         format!("only user `{user_id}` may take back their like")
     })?;
     let id = Like::id_of(user_id.as_str());
-    if let Marked::Now = mark_in_post(&*s.store, post_id.as_str(), &id, Kind::Like, None).await? {
-        recount(&*s.store, post_id.as_str(), Counted::Likes).await;
-    }
+    mark_in_post(&*s.store, post_id.as_str(), &id, Kind::Like, None).await?;
     Ok(no_content())
 }

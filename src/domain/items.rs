@@ -105,9 +105,18 @@ pub struct Post {
     pub user_username: String,
     pub title: String,
     pub content: String,
+    /// A counter reads as at least 0: a delete's decrement may land before the increment of the
+    /// item's creation (see `super::pending`), leaving the stored value below zero for a moment.
+    #[serde(deserialize_with = "at_least_zero")]
     pub comment_count: u64,
+    #[serde(deserialize_with = "at_least_zero")]
     pub like_count: u64,
     pub creation_date: String,
+}
+
+fn at_least_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let n = i64::deserialize(d)?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 impl Post {

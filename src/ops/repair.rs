@@ -2,9 +2,10 @@
 //!
 //! Nothing here decides on its own what a derived value should be. Each post with drift (in its
 //! own name or counters, a comment's or like's name, its copy in `users` or in `feed`) is handed
-//! to the posts projection again, as the change feed would: the projection re-reads the post, the
-//! author and the counts, and writes what it plans: patches of only the fields that differ (a
-//! counter conditioned on the post's `_etag`, so a concurrent increment is never overwritten),
+//! to the posts projection again, as the change feed would, with a pending count that asks for a
+//! recount: the projection re-reads the post, the author and the counts, and writes what it
+//! plans: patches of only the fields that differ (a counter conditioned on the post's `_etag`,
+//! so a concurrent increment is never overwritten),
 //! copies from the post as it is now, the feed trimmed to the newest. That is idempotent and
 //! is what the service itself does with every change, so it is safe beside it.
 //!
@@ -51,7 +52,7 @@ async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaire
 
     progress.stage("replaying posts");
     let mut results = stream::iter(&todo.replay)
-        .map(|(post_id, docs)| async move { (post_id, replay(store, docs).await) })
+        .map(|(post_id, docs)| async move { (post_id, replay(store, post_id, docs).await) })
         .buffer_unordered(CONCURRENCY);
     while let Some((post_id, result)) = results.next().await {
         match result {
@@ -107,10 +108,22 @@ const REPLAY_BATCH: usize = 100;
 const RECHECKS: u32 = 5;
 
 /// Hand a post's documents to the posts projection, as its change feed would, in batches of
-/// the size the change feed delivers. A counter the projection defers (its newest item may
-/// still have an increment on the way) is rechecked once that grace has passed, as the
-/// service's drivers do.
-async fn replay(store: &dyn Store, docs: &[Value]) -> Result<(), projection::ProjectionError> {
+/// the size the change feed delivers. The projection recounts a post only when a pending count
+/// asks it to, so one that asks for a recount at once is filed first. A counter the projection
+/// defers (a change announced by a younger pending count may be on its way) is rechecked once
+/// that grace has passed, as the service's drivers do.
+async fn replay(
+    store: &dyn Store,
+    post_id: &str,
+    docs: &[Value],
+) -> Result<(), projection::ProjectionError> {
+    let owed = crate::domain::pending::recount_owed(post_id);
+    retry(|| store.upsert(Container::Posts, post_id, owed.clone()))
+        .await
+        .map_err(|e| projection::ProjectionError {
+            reason: e.to_string(),
+            not_applied: vec![format!("posts/{post_id}/{post_id}")],
+        })?;
     for batch in docs.chunks(REPLAY_BATCH) {
         let mut report = projection::project(store, Container::Posts, batch).await?;
         let mut rounds = 0;
@@ -125,6 +138,9 @@ async fn replay(store: &dyn Store, docs: &[Value]) -> Result<(), projection::Pro
             rounds += 1;
         }
     }
+    // A counter set by the recount leaves the pending count for the next look, which finds the
+    // counter right and deletes it.
+    projection::project(store, Container::Posts, &[projection::recheck(post_id)]).await?;
     Ok(())
 }
 

@@ -10,15 +10,18 @@
 //!   meanwhile. A post of any size therefore holds the posts feed for one page at a time, and
 //!   other posts' changes are projected in between;
 //! - a user: the user is marked; then, a bounded step at a time ([`user_step`]), each of their
-//!   posts goes as above, their comments and likes on other posts are marked (the posts
-//!   projection then lowers those posts' counters), and leftover copies go: the request takes
+//!   posts goes as above, their comments and likes on other posts are marked (a pending
+//!   count in each of those posts has the posts projection recount it), and leftover copies go: the request takes
 //!   the first step, and the users projection one step each time the user's mark comes through,
 //!   touching the mark while more remains, as for a post's items.
+
+use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use super::apply;
 use super::plan::{str_field, Write};
+use crate::domain::pending::{is_pending_count, pending_count};
 use crate::domain::{tombstone_ops, Kind, FEED_PK};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -27,8 +30,16 @@ pub const PAGE: u32 = 200;
 /// Marks in flight at once.
 pub const CONCURRENCY: usize = 8;
 
-/// The write that marks `item` (an item of `container`) deleted.
+/// The write that marks `item` (an item of `container`) deleted; a pending count (see
+/// [`crate::domain::pending`]) is deleted outright: its post's counters go with the post.
 pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
+    if is_pending_count(item) {
+        return Some(Write::Delete {
+            container,
+            pk: str_field(item, container.partition_key_field())?.into(),
+            id: str_field(item, "id")?.into(),
+        });
+    }
     Some(Write::Patch {
         container,
         pk: str_field(item, container.partition_key_field())?.into(),
@@ -157,15 +168,44 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
             .map_err(|(_, e)| e)?;
         return Ok((writes.len(), true));
     }
-    // Their comments and likes elsewhere (the posts projection recounts those posts).
-    let marked = tombstone_page(
-        store,
-        Container::Posts,
-        Query::cross_partition().eq("userId", user_id),
-    )
-    .await?;
-    if marked > 0 {
-        return Ok((marked, true));
+    // Their comments and likes elsewhere. Nothing lowers those posts' counters as the marks
+    // are made: a pending count in each post's partition has the posts projection recount it
+    // once the grace is past. One is filed before the marks (should the step be cut short) and
+    // one after (should the marks take longer than the grace).
+    let q = Query::cross_partition()
+        .eq("userId", user_id)
+        .live()
+        .limit(PAGE);
+    let page = retry(|| store.query(Container::Posts, &q)).await?;
+    let marks: Vec<Write> = page
+        .items
+        .iter()
+        .filter_map(|i| tombstone(Container::Posts, i))
+        .collect();
+    if !marks.is_empty() {
+        let posts: BTreeSet<&str> = page
+            .items
+            .iter()
+            .filter(|i| matches!(Kind::of(i), Some(Kind::Comment | Kind::Like)))
+            .filter_map(|i| str_field(i, "postId"))
+            .collect();
+        let announce = || {
+            posts
+                .iter()
+                .map(|p| Write::Upsert {
+                    container: Container::Posts,
+                    pk: p.to_string(),
+                    item: pending_count(p, &crate::domain::now()),
+                })
+                .collect::<Vec<_>>()
+        };
+        let (before, after) = (announce(), announce());
+        for writes in [&before, &marks, &after] {
+            apply::apply_unordered(store, writes, CONCURRENCY)
+                .await
+                .map_err(|(_, e)| e)?;
+        }
+        return Ok((before.len() + marks.len() + after.len(), true));
     }
     // Copies of posts that are gone already (a post deleted while its copy was being written).
     let copies = Query::partition(user_id).of_kind(Kind::Post).limit(PAGE);

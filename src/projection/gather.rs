@@ -7,8 +7,9 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::plan::{
-    content, str_field, Counted, FeedEntry, PostsFacts, PostsNeeds, INCREMENT_GRACE,
+    content, str_field, Counted, FeedEntry, PendingCount, PostsFacts, PostsNeeds, INCREMENT_GRACE,
 };
+use crate::domain::pending::PENDING_COUNT;
 use crate::domain::{is_deleted, Kind, Post, FEED_KEEP, FEED_PK};
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
@@ -68,96 +69,124 @@ fn newest_change<'a>(changes: &'a [Value], kind: Kind, id: &str) -> Option<&'a V
         })
 }
 
-/// Read what [`super::plan::plan_posts`] needs for `changes`. Posts and their counts, the
+/// Read what [`super::plan::plan_posts`] needs for `changes`. Posts and their counters, the
 /// authors, and the feed are read concurrently (each kind's items one after the other, so a large
 /// batch keeps at most three reads in flight): a new post needs five reads, and one after the
 /// other they were most of the time between the post's 201 and its showing in the feed (on
-/// Cosmos DB, five round trips). A post is read before its items are counted: a count taken
-/// first could miss an item whose increment the post then shows, and the recount would undo it.
+/// Cosmos DB, five round trips). A post is read before its pending counts and any recount: see
+/// [`check_counters`].
 pub async fn posts_facts(
     store: &dyn Store,
     changes: &[Value],
     needs: &PostsNeeds,
 ) -> StoreResult<PostsFacts> {
-    // Taken before reading: an item created after this is not settled whatever the reads find.
-    let settled_before =
-        crate::domain::format_time(time::OffsetDateTime::from(SystemTime::now()) - INCREMENT_GRACE);
-    let posts_then_counts = async {
+    // Taken before reading: a pending count made after this is not settled whatever the reads
+    // find.
+    let now = time::OffsetDateTime::from(SystemTime::now());
+    let settled_before = crate::domain::format_time(now - INCREMENT_GRACE);
+    let posts_then_counters = async {
         let read = read_posts(store, changes, needs).await?;
-        let counts = count_items(store, needs, &read.deleted).await?;
-        Ok((read, counts))
+        let counters = check_counters(store, &read, &settled_before).await?;
+        Ok((read, counters))
     };
-    let ((read, counts), users, feed) = futures::try_join!(
-        posts_then_counts,
+    let ((read, (pending, counts)), users, feed) = futures::try_join!(
+        posts_then_counters,
         read_users(store, needs),
         read_feed(store, needs),
     )?;
     let (feed, feed_copies) = feed;
     let mut stored = users.copies;
     stored.extend(feed_copies);
-    let mut facts = PostsFacts {
+    Ok(PostsFacts {
         settled_before,
+        now: crate::domain::format_time(now),
         posts: read.posts,
         etags: read.etags,
+        counters: read.counters,
+        pending,
+        counts,
         deleted_posts: read.deleted,
         usernames: users.usernames,
         deleted_users: users.deleted,
         feed,
         stored,
-        ..Default::default()
-    };
-    for ((id, c), n) in counts {
-        // Behind: when was the newest item created (is its increment plausibly on its way)? An
-        // item of the batch younger than the grace answers it without a query: the newest is
-        // at least as young, so the counter waits either way.
-        let behind = facts.posts.get(&id).is_some_and(|p| c.of(p) < n);
-        if let Some(date) = young_in_batch(changes, &id, c, &facts.settled_before) {
-            if behind {
-                facts.newest.insert((id.clone(), c), date.to_string());
-            }
-        } else if behind {
-            let q = Query::partition(id.clone())
-                .of_kind(c.kind())
-                .live()
-                .order_by_creation(Order::Desc)
-                .limit(1);
-            let page = retry(|| store.query(Container::Posts, &q)).await?;
-            if let Some(date) = page
-                .items
-                .first()
-                .and_then(|v| str_field(v, "creationDate"))
-            {
-                facts.newest.insert((id.clone(), c), date.to_string());
-            }
-        }
-        facts.counts.insert((id, c), n);
-    }
-    Ok(facts)
+    })
 }
 
-/// The newest `creationDate` among the batch's live items of kind `c` on `post`, if it is not
-/// yet settled (at or after `settled_before`).
-fn young_in_batch<'a>(
-    changes: &'a [Value],
-    post: &str,
-    c: Counted,
+/// The pending counts of each live post read, and the counts of those to recount. A post with
+/// no pending count costs one query that finds none, whatever its number of items; one with a
+/// pending count younger than the grace is only noted (it is looked at again later). Only when
+/// every pending count is past the grace are its comments and likes counted, and its pending
+/// counts read again: one that appeared meanwhile announces a change the count may or may not
+/// hold, so the count is not used. The post was read before all of this, and a counter is set
+/// only if the post is still at that version: a change made after the read voids the set, and
+/// one made before it is in the counter read and in the count (its pending count, made before
+/// its item's write, is seen unless that change had landed already).
+async fn check_counters(
+    store: &dyn Store,
+    read: &PostsRead,
     settled_before: &str,
-) -> Option<&'a str> {
-    changes
-        .iter()
-        .filter(|d| {
-            Kind::of(d) == Some(c.kind()) && str_field(d, "postId") == Some(post) && !is_deleted(d)
-        })
-        .filter_map(|d| str_field(d, "creationDate"))
-        .max()
-        .filter(|date| *date >= settled_before)
+) -> StoreResult<(
+    HashMap<String, Vec<PendingCount>>,
+    HashMap<(String, Counted), u64>,
+)> {
+    let mut pending = HashMap::new();
+    let mut counts = HashMap::new();
+    let mut ids: Vec<&String> = read.posts.keys().collect();
+    ids.sort();
+    let young = |p: &[PendingCount]| p.iter().any(|p| p.since.as_str() >= settled_before);
+    for id in ids {
+        let found = pending_counts(store, id).await?;
+        if found.is_empty() || young(&found) {
+            pending.insert(id.clone(), found);
+            continue;
+        }
+        let mut n = Vec::with_capacity(2);
+        for c in Counted::BOTH {
+            let q = Query::partition(id.clone()).of_kind(c.kind()).live();
+            n.push((c, retry(|| store.count(Container::Posts, &q)).await?));
+        }
+        let again = pending_counts(store, id).await?;
+        if !young(&again) {
+            counts.extend(n.into_iter().map(|(c, n)| ((id.clone(), c), n)));
+        }
+        pending.insert(id.clone(), again);
+    }
+    Ok((pending, counts))
 }
+
+/// The pending counts in post `id`'s partition: a query of the few there are, whatever the
+/// number of the post's items.
+async fn pending_counts(store: &dyn Store, id: &str) -> StoreResult<Vec<PendingCount>> {
+    let mut q = Query::partition(id)
+        .eq("type", PENDING_COUNT)
+        .limit(PENDING_PAGE);
+    let mut out = Vec::new();
+    loop {
+        let page = retry(|| store.query(Container::Posts, &q)).await?;
+        out.extend(page.items.iter().filter_map(|v| {
+            Some(PendingCount {
+                id: str_field(v, "id")?.into(),
+                since: str_field(v, "creationDate")?.into(),
+            })
+        }));
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// Pending counts read per query.
+const PENDING_PAGE: u32 = 100;
 
 /// The posts a batch touches, each at the newest version seen.
 #[derive(Default)]
 struct PostsRead {
     posts: HashMap<String, Post>,
     etags: HashMap<String, String>,
+    /// The counters as stored, which [`Post`] reads as at least 0.
+    counters: HashMap<(String, Counted), i64>,
     /// Posts read as deleted, with their authors.
     deleted: HashMap<String, String>,
 }
@@ -179,29 +208,16 @@ async fn read_posts(
             if let Some(etag) = str_field(&v, "_etag") {
                 out.etags.insert(id.clone(), etag.to_string());
             }
+            for c in Counted::BOTH {
+                let field = c.path().trim_start_matches('/');
+                if let Some(n) = v.get(field).and_then(Value::as_i64) {
+                    out.counters.insert((id.clone(), c), n);
+                }
+            }
             if let Ok(post) = serde_json::from_value::<Post>(v) {
                 out.posts.insert(id.clone(), post);
             }
         }
-    }
-    Ok(out)
-}
-
-/// The live comments / likes of each post whose counter is checked, but for deleted posts (their
-/// counters go with them).
-async fn count_items(
-    store: &dyn Store,
-    needs: &PostsNeeds,
-    deleted: &HashMap<String, String>,
-) -> StoreResult<Vec<((String, Counted), u64)>> {
-    let mut out = Vec::with_capacity(needs.counts.len());
-    for (id, c) in &needs.counts {
-        if deleted.contains_key(id) {
-            continue;
-        }
-        let q = Query::partition(id.clone()).of_kind(c.kind()).live();
-        let n = retry(|| store.count(Container::Posts, &q)).await?;
-        out.push(((id.clone(), *c), n));
     }
     Ok(out)
 }

@@ -11,6 +11,7 @@
 //!   Easy Auth principals, on both stores, and what the binary logs about them;
 //! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load;
 //! - `deletes_suite`: unlike, delete a comment or a post, erase an account, on both stores;
+//! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them.
 //!
 //! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
@@ -26,6 +27,7 @@ mod store_suite;
 mod timeline_suite;
 
 mod cosmos;
+mod counters;
 mod embedded;
 mod errors;
 mod functions;

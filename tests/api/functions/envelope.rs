@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use blog::domain::pending::pending_count;
 use blog::store::{Container, PatchOp, Query, Store, StoreError};
 use futures::FutureExt as _;
 use reqwest::StatusCode;
@@ -22,7 +23,8 @@ const POST_FIXTURES: [&str; 3] = [
 const LONG_CONTENT_CHARS: usize = 300;
 
 /// The items the fixtures' documents refer to, in their current state: the post's title is newer
-/// than in the fixture, its counters lag behind its comment and like, and the comment carries its
+/// than in the fixture, its counters lag behind its comment and like (their requests died before
+/// their increments, leaving the pending counts that announced them), and the comment carries its
 /// author's previous name.
 async fn seed_fixture_world(store: &dyn Store) {
     for (id, name) in [("fx-ana", "ana"), ("fx-bo", "bo")] {
@@ -43,6 +45,8 @@ async fn seed_fixture_world(store: &dyn Store) {
                 "creationDate": "2026-11-21T10:01:00.000Z" }),
         json!({ "id": "like-fx-bo", "type": "like", "postId": "fx-post-1", "userId": "fx-bo",
                 "userUsername": "bo", "creationDate": "2026-11-21T10:02:00.000Z" }),
+        pending_count("fx-post-1", "2026-11-21T10:01:00.000Z"),
+        pending_count("fx-post-1", "2026-11-21T10:02:00.000Z"),
     ];
     for item in items {
         store
