@@ -14,6 +14,7 @@ pub mod easyauth;
 pub mod jwt;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::http::request::Parts;
 use axum::http::Method;
@@ -126,6 +127,16 @@ impl Auth {
             settings: settings.clone(),
             jwt,
         }
+    }
+
+    /// In `jwt`, trust cached issuer keys for `max_key_age` and fetch them at most every
+    /// `interval` instead of the defaults (24 h and 5 s): for tests that need keys to go stale
+    /// without waiting a day. Other modes are unchanged.
+    pub fn with_jwt_timings(mut self, max_key_age: Duration, interval: Duration) -> Self {
+        self.jwt = self
+            .jwt
+            .map(|verifier| verifier.with_timings(max_key_age, interval));
+        self
     }
 
     pub fn mode(&self) -> AuthMode {

@@ -62,6 +62,13 @@ impl Id {
 
     pub fn parse(field: &str, s: &str) -> Result<Self, Invalid> {
         check_length(field, s, Self::MAX_CHARS)?;
+        Self::check_chars(field, s)?;
+        Ok(Id(s.to_string()))
+    }
+
+    /// The characters an id may hold (whatever its length): none of `/ \ ? #`, no control
+    /// characters, not only dots.
+    pub fn check_chars(field: &str, s: &str) -> Result<(), Invalid> {
         if s.chars()
             .any(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control())
         {
@@ -72,7 +79,7 @@ impl Id {
         if s.chars().all(|c| c == '.') {
             return Err(Invalid(format!("`{field}` must not be made only of dots")));
         }
-        Ok(Id(s.to_string()))
+        Ok(())
     }
 
     /// A fresh random id.
@@ -151,16 +158,20 @@ impl Text {
         Ok(Text(s.to_string()))
     }
 
+    pub const TITLE_MAX_CHARS: usize = 200;
+    pub const POST_CONTENT_MAX_CHARS: usize = 20_000;
+    pub const COMMENT_CONTENT_MAX_CHARS: usize = 2_000;
+
     pub fn title(s: &str) -> Result<Self, Invalid> {
-        Self::parse("title", s, 200)
+        Self::parse("title", s, Self::TITLE_MAX_CHARS)
     }
 
     pub fn post_content(s: &str) -> Result<Self, Invalid> {
-        Self::parse("content", s, 20_000)
+        Self::parse("content", s, Self::POST_CONTENT_MAX_CHARS)
     }
 
     pub fn comment_content(s: &str) -> Result<Self, Invalid> {
-        Self::parse("content", s, 2_000)
+        Self::parse("content", s, Self::COMMENT_CONTENT_MAX_CHARS)
     }
 
     pub fn as_str(&self) -> &str {

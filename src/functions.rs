@@ -13,7 +13,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -96,7 +96,11 @@ pub fn routes(read_timeout: Duration) -> Router<AppState> {
                           headers: HeaderMap,
                           _: JsonInvocation,
                           body: Body| async move {
-                        let body = read_body(body, read_timeout).await;
+                        let announced = headers
+                            .get(header::CONTENT_LENGTH)
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.parse::<usize>().ok());
+                        let body = read_body(body, announced, read_timeout).await;
                         invoke(*trigger, state, headers, body).await
                     },
                 ),
@@ -110,24 +114,47 @@ pub fn routes(read_timeout: Duration) -> Router<AppState> {
 struct Unread(StatusCode, String);
 
 /// The whole body, at most [`INVOCATION_BODY_LIMIT`] bytes (413 beyond), within `deadline`
-/// (408 after), or 400 when the upload breaks off.
-async fn read_body(body: Body, deadline: Duration) -> Result<Bytes, Unread> {
-    let limited = http_body_util::Limited::new(body, INVOCATION_BODY_LIMIT);
-    match tokio::time::timeout(deadline, limited.collect()).await {
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e))
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(Unread(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the body is larger than {INVOCATION_BODY_LIMIT} bytes"),
-            ))
+/// (408 after), or 400 when the upload breaks off. Each chunk is copied into one buffer as it
+/// arrives (sized from `Content-Length` when the host announces it) and freed at once, so a
+/// body is held once, never as its chunks and a copy of them together.
+async fn read_body(
+    body: Body,
+    announced: Option<usize>,
+    deadline: Duration,
+) -> Result<Vec<u8>, Unread> {
+    let too_large = || {
+        Unread(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {INVOCATION_BODY_LIMIT} bytes"),
+        )
+    };
+    let read = async {
+        let mut body = body;
+        // An announced size over the limit is refused once the limit is reached, as one not
+        // announced: the host reads an answer only once it has sent its request.
+        let mut buf = Vec::with_capacity(
+            announced
+                .filter(|&n| n <= INVOCATION_BODY_LIMIT)
+                .unwrap_or(0),
+        );
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                Unread(
+                    StatusCode::BAD_REQUEST,
+                    format!("the upload broke off: {e}"),
+                )
+            })?;
+            if let Ok(data) = frame.into_data() {
+                if buf.len() + data.len() > INVOCATION_BODY_LIMIT {
+                    return Err(too_large());
+                }
+                buf.extend_from_slice(&data);
+            }
         }
-        Ok(Err(e)) => Err(Unread(
-            StatusCode::BAD_REQUEST,
-            format!("the upload broke off: {e}"),
-        )),
+        Ok(buf)
+    };
+    match tokio::time::timeout(deadline, read).await {
+        Ok(read) => read,
         Err(_) => Err(Unread(
             StatusCode::REQUEST_TIMEOUT,
             format!("the body did not arrive within {} s", deadline.as_secs()),
@@ -176,7 +203,7 @@ async fn invoke(
     trigger: Trigger,
     state: AppState,
     headers: HeaderMap,
-    body: Result<Bytes, Unread>,
+    body: Result<Vec<u8>, Unread>,
 ) -> Response {
     let invocation_id = headers
         .get(INVOCATION_ID_HEADER)
@@ -190,7 +217,7 @@ async fn invoke(
     );
     async move {
         match body {
-            Ok(body) => run(trigger, state, &body).await,
+            Ok(body) => run(trigger, state, body).await,
             // Over the limit, cut off or too slow: answered in the same JSON shape as every
             // other outcome.
             Err(Unread(status, why)) => {
@@ -204,8 +231,11 @@ async fn invoke(
     .await
 }
 
-async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
-    let batch = match decode(body, trigger.binding) {
+async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
+    let decoded = decode(&body, trigger.binding);
+    // The documents are decoded: the body is not held while they are applied.
+    drop(body);
+    let batch = match decoded {
         Ok(batch) => batch,
         Err(e) => {
             tracing::error!(error = %e, "invocation not decoded; nothing applied");

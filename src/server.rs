@@ -10,28 +10,34 @@
 //! - **Write timeout**: a response write that makes no progress for the request timeout (the
 //!   client stopped reading) ends the connection, so such a client cannot keep its slot.
 //! - **Connection cap**: at most [`ServerLimits::max_connections`] connections are served at
-//!   once; further ones wait in the listen backlog until one closes.
+//!   once. At the cap, a new connection is accepted and held while an idle one makes room: the
+//!   connection idle the longest (one that has not sent a request yet, or a kept-alive one
+//!   between requests) is closed at once, so a new client is served without waiting for a
+//!   timeout. A connection with a request in flight is never cut: when every connection is busy
+//!   the new one waits for the first to finish, and further ones wait in the listen backlog.
 //! - **Per-address cap**: at most [`ServerLimits::max_connections_per_ip`] of them from one client
 //!   address (an IPv6 address by its /64 network); a connection over it is closed at once, so one
 //!   client cannot take the slots every other client needs.
 //! - **Header size**: a request whose header block is larger than [`MAX_HEADER_BYTES`] answers
 //!   431 and the connection closes, so an unfinished header holds at most that much memory.
-//! - **Graceful shutdown**: once the shutdown signal fires, no connection is accepted, idle
-//!   connections close, and in-flight requests finish (for at most the request timeout plus a few
+//! - **Graceful shutdown**: once the shutdown signal fires, no connection is accepted,
+//!   connections without a request in flight (also one still sending its headers) close, and
+//!   in-flight requests finish (for at most the request timeout plus a few
 //!   seconds) before [`serve`] returns.
 
 use axum::response::IntoResponse as _;
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use http_body_util::BodyExt as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Notify, Semaphore};
 use tokio_io_timeout::TimeoutStream;
 use tower::ServiceExt as _;
 
@@ -71,14 +77,10 @@ pub async fn serve_with(
         .keep_alive(true);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let per_address = PerAddress::new(limits.max_connections_per_ip);
-    let graceful = GracefulShutdown::new();
+    let open = Open::new();
     let mut shutdown = std::pin::pin!(shutdown);
 
-    loop {
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
-            () = &mut shutdown => break,
-        };
+    'accept: loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -91,27 +93,55 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
-        // Over its address's cap: closed at once, giving its slot back.
+        // Over its address's cap: closed at once.
         let Some(address_slot) = per_address.admit(peer.ip()) else {
             tracing::debug!("connection closed: its address holds its cap of connections");
             continue;
         };
+        // At the cap: close the connection idle the longest, and again every moment until a
+        // slot is free (when every connection is busy, none is closed: the first to finish
+        // makes room). Nothing else is accepted meanwhile.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => loop {
+                if open.close_longest_idle() {
+                    tracing::debug!("at the connection cap: closed an idle connection");
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => {
+                        break slot.expect("the semaphore is never closed")
+                    }
+                    () = tokio::time::sleep(SHED_RETRY) => {}
+                    () = &mut shutdown => break 'accept,
+                }
+            },
+        };
         let _ = stream.set_nodelay(true);
+        let conn = open.register();
         let router = router();
+        let service_conn = conn.clone();
         let service = TowerToHyperService::new(tower::service_fn(
             move |mut req: hyper::Request<hyper::body::Incoming>| {
                 let router = router.clone();
+                let busy = service_conn.busy();
                 async move {
                     // hyper stops reading a header block at about its buffer size; this makes
                     // the limit exact for the ones it still parsed.
                     if header_block_len(&req) > MAX_HEADER_BYTES {
-                        return Ok(headers_too_large());
+                        return Ok::<_, std::convert::Infallible>(headers_too_large());
                     }
                     // Every request knows its client's address (`ConnectInfo`), as
                     // `axum::serve` does it.
                     req.extensions_mut()
                         .insert(axum::extract::ConnectInfo(peer));
-                    router.oneshot(req).await
+                    let response = router.oneshot(req).await?;
+                    // Busy until the response's body is handed over to the connection whole.
+                    Ok(response.map(|body| {
+                        axum::body::Body::new(body.map_frame(move |frame| {
+                            let _ = &busy;
+                            frame
+                        }))
+                    }))
                 }
             },
         ));
@@ -120,19 +150,44 @@ pub async fn serve_with(
         let mut stream = TimeoutStream::new(stream);
         stream.set_write_timeout(Some(limits.request_timeout));
         let io = TokioIo::new(Box::pin(stream));
-        let connection = graceful.watch(http.serve_connection(io, service));
+        let connection = http.serve_connection(io, service);
+        let open = open.clone();
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
+            let mut connection = std::pin::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                () = conn.told_to_close(&open) => {
+                    // hyper closes it now if it has read nothing yet or is between requests,
+                    // else once the request in flight is answered.
+                    connection.as_mut().graceful_shutdown();
+                    // A connection with part of a request's headers would wait for the rest:
+                    // with no request in flight it holds nothing of anyone's, and goes.
+                    loop {
+                        tokio::select! {
+                            ended = connection.as_mut() => break ended,
+                            () = tokio::time::sleep(SHED_RETRY) => {
+                                if conn.in_flight.load(Ordering::SeqCst) == 0 {
+                                    break Ok(());
+                                }
+                            }
+                        }
+                    }
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
+            open.remove(&conn);
             drop(slot);
             drop(address_slot);
         });
     }
     drop(listener);
     tracing::info!("shutting down: finishing in-flight requests");
+    open.close_all();
     let grace = limits.request_timeout + SHUTDOWN_MARGIN;
-    if tokio::time::timeout(grace, graceful.shutdown())
+    let all_slots = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(grace, slots.acquire_many(all_slots))
         .await
         .is_err()
     {
@@ -141,6 +196,107 @@ pub async fn serve_with(
             "requests still in flight after the grace period; closing them"
         );
     }
+}
+
+/// How often a new connection held at the cap looks again for an idle connection to close.
+const SHED_RETRY: Duration = Duration::from_millis(100);
+
+/// The open connections, and whether each is idle (no request in flight) and since when, so the
+/// one idle the longest can be told to close; and the shutdown that tells them all.
+struct Open {
+    connections: Mutex<HashMap<u64, Arc<Connection>>>,
+    next_id: AtomicU64,
+    closing: watch::Sender<bool>,
+}
+
+struct Connection {
+    id: u64,
+    /// Requests in flight (the response's body not handed whole to the connection yet).
+    in_flight: AtomicUsize,
+    /// When it last became idle (accepted, or its last response's body handed over).
+    idle_since: Mutex<Instant>,
+    /// Told to close (at most once).
+    told: AtomicBool,
+    close: Notify,
+}
+
+impl Open {
+    fn new() -> Arc<Self> {
+        Arc::new(Open {
+            connections: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            closing: watch::Sender::new(false),
+        })
+    }
+
+    fn register(&self) -> Arc<Connection> {
+        let conn = Arc::new(Connection {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            in_flight: AtomicUsize::new(0),
+            idle_since: Mutex::new(Instant::now()),
+            told: AtomicBool::new(false),
+            close: Notify::new(),
+        });
+        lock(&self.connections).insert(conn.id, conn.clone());
+        conn
+    }
+
+    fn remove(&self, conn: &Connection) {
+        lock(&self.connections).remove(&conn.id);
+    }
+
+    /// Tell the connection idle the longest to close; `false` when every connection is busy
+    /// (or already told).
+    fn close_longest_idle(&self) -> bool {
+        let connections = lock(&self.connections);
+        let longest = connections
+            .values()
+            .filter(|c| c.in_flight.load(Ordering::SeqCst) == 0 && !c.told.load(Ordering::SeqCst))
+            .min_by_key(|c| *lock(&c.idle_since));
+        match longest {
+            Some(conn) => {
+                conn.told.store(true, Ordering::SeqCst);
+                conn.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Shutdown: every connection closes once idle.
+    fn close_all(&self) {
+        self.closing.send_replace(true);
+    }
+}
+
+impl Connection {
+    /// Marks a request in flight until the returned guard is dropped.
+    fn busy(self: &Arc<Self>) -> Busy {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        Busy(self.clone())
+    }
+
+    /// Resolves once this connection is told to close, alone or with all at shutdown.
+    async fn told_to_close(&self, open: &Open) {
+        let mut closing = open.closing.subscribe();
+        tokio::select! {
+            () = self.close.notified() => {}
+            _ = closing.wait_for(|closing| *closing) => {}
+        }
+    }
+}
+
+struct Busy(Arc<Connection>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        *lock(&self.0.idle_since) = Instant::now();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The size of a request's header block as sent: request line and header lines.

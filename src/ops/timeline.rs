@@ -14,7 +14,8 @@
 //! Users are read a page at a time and each one's partition is checked on its own, so memory
 //! stays bounded by the largest partition. Repair replays edges and users through the
 //! projections (`crate::projection::timeline`), and writes what they do not rewrite: an edge's
-//! name, a stale or extra entry, an extra mirror.
+//! name, a stale or extra entry, an extra mirror, each re-read right before it is written
+//! (`fresh`), so a repair never writes from a stale read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -339,8 +340,13 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
         }
     }
     for w in &check.writes {
-        match apply::apply_one(store, w).await {
-            Ok(()) => done.written += 1,
+        let written = match fresh(store, w).await {
+            Ok(Some(w)) => apply::apply_one(store, &w).await.map(|()| 1),
+            Ok(None) => Ok(0),
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(n) => done.written += n,
             Err(e) => done.failed.push(format!("{}: {e}", w.target())),
         }
     }
@@ -351,6 +357,112 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
         }
     }
     done
+}
+
+/// The fix `w` as it should be written now, or `None` when it is no longer wanted: what the check
+/// read is read again right before the write, so a repair never writes from a stale read (a post
+/// deleted, an author renamed, unfollowed or merged, an edge made since the check). An entry is
+/// written from the post and the author's name as they are now; a deletion is skipped when what
+/// made the item extra has changed.
+async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
+    let users = Container::Users;
+    match w {
+        Write::Upsert { pk: u, item, .. } if is_marker(item) => {
+            let x = str_field(item, REF_USER).unwrap_or_default();
+            Ok(merged_followee(store, u, x).await?.then(|| w.clone()))
+        }
+        Write::Upsert { pk: u, item, .. } => {
+            let Some(shown) = entry_post(item) else {
+                return Ok(None);
+            };
+            Ok(wanted_entry(store, u, &shown.id)
+                .await?
+                .map(|post| Write::Upsert {
+                    container: users,
+                    pk: u.clone(),
+                    item: timeline_entry(u, &post),
+                }))
+        }
+        Write::Patch { pk: u, id, .. } => {
+            let Some(x) = id.strip_prefix(&following_id("")) else {
+                return Ok(Some(w.clone()));
+            };
+            let edge = retry(|| store.read(users, u, id)).await?;
+            let followee = live_user(store, x).await?;
+            Ok(match (edge, followee) {
+                (Some(e), Some(followee)) if is_live_of(&e, FOLLOWING) => Some(Write::Patch {
+                    container: users,
+                    pk: u.clone(),
+                    id: id.clone(),
+                    ops: vec![PatchOp::set("/userUsername", name_of(&followee))],
+                    if_match: None,
+                }),
+                _ => None,
+            })
+        }
+        Write::Delete { pk: u, id, .. } => {
+            if let Some(f) = id.strip_prefix(&follower_id("")) {
+                // A mirror goes only while its edge is still missing.
+                let edge_id = following_id(u);
+                let edge = retry(|| store.read(users, f, &edge_id)).await?;
+                let has_edge = edge.is_some_and(|e| is_live_of(&e, FOLLOWING));
+                return Ok((!has_edge).then(|| w.clone()));
+            }
+            let Some(item) = retry(|| store.read(users, u, id)).await? else {
+                return Ok(None);
+            };
+            if is_deleted(&item) {
+                return Ok(None);
+            }
+            let still_wanted = if is_marker(&item) {
+                let x = str_field(&item, REF_USER).unwrap_or_default();
+                merged_followee(store, u, x).await?
+            } else {
+                match entry_post(&item) {
+                    Some(shown) => wanted_entry(store, u, &shown.id).await?.is_some(),
+                    None => false,
+                }
+            };
+            Ok((!still_wanted).then(|| w.clone()))
+        }
+    }
+}
+
+/// Whether `u` follows `x` now, and `x` is merged (their followers hold a marker for them).
+async fn merged_followee(store: &dyn Store, u: &str, x: &str) -> StoreResult<bool> {
+    let edge_id = following_id(x);
+    let edge = retry(|| store.read(Container::Users, u, &edge_id)).await?;
+    if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+        return Ok(false);
+    }
+    Ok(live_user(store, x)
+        .await?
+        .is_some_and(|followee| projection::timeline::is_merged(&followee)))
+}
+
+/// The post `post_id` as `u`'s timeline should show it now (by its author's current name), if
+/// it should: the post is live, and `u` follows its author, who is live and not merged.
+async fn wanted_entry(store: &dyn Store, u: &str, post_id: &str) -> StoreResult<Option<Post>> {
+    let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
+    let Some(mut post) = post
+        .filter(|p| !is_deleted(p))
+        .and_then(|p| serde_json::from_value::<Post>(p).ok())
+    else {
+        return Ok(None);
+    };
+    let author = post.user_id.clone();
+    let edge_id = following_id(&author);
+    let edge = retry(|| store.read(Container::Users, u, &edge_id)).await?;
+    if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+        return Ok(None);
+    }
+    match live_user(store, &author).await? {
+        Some(a) if !projection::timeline::is_merged(&a) => {
+            post.user_username = name_of(&a).to_string();
+            Ok(Some(post))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// A check, and with `--repair` the repair and the check after it.

@@ -7,6 +7,7 @@
 pub mod common;
 mod contract;
 mod envelope;
+mod forged;
 mod hosted;
 mod limits;
 mod timeline;

@@ -65,6 +65,20 @@ impl Handler {
         out
     }
 
+    /// A connection with a request in flight: `POST /api/users` whose headers are sent and
+    /// only the start of its body ([`finish_upload`] sends the rest).
+    fn slow_upload(&self) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let length = UPLOAD_START.len() + UPLOAD_REST.len();
+        write!(
+            s,
+            "POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {length}\r\n\r\n{UPLOAD_START}"
+        )
+        .unwrap();
+        s
+    }
+
     /// A connection that sent part of a request's headers and nothing more.
     fn half_request(&self) -> TcpStream {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
@@ -73,6 +87,22 @@ impl Handler {
         s
     }
 }
+
+/// The rest of [`Handler::slow_upload`]'s body, and the answer's first line.
+fn finish_upload(s: &mut TcpStream) -> String {
+    s.write_all(UPLOAD_REST.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut answer = [0u8; 256];
+    let n = s.read(&mut answer).unwrap();
+    String::from_utf8_lossy(&answer[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+const UPLOAD_START: &str = r#"{"username": "#;
+const UPLOAD_REST: &str = r#""uploader"}"#;
 
 impl Drop for Handler {
     fn drop(&mut self) {
@@ -123,8 +153,10 @@ async fn connections_that_never_finish_their_headers_are_closed() {
     assert_eq!(r.status(), 200);
 }
 
+/// At the cap, connections with a request in flight are not cut: a new client waits until one
+/// of them is done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_over_the_cap_wait_for_a_free_one() {
+async fn connections_over_the_cap_wait_for_a_busy_one_to_finish() {
     let dir = tempfile::tempdir().unwrap();
     let handler = Handler::start(
         dir.path(),
@@ -136,8 +168,8 @@ async fn connections_over_the_cap_wait_for_a_free_one() {
     .await;
     // The readiness probe's connection may still be open; let it go.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let first = handler.half_request();
-    let _second = handler.half_request();
+    let mut first = handler.slow_upload();
+    let _second = handler.slow_upload();
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let client = reqwest::Client::builder()
@@ -154,6 +186,8 @@ async fn connections_over_the_cap_wait_for_a_free_one() {
         over.map(|r| r.status())
     );
 
+    // The first upload was not cut: it finishes and is answered.
+    assert!(finish_upload(&mut first).starts_with("HTTP/1.1 201"));
     drop(first);
     let r = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -164,6 +198,63 @@ async fn connections_over_the_cap_wait_for_a_free_one() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+}
+
+/// At the cap, connections without a request in flight make room for new clients: one that has
+/// sent nothing, one that sent part of its headers and a kept-alive one between requests are
+/// closed, longest idle first, so three new clients are served well before the header timeout
+/// (30 s), while an upload in flight on a fourth connection is not cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_idle_connections_make_room_for_new_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(
+        dir.path(),
+        &[
+            ("BLOG_MAX_CONNECTIONS", "4"),
+            ("BLOG_HEADER_TIMEOUT_SECS", "30"),
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut busy = handler.slow_upload();
+    let mut silent = TcpStream::connect(("127.0.0.1", handler.port)).unwrap();
+    let mut half = handler.half_request();
+    let mut kept = TcpStream::connect(("127.0.0.1", handler.port)).unwrap();
+    kept.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = [0u8; 64];
+    let n = kept.read(&mut answer).unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let mut clients = Vec::new();
+    for i in 0..3 {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let r = client
+            .get(format!("{}/api/feed", handler.base))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("new client {i} not served at the cap: {e}"));
+        assert_eq!(r.status(), 200);
+        // Kept alive: this client's connection stays open, idle.
+        clients.push(client);
+    }
+    for (name, s) in [
+        ("silent", &mut silent),
+        ("half", &mut half),
+        ("kept", &mut kept),
+    ] {
+        assert!(
+            closed_within(s, Duration::from_secs(5)),
+            "{name} still open"
+        );
+    }
+    assert!(finish_upload(&mut busy).starts_with("HTTP/1.1 201"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

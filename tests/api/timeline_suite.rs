@@ -670,3 +670,59 @@ pub async fn an_erased_user_is_unfollowed_by_followers_in_every_partition(app: &
         assert_eq!(counts(app, f).await, (0, 0), "{f}");
     }
 }
+
+/// A repair writes nothing from what its check read if that has changed since: a post deleted
+/// between the check and the repair does not come back into a follower's timeline, and a
+/// mirror whose edge was made meanwhile is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repair_never_writes_from_a_stale_read() {
+    let app = TestApp::spawn(crate::helpers::embedded_fixture().await, false).await;
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let cy = id(&app.create_user("cy").await);
+    follow(&app, &ana, &bob).await;
+    let p = id(&app.create_post(&bob, "by bob", "c").await);
+    project_all(&app).await;
+    assert_eq!(timeline_ids(&app, &ana).await, vec![p.clone()]);
+
+    // Drift: ana's entry for the post lost; a mirror in bob's partition for cy, who does not
+    // follow bob.
+    let users = Container::Users;
+    app.store
+        .delete(users, &ana, &format!("timeline-{p}"))
+        .await
+        .unwrap();
+    let mirror = follows::edge(follows::FOLLOWER, &bob, &cy, "cy", &blog::domain::now());
+    app.store.upsert(users, &bob, mirror).await.unwrap();
+    let check = blog::ops::timeline::verify(&*app.store, Duration::ZERO)
+        .await
+        .unwrap();
+    for kind in ["timeline entry missing", "mirror without its edge"] {
+        assert_eq!(
+            check.drift.get(kind),
+            Some(&1),
+            "{kind}: {}",
+            check.render()
+        );
+    }
+
+    // Between the check and the repair: bob deletes the post, cy follows bob.
+    let r = app.delete(&format!("/api/posts/{p}")).await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    follow(&app, &cy, &bob).await;
+    project_all(&app).await;
+    assert_eq!(app.get(&format!("/api/posts/{p}")).await.status, 404);
+
+    let done = blog::ops::timeline::repair(&*app.store, &check).await;
+    assert!(done.failed.is_empty(), "{done:?}");
+    assert_eq!(timeline_ids(&app, &ana).await, Vec::<String>::new());
+    assert_eq!(ids(&app, &format!("/api/users/{bob}/followers")).await, {
+        let mut both = vec![ana.clone(), cy.clone()];
+        both.sort();
+        both
+    });
+    let after = blog::ops::timeline::verify(&*app.store, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(after.is_clean(), "{}", after.render());
+}

@@ -1,7 +1,8 @@
 //! A local OpenID Connect issuer on `127.0.0.1:0`: a discovery document and a JWKS, with keys
 //! generated at test time (RS256 and ES256), tokens signed here by hand (so the tests do not
 //! rely on the library under test to make them), a switch that takes the JWKS down, one that pads
-//! it past any sane size, and a count of key fetches.
+//! it past any sane size, one that holds the JWKS answer back (a slow issuer), and counts of key
+//! fetches asked for and answered.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -150,6 +151,9 @@ struct IssuerState {
     keys: Mutex<Vec<Value>>,
     up: AtomicBool,
     jwks_fetches: AtomicUsize,
+    jwks_answered: AtomicUsize,
+    /// While `true`, a JWKS request waits before it is answered.
+    held: tokio::sync::watch::Sender<bool>,
     /// Bytes of padding in the JWKS, and whether it is streamed (no `Content-Length`).
     padding: Mutex<(usize, bool)>,
 }
@@ -175,6 +179,8 @@ impl Issuer {
             keys: Mutex::new(Vec::new()),
             up: AtomicBool::new(true),
             jwks_fetches: AtomicUsize::new(0),
+            jwks_answered: AtomicUsize::new(0),
+            held: tokio::sync::watch::Sender::new(false),
             padding: Mutex::new((0, false)),
         });
         let app = Router::new()
@@ -209,6 +215,17 @@ impl Issuer {
     /// without a `Content-Length` when `streamed`.
     pub fn pad(&self, bytes: usize, streamed: bool) {
         *self.state.padding.lock().unwrap() = (bytes, streamed);
+    }
+
+    /// Hold every JWKS answer back until `hold(false)` (a slow issuer), or let them go.
+    pub fn hold(&self, held: bool) {
+        self.state.held.send_replace(held);
+    }
+
+    /// How many JWKS requests were answered (a request whose client gave up while it was held
+    /// back is not).
+    pub fn jwks_answered(&self) -> usize {
+        self.state.jwks_answered.load(Ordering::SeqCst)
     }
 
     /// How many times the JWKS was asked for (also while down).
@@ -269,6 +286,8 @@ async fn discovery(State(s): State<Arc<IssuerState>>) -> Response {
 
 async fn jwks(State(s): State<Arc<IssuerState>>) -> Response {
     s.jwks_fetches.fetch_add(1, Ordering::SeqCst);
+    let _ = s.held.subscribe().wait_for(|held| !held).await;
+    s.jwks_answered.fetch_add(1, Ordering::SeqCst);
     if !s.up.load(Ordering::SeqCst) {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }

@@ -727,6 +727,134 @@ async fn jwt_an_oversized_key_set_is_refused_with_503() {
     );
 }
 
+/// Ten writes at once whose key is not cached yet, the issuer slow to answer its key set: they
+/// share one fetch, none waits for a second, and each is answered (503 with `Retry-After`) while
+/// that fetch is still held back by the issuer; the fetch goes on without them, and once it lands
+/// the same writes go through with no further fetch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_a_slow_issuer_is_asked_once_and_holds_up_no_write_for_long() {
+    let issuer = Issuer::start().await;
+    let rsa = SigningKey::rsa("rsa-1");
+    issuer.publish(&[&rsa]);
+    let fixture = crate::helpers::embedded_fixture().await;
+    let auth = jwt_auth(&issuer, Some(issuer.jwks_url.clone()));
+    let app = TestApp::spawn_with_auth(fixture, true, auth).await;
+    let tokens: Vec<String> = (0..10)
+        .map(|i| issuer.token(&rsa, &format!("writer-{i}")))
+        .collect();
+    let create_all = || {
+        futures::future::join_all(tokens.iter().enumerate().map(|(i, t)| {
+            app.as_bearer(
+                "POST",
+                "/api/users",
+                t,
+                json!({"username": format!("w{i}")}),
+            )
+        }))
+    };
+
+    issuer.hold(true);
+    let answers = tokio::time::timeout(std::time::Duration::from_secs(30), create_all())
+        .await
+        .expect("every write is answered while the issuer holds its key set back");
+    for r in &answers {
+        r.assert_problem(503);
+        assert!(r.header("retry-after").is_some(), "{:?}", r.body);
+    }
+    assert_eq!(issuer.jwks_fetches(), 1, "one fetch, shared by all ten");
+    assert_eq!(
+        issuer.jwks_answered(),
+        0,
+        "all answered while it was in flight"
+    );
+    assert_eq!(app.get("/api/users/w0").await.status, 404);
+
+    // The issuer answers at last: the fetch nobody waits for any more fills the cache.
+    issuer.hold(false);
+    eventually("the held fetch lands", || async {
+        issuer.jwks_answered() == 1
+    })
+    .await;
+    eventually("the keys are in use", || async {
+        let r = app
+            .as_bearer("GET", "/api/me", &tokens[0], Value::Null)
+            .await;
+        assert!(r.status == 404 || r.status == 503, "{:?}", r.body);
+        r.status == 404
+    })
+    .await;
+    for r in create_all().await {
+        created(&r);
+    }
+    assert_eq!(issuer.jwks_fetches(), 1, "the cached keys serve everyone");
+}
+
+/// Cached keys past their age are still used at once: ten writes at once are answered while the
+/// one refresh they set off is held back by the issuer; when it lands with a rotated key set,
+/// the withdrawn key stops being trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_stale_keys_are_used_at_once_while_one_refresh_runs() {
+    let issuer = Issuer::start().await;
+    let rsa = SigningKey::rsa("rsa-1");
+    issuer.publish(&[&rsa]);
+    let fixture = crate::helpers::embedded_fixture().await;
+    // Keys are stale as soon as they are fetched, and a refresh may start whenever none runs.
+    let auth = jwt_auth(&issuer, Some(issuer.jwks_url.clone()))
+        .with_jwt_timings(std::time::Duration::ZERO, std::time::Duration::ZERO);
+    let app = TestApp::spawn_with_auth(fixture, true, auth).await;
+    let ana = issuer.token(&rsa, "ana");
+    created(
+        &app.as_bearer("POST", "/api/users", &ana, json!({"username": "ana"}))
+            .await,
+    );
+    assert_eq!(issuer.jwks_fetches(), 1);
+
+    issuer.hold(true);
+    let rotated = SigningKey::rsa("rsa-2");
+    issuer.publish(&[&rotated]);
+    let posts = futures::future::join_all((0..10).map(|i| {
+        app.as_bearer(
+            "POST",
+            "/api/posts",
+            &ana,
+            json!({"title": format!("t{i}"), "content": "c"}),
+        )
+    }));
+    let answers = tokio::time::timeout(std::time::Duration::from_secs(30), posts)
+        .await
+        .expect("every write is answered while the refresh is held back");
+    for r in &answers {
+        created(r);
+    }
+    assert_eq!(issuer.jwks_fetches(), 2, "one refresh for all ten");
+    assert_eq!(
+        issuer.jwks_answered(),
+        1,
+        "all answered while it was in flight"
+    );
+
+    issuer.hold(false);
+    eventually("the refresh lands", || async {
+        issuer.jwks_answered() >= 2
+    })
+    .await;
+    eventually("the withdrawn key is no longer trusted", || async {
+        let r = app.as_bearer("GET", "/api/me", &ana, Value::Null).await;
+        assert!(r.status == 200 || r.status == 401, "{:?}", r.body);
+        r.status == 401
+    })
+    .await;
+    let me = app
+        .as_bearer(
+            "GET",
+            "/api/me",
+            &issuer.token(&rotated, "ana"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(me.body["username"], "ana");
+}
+
 pub async fn easyauth_principals_act_as_themselves(fixture: Fixture) {
     // As under the host: no pump, the principal headers set by the platform.
     let app = TestApp::spawn_with_auth(fixture, false, Auth::easy_auth()).await;
