@@ -209,15 +209,18 @@ mod time_to_live {
                 .iter()
                 .map(|i| BatchOp::Create {
                     item: json!({"id": format!("c{i}"), "postId": "p",
-                        "type": "comment", "deleted": true, "ttl": 1}),
+                        "type": "comment", "deleted": true, "ttl": 2}),
                 })
                 .collect();
             store.batch(Container::Posts, "p", ops).await.unwrap();
         }
         let all = Query::partition("p");
-        assert_eq!(store.count(Container::Posts, &all).await.unwrap(), n);
-        // Every count seen on the way down (no write comes after the marks).
-        let mut seen = vec![n];
+        // Every count seen on the way down (no write comes after the marks). The marks may
+        // start expiring before the last of them is written (a slow machine takes over the
+        // second of their time to live): the first count is what is left then.
+        let first = store.count(Container::Posts, &all).await.unwrap();
+        assert!(first <= n, "{first}");
+        let mut seen = vec![first];
         let deadline = Instant::now() + Duration::from_secs(20);
         while seen.last() != Some(&0) {
             assert!(Instant::now() < deadline, "never removed: {seen:?}");
@@ -228,7 +231,7 @@ mod time_to_live {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         assert!(
-            seen.iter().any(|c| *c > 0 && *c < n),
+            seen.iter().any(|c| *c > 0 && *c < first),
             "removed in several transactions, seen {seen:?}"
         );
     }
