@@ -7,9 +7,16 @@
 //! - `followerCount` / `followingCount` are the numbers of live mirrors / edges;
 //! - a timeline holds the newest posts of the users followed (the [`TIMELINE_SIZE`] newest of
 //!   their post copies together, by their current name; older ones may have been trimmed), and
-//!   no entry whose post is gone or whose author is not followed; for a
-//!   followee with more followers than the fan-out limit, a merge marker instead, and no marker
-//!   for anyone else.
+//!   no entry whose post is gone or whose author is not followed; an entry holds the post's
+//!   rarely-changing part (no counts: entries an earlier release wrote with counts are not
+//!   drift); for a merged followee (as their `timelineJob-limit` item records), a merge marker
+//!   instead, and no marker for anyone else;
+//! - each user is on the side of the fan-out limit their follower count calls for, with
+//!   hysteresis, by the limit recorded in the store (`settings.timeline` in `leases`; verify and
+//!   repair never use the process's own setting over it). A crossing under way, and the
+//!   timelines of its followers, is lag: it is not judged until it is done.
+//!
+//! The timeline lane's job items (`type: timelineJob`) are its own bookkeeping, not drift.
 //!
 //! Users are read a page at a time and each one's partition is checked on its own, so memory
 //! stays bounded by the largest partition. Repair replays edges and users through the
@@ -22,8 +29,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::domain::follows::{
-    entry_post, follower_id, following_id, is_live_of, is_marker, marker_id, merge_marker,
-    timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+    entry_content, entry_post, follower_id, following_id, is_live_of, is_marker, marker_id,
+    merge_marker, stored_entry_content, timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE,
+    TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::projection::plan::{str_field, Write};
@@ -45,6 +53,8 @@ pub struct Check {
     pub examples: BTreeMap<&'static str, Vec<String>>,
     /// `following` edges to project again (mirror or backfill missing, followee gone).
     replay_edges: Vec<Value>,
+    /// Users projected again through the timeline lane (a crossing of the limit owed).
+    replay_users: Vec<Value>,
     /// Users whose counters are recounted.
     recount: BTreeSet<String>,
     /// Writes made as they are.
@@ -95,6 +105,7 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
 
 async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     let mut check = Check::default();
+    let limit = projection::timeline::limit_to_judge_by(store).await?;
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)
         .live()
@@ -102,7 +113,7 @@ async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
         for user in &page.items {
-            check_user(store, user, &mut check).await?;
+            check_user(store, user, limit, &mut check).await?;
         }
         match page.continuation {
             Some(t) => q.continuation = Some(t),
@@ -134,7 +145,12 @@ fn name_of(user: &Value) -> &str {
     str_field(user, "username").unwrap_or_default()
 }
 
-async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> StoreResult<()> {
+async fn check_user(
+    store: &dyn Store,
+    user: &Value,
+    limit: u64,
+    check: &mut Check,
+) -> StoreResult<()> {
     let Some(u) = str_field(user, "userId") else {
         return Ok(());
     };
@@ -159,6 +175,19 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
     {
         check.found("counter", format!("users/{u}/{u}"));
         check.recount.insert(u.to_string());
+    }
+    // Their side of the fan-out limit.
+    let followers = mirrors.len() as u64;
+    let state = projection::timeline::limit_state(store, u, Some(user)).await?;
+    let side = state.side();
+    if (!side && projection::timeline::merges(followers, limit))
+        || (side && projection::timeline::unmerges(followers, limit))
+    {
+        check.found(
+            "fan-out limit crossing owed",
+            format!("users/{u}/{u} ({followers} followers, limit {limit})"),
+        );
+        check.replay_users.push(user.clone());
     }
 
     // Edges: a live followee by their current name, with a mirror by this user's current name;
@@ -199,7 +228,13 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
             check.replay_edges.push(e.clone());
         }
         followed.insert(x.to_string(), name.clone());
-        if projection::timeline::is_merged(&followee) {
+        let state = projection::timeline::limit_state(store, x, Some(&followee)).await?;
+        if state.target.is_some() {
+            // A crossing under way: its markers and copies are lag, not drift.
+            marked.remove(x);
+            continue;
+        }
+        if state.merged {
             if !marked.remove(x) {
                 check.found(
                     "timeline marker missing",
@@ -222,7 +257,7 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
         for c in copies.items {
             if let Ok(mut p) = serde_json::from_value::<Post>(c) {
                 p.user_username = name.clone();
-                wanted.insert(p.id.clone(), crate::domain::to_value(&p.summary()));
+                wanted.insert(p.id.clone(), crate::domain::to_value(&p));
             }
         }
     }
@@ -277,7 +312,7 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
             continue;
         };
         post.user_username = name.clone();
-        if shown != post.summary() {
+        if stored_entry_content(entry) != entry_content(&post) {
             check.found("timeline entry stale", where_);
             check.writes.push(Write::Upsert {
                 container: Container::Users,
@@ -338,6 +373,17 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
             Err(e) => done.failed.push(e.to_string()),
         }
     }
+    // A crossing owed: started by the timeline lane, which then carries it out a step per change
+    // of its job item (projected here until done, so the check after the repair sees it done).
+    for user in &check.replay_users {
+        match replay_user(store, user).await {
+            Ok(n) => {
+                done.replayed += 1;
+                done.written += n;
+            }
+            Err(e) => done.failed.push(e.to_string()),
+        }
+    }
     for w in &check.writes {
         match apply::apply_one(store, w).await {
             Ok(()) => done.written += 1,
@@ -351,6 +397,36 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
         }
     }
     done
+}
+
+/// Project `user` through the timeline lane, then each change of their limit job item until the
+/// crossing it starts is done.
+async fn replay_user(store: &dyn Store, user: &Value) -> Result<usize, String> {
+    use projection::{project_lane, Lane};
+    let u = str_field(user, "userId").unwrap_or_default().to_string();
+    let mut written = project_lane(store, Lane::Timeline, Container::Users, &[user.clone()])
+        .await
+        .map_err(|e| e.to_string())?
+        .writes;
+    let mut last_etag: Option<String> = None;
+    loop {
+        let job = retry(|| store.read(Container::Users, &u, projection::timeline::LIMIT_JOB))
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(job) = job.filter(|j| j.get("target").is_some_and(|t| !t.is_null())) else {
+            return Ok(written);
+        };
+        // A step that did not move the job on (its user gone, say) ends the replay.
+        let etag = str_field(&job, "_etag").map(String::from);
+        if etag.is_some() && etag == last_etag {
+            return Ok(written);
+        }
+        last_etag = etag;
+        written += project_lane(store, Lane::Timeline, Container::Users, &[job])
+            .await
+            .map_err(|e| e.to_string())?
+            .writes;
+    }
 }
 
 /// A check, and with `--repair` the repair and the check after it.

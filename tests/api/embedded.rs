@@ -27,6 +27,11 @@ mod timeline {
     crate::timeline_suite!(embedded_fixture);
 }
 
+mod lane {
+    use super::*;
+    crate::lane_suite!(embedded_fixture);
+}
+
 mod restart {
     use std::sync::Arc;
 
