@@ -16,6 +16,7 @@
 pub mod apply;
 pub mod erase;
 pub mod gather;
+pub mod merged;
 pub mod plan;
 pub mod timeline;
 
