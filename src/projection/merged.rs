@@ -158,9 +158,19 @@ async fn delete(store: &dyn Store, id: &str) -> StoreResult<bool> {
     }
 }
 
+async fn delete_owned(store: &dyn Store, id: String) -> StoreResult<bool> {
+    delete(store, &id).await
+}
+
+async fn upsert(store: &dyn Store, item: Value) -> StoreResult<()> {
+    retry(|| store.upsert(Container::Feed, PARTITION, item.clone()))
+        .await
+        .map(drop)
+}
+
 async fn delete_all(store: &dyn Store, ids: Vec<String>) -> StoreResult<usize> {
-    let found: Vec<bool> = stream::iter(ids)
-        .map(|id| async move { delete(store, &id).await })
+    let deletes: Vec<_> = ids.into_iter().map(|id| delete_owned(store, id)).collect();
+    let found: Vec<bool> = stream::iter(deletes)
         .buffer_unordered(CONCURRENCY)
         .try_collect()
         .await?;
@@ -215,12 +225,8 @@ async fn sync(store: &dyn Store, author: &str, wanted: Vec<Value>) -> StoreResul
         }
         last_first_beyond = first_beyond;
         written += upserts.len();
+        let upserts: Vec<_> = upserts.into_iter().map(|w| upsert(store, w)).collect();
         stream::iter(upserts)
-            .map(|w| async move {
-                retry(|| store.upsert(Container::Feed, PARTITION, w.clone()))
-                    .await
-                    .map(drop)
-            })
             .buffer_unordered(CONCURRENCY)
             .try_collect::<Vec<()>>()
             .await?;
