@@ -27,6 +27,11 @@ mod timeline {
     crate::timeline_suite!(embedded_fixture);
 }
 
+mod timeline_read {
+    use super::*;
+    crate::timeline_read_suite!(embedded_fixture);
+}
+
 mod restart {
     use std::sync::Arc;
 
