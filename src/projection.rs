@@ -26,6 +26,7 @@ pub mod apply;
 pub mod erase;
 pub mod follows;
 pub mod gather;
+pub mod merged;
 pub mod plan;
 pub mod timeline;
 

@@ -31,6 +31,9 @@ pub const TIMELINE_SIZE: usize = super::FEED_SIZE;
 /// A timeline keeps this many newest entries, as the feed keeps [`super::FEED_KEEP`]: the margin
 /// over [`TIMELINE_SIZE`] means a few deleted posts do not shrink what a read shows.
 pub const TIMELINE_KEEP: usize = TIMELINE_SIZE + 20;
+/// The most users one user may follow: a follow beyond is refused, so one query of a timeline
+/// reads every merge marker it holds along with its entries.
+pub const MAX_FOLLOWING: usize = 1_000;
 /// About one copy in this many written into a timeline trims it (see [`trims`]).
 pub const TRIM_EVERY: u64 = 16;
 
