@@ -16,6 +16,10 @@
 //!   repair never use the process's own setting over it). A crossing under way, and the
 //!   timelines of its followers, is lag: it is not judged until it is done.
 //!
+//! - a merged author's [`TIMELINE_SIZE`] newest posts are in the shared partition (`feed`,
+//!   partition `merged`), as their copies are, by their current name, and no post of an author
+//!   who is not merged (`projection::merged`).
+//!
 //! The timeline lane's job items (`type: timelineJob`) are its own bookkeeping, not drift.
 //!
 //! Users are read a page at a time and each one's partition is checked on its own, so memory
@@ -53,6 +57,8 @@ pub struct Check {
     pub examples: BTreeMap<&'static str, Vec<String>>,
     /// `following` edges to project again (mirror or backfill missing, followee gone).
     replay_edges: Vec<Value>,
+    /// Merged authors whose items in the shared partition are copied again: (author, name).
+    merged_sync: Vec<(String, String)>,
     /// Users projected again through the timeline lane (a crossing of the limit owed).
     replay_users: Vec<Value>,
     /// Users whose counters are recounted.
@@ -188,6 +194,9 @@ async fn check_user(
             format!("users/{u}/{u} ({followers} followers, limit {limit})"),
         );
         check.replay_users.push(user.clone());
+    }
+    if state.target.is_none() {
+        check_merged(store, u, name_of(user), state.merged, check).await?;
     }
 
     // Edges: a live followee by their current name, with a mirror by this user's current name;
@@ -347,6 +356,63 @@ async fn check_user(
     Ok(())
 }
 
+/// A merged author's newest posts in the shared partition (`projection::merged`), as their
+/// post copies are now, by their current name; nothing of an author who is not merged.
+async fn check_merged(
+    store: &dyn Store,
+    u: &str,
+    name: &str,
+    merged: bool,
+    check: &mut Check,
+) -> StoreResult<()> {
+    use projection::merged as shared;
+    let q = shared::of_author(u).limit(TIMELINE_SIZE as u32 + shared::PAGE);
+    let held = retry(|| store.query(Container::Feed, &q)).await?.items;
+    check.checked += held.len() as u64;
+    let mut wanted: BTreeMap<String, Value> = BTreeMap::new();
+    if merged {
+        let q = Query::partition(u)
+            .of_kind(Kind::Post)
+            .live()
+            .order_by_creation(Order::Desc)
+            .limit(TIMELINE_SIZE as u32);
+        for c in retry(|| store.query(Container::Users, &q)).await?.items {
+            if let Ok(mut p) = serde_json::from_value::<Post>(c) {
+                p.user_username = name.to_string();
+                wanted.insert(p.id.clone(), shared::item(&p));
+            }
+        }
+    }
+    let mut drifted = false;
+    for item in &held {
+        let id = str_field(item, "id").unwrap_or_default();
+        let content = projection::plan::content(item);
+        match wanted.remove(id) {
+            Some(w) if w == content => {}
+            Some(_) => {
+                check.found("merged copy stale", format!("feed/merged/{id}"));
+                drifted = true;
+            }
+            None => {
+                check.found("merged copy extra", format!("feed/merged/{id}"));
+                check.writes.push(Write::Delete {
+                    container: Container::Feed,
+                    pk: shared::PARTITION.into(),
+                    id: id.to_string(),
+                });
+            }
+        }
+    }
+    for id in wanted.keys() {
+        check.found("merged copy missing", format!("feed/merged/{id}"));
+        drifted = true;
+    }
+    if drifted {
+        check.merged_sync.push((u.to_string(), name.to_string()));
+    }
+    Ok(())
+}
+
 fn delete_entry(user: &str, id: &str) -> Write {
     Write::Delete {
         container: Container::Users,
@@ -371,6 +437,12 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
         match projection::project(store, Container::Users, &check.replay_edges).await {
             Ok(_) => done.replayed += check.replay_edges.len(),
             Err(e) => done.failed.push(e.to_string()),
+        }
+    }
+    for (u, name) in &check.merged_sync {
+        match projection::merged::copy_author(store, u, name).await {
+            Ok(n) => done.written += n,
+            Err(e) => done.failed.push(format!("feed/merged ({u}): {e}")),
         }
     }
     // A crossing owed: started by the timeline lane, which then carries it out a step per change

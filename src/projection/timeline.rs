@@ -40,7 +40,11 @@
 //! switch every timeline back and forth. The author's state is the job item
 //! `timelineJob-limit`: going over, the markers are written (a page a step) and only then does
 //! copying stop; coming back, copying resumes first, then each follower's marker is removed and
-//! the posts copied.
+//! the posts copied. A merged author's newest posts are kept in one shared partition
+//! ([`merged`]): each change of one of their posts upserts its item there (one write), crossing
+//! up copies their [`TIMELINE_SIZE`] newest there before any marker is written, crossing down
+//! removes them once every follower's posts are copied back; a deleted post and an erased
+//! author take theirs out, and a rename reaches them with the post copies' changes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +54,7 @@ use serde_json::{json, Value};
 use super::apply;
 use super::follows::{delete_matching, live_user, newest_edge};
 use super::gather;
+use super::merged;
 use super::plan::{self, str_field, Write};
 use crate::domain::follows::{
     entry_content, following_id, is_live_of, marker_id, merge_marker, stored_entry_content,
@@ -262,7 +267,8 @@ pub async fn limit_state(
 // The lane's entries.
 
 /// The posts feed, timeline lane: each post marked deleted has its entries deleted, a page now
-/// and a page per step after. Returns the writes made.
+/// and a page per step after; any other change is passed over without a read. Returns the
+/// writes made.
 pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
     let mut written = 0;
     let mut seen = BTreeSet::new();
@@ -274,13 +280,12 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         else {
             continue;
         };
-        if !seen.insert(post_id) {
+        // Only a deletion's mark: a deleted post stays deleted, and a change of a live post
+        // (an edit, its counts) reaches the timelines through its author's copy.
+        if !is_deleted(doc) || !seen.insert(post_id) {
             continue;
         }
-        let now = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
-        if now.as_ref().is_some_and(|p| !is_deleted(p)) {
-            continue;
-        }
+        written += merged::remove_post(store, post_id).await?;
         let job = read_job(store, author, &delete_job_id(post_id)).await?;
         written += delete_step(store, author, post_id, job.as_ref()).await?;
     }
@@ -599,10 +604,19 @@ async fn copy_changed_once(
         return Ok((0, true));
     };
     let state = limit_state(store, author, Some(&user)).await?;
-    let (written, cursor) = if state.merged {
-        (0, None)
+    // A marker makes a reader look in the shared partition: while any may be there, the post
+    // is kept there too.
+    let mut written = if state.marks() {
+        merged::upsert_post(store, &post).await?
     } else {
-        fan_out_page(store, author, &content, None).await?
+        0
+    };
+    let cursor = if state.merged {
+        None
+    } else {
+        let (n, cursor) = fan_out_page(store, author, &content, None).await?;
+        written += n;
+        cursor
     };
     let next = post_job(post_id, &content, cursor.as_deref());
     let saved = save_job(store, author, job.as_ref(), next).await?;
@@ -744,8 +758,13 @@ async fn user_changed(
         None
     };
     if let Some(target) = cross_to {
-        // Going over, copying goes on until every marker is written; coming back, it resumes at
-        // once (the markers then go, and the posts are copied, a page of followers a step).
+        // Going over, copying goes on until every marker is written, and their newest posts are
+        // in the shared partition before the first one; coming back, copying resumes at once
+        // (the markers then go, and the posts are copied, a page of followers a step).
+        if target {
+            let name = str_field(&user, "username").unwrap_or_default();
+            written += merged::copy_author(store, user_id, name).await?;
+        }
         let merged = target && state.merged;
         let job = json!({
             "id": LIMIT_JOB, "job": "limit", "merged": merged, "target": target,
@@ -783,7 +802,15 @@ async fn rename_step(
 ) -> StoreResult<usize> {
     let q = naming(user_id).ne("userUsername", name).live().limit(PAGE);
     let page = retry(|| store.query(Container::Users, &q)).await?;
-    let writes = plan::plan_rename(Container::Users, name, &page.items);
+    let mut writes = plan::plan_rename(Container::Users, name, &page.items);
+    if job.is_none_or(|j| j.get("renaming").and_then(Value::as_u64) != Some(version)) {
+        // The first step of this rename: the author's items in the shared partition too (at
+        // most TIMELINE_SIZE, so one page).
+        let (c, q) = merged::naming(user_id);
+        let q = q.ne("userUsername", name).limit(PAGE);
+        let stale = retry(|| store.query(c, &q)).await?;
+        writes.extend(plan::plan_rename(c, name, &stale.items));
+    }
     apply::apply_unordered(store, &writes, CONCURRENCY)
         .await
         .map_err(|(_, e)| e)?;
@@ -811,7 +838,11 @@ async fn erase_step(store: &dyn Store, user_id: &str, job: Option<&Value>) -> St
     let q = Query::partition(user_id)
         .any_of("type", [TIMELINE.to_string(), JOB.to_string()])
         .ne("id", ERASE_JOB);
-    let (written, more) = delete_matching(store, q, 1).await?;
+    let (mut written, more) = delete_matching(store, q, 1).await?;
+    if job.is_none() {
+        // At most TIMELINE_SIZE items of theirs in the shared partition.
+        written += merged::remove_author(store, user_id).await?;
+    }
     if more {
         let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
         let next = json!({ "id": ERASE_JOB, "job": "erase", "steps": steps.unwrap_or(0) + 1 });
@@ -920,12 +951,21 @@ async fn limit_step(
         .live()
         .limit(if target { PAGE } else { BACKFILL_PAGE })
         .continuation(state.cursor.clone());
-    let page = retry(|| store.query(Container::Users, &q)).await?;
     let mut written = 0;
+    if target && state.cursor.is_none() {
+        // Going over: their newest posts in the shared partition before the first marker.
+        let name = str_field(&user, "username").unwrap_or_default();
+        written += merged::copy_author(store, user_id, name).await?;
+    }
+    let page = retry(|| store.query(Container::Users, &q)).await?;
     for m in &page.items {
         if let Some(f) = str_field(m, REF_USER) {
             written += copy_or_mark(store, f, user_id, &user, &state).await?;
         }
+    }
+    if !target && page.continuation.is_none() {
+        // Coming back: every follower holds the posts again; the shared copies go.
+        written += merged::remove_author(store, user_id).await?;
     }
     let next = match &page.continuation {
         Some(c) => json!({

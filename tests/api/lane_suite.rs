@@ -474,6 +474,61 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
     };
     let merged = marker_etags(fans.clone()).await;
     assert!(merged.iter().all(Option::is_some), "4 > 3: merged");
+    let shared = |post: String| {
+        let app = &app;
+        async move {
+            app.store
+                .read(Container::Feed, projection::merged::PARTITION, &post)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(
+        shared(p.clone()).await.is_some(),
+        "bob's post in the shared partition"
+    );
+
+    // A post by a merged author: one item in the shared partition, no timeline entry; a like
+    // of it writes nothing there.
+    let p2 = id(&app.create_post(&bob, "while merged", "c").await);
+    settle(store, &mut all).await;
+    let item = shared(p2.clone())
+        .await
+        .expect("the new post in the shared partition");
+    assert!(item.get("likeCount").is_none(), "{item}");
+    for f in &fans {
+        assert!(entry(&app, f, &p2).await.is_none(), "{f}: copied");
+    }
+    assert_eq!(app.like(&p2, &fans[0]).await.status, 201);
+    settle(store, &mut all).await;
+    assert_eq!(shared(p2.clone()).await.unwrap()["_etag"], item["_etag"]);
+
+    // A shared item lost is drift that repair mends.
+    store
+        .delete(Container::Feed, projection::merged::PARTITION, &p2)
+        .await
+        .unwrap();
+    let mended = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert_eq!(
+        mended.timelines.before.drift.get("merged copy missing"),
+        Some(&1),
+        "{}",
+        mended.render()
+    );
+    assert!(mended.timelines.last().is_clean(), "{}", mended.render());
+    assert!(shared(p2.clone()).await.is_some());
+    // A deleted post's item goes.
+    let p3 = id(&app.create_post(&bob, "short-lived", "c").await);
+    settle(store, &mut all).await;
+    assert!(shared(p3.clone()).await.is_some());
+    assert_eq!(app.delete(&format!("/api/posts/{p3}")).await.status, 204);
+    settle(store, &mut all).await;
+    assert!(
+        shared(p3.clone()).await.is_none(),
+        "a deleted post stays shared"
+    );
 
     // Verify and repair, without this process setting a limit, judge by the recorded one.
     let checked = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
@@ -502,14 +557,16 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
         .collect();
     assert!(copied.is_empty(), "posts copied back: {copied:?}");
 
-    // Below 80% of the limit (2 < 2.4): copied again.
+    // Below 80% of the limit (2 < 2.4): copied again, and the shared items go.
     follow(&app, &fans[2], &bob, "DELETE").await;
     settle(store, &mut all).await;
     for f in &fans[..2] {
         let m = store.read(Container::Users, f, &marker).await.unwrap();
         assert!(m.is_none(), "{f}: marker left");
         assert!(entry(&app, f, &p).await.is_some(), "{f}: post not copied");
+        assert!(entry(&app, f, &p2).await.is_some(), "{f}: post not copied");
     }
+    assert!(shared(p.clone()).await.is_none() && shared(p2.clone()).await.is_none());
     let checked = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
