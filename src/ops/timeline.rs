@@ -476,10 +476,15 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
 async fn replay_user(store: &dyn Store, user: &Value) -> Result<usize, String> {
     use projection::{project_lane, Lane};
     let u = str_field(user, "userId").unwrap_or_default().to_string();
-    let mut written = project_lane(store, Lane::Timeline, Container::Users, &[user.clone()])
-        .await
-        .map_err(|e| e.to_string())?
-        .writes;
+    let mut written = project_lane(
+        store,
+        Lane::Timeline,
+        Container::Users,
+        std::slice::from_ref(user),
+    )
+    .await
+    .map_err(|e| e.to_string())?
+    .writes;
     let mut last_etag: Option<String> = None;
     loop {
         let job = retry(|| store.read(Container::Users, &u, projection::timeline::LIMIT_JOB))

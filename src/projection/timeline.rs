@@ -669,7 +669,7 @@ async fn fan_out_page(
     }
     // The post deleted meanwhile: its deletion's sweep may have run before these copies landed.
     let post = retry(|| store.read(Container::Posts, &post_id, &post_id)).await?;
-    if !post.as_ref().is_some_and(|p| !is_deleted(p)) {
+    if post.as_ref().is_none_or(is_deleted) {
         for f in &followers {
             written += delete_item(store, f, &timeline_id(&post_id)).await?;
         }
@@ -1025,6 +1025,9 @@ mod tests {
         assert!(!unmerges(l, l), "back at the limit: still merged");
         assert!(!unmerges(8_000, l), "at 80%: still merged");
         assert!(unmerges(7_999, l));
-        assert!(unmerges(0, 0) == false && merges(1, 0));
+        assert!(
+            !unmerges(0, 0) && merges(1, 0),
+            "a limit of 0 copies no one"
+        );
     }
 }

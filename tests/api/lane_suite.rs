@@ -329,8 +329,13 @@ pub async fn a_fan_out_over_more_than_a_page_runs_a_page_a_step_and_resumes_afte
             .boxed()
         }
     });
-    let cut =
-        projection::project_lane(&failing, Lane::Timeline, Container::Users, &[step.clone()]).await;
+    let cut = projection::project_lane(
+        &failing,
+        Lane::Timeline,
+        Container::Users,
+        std::slice::from_ref(&step),
+    )
+    .await;
     assert!(cut.is_err(), "{cut:?}");
     assert!(holding(&app, &fans, &p, "first").await < fans.len());
     assert_eq!(
