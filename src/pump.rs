@@ -170,6 +170,42 @@ struct Checkpoint {
     deferred: Vec<String>,
 }
 
+/// Where follower `c` starts: its checkpoint. A timeline follower without one, on a store whose
+/// main lane checkpointed before the lanes were apart (its lease names no lane; the main lane
+/// then wrote the timelines too), starts where the main lane is rather than replaying every
+/// post's fan-out; its lease is written at once, so that nothing is taken for that later.
+async fn start_checkpoint(store: &dyn Store, c: Follower) -> StoreResult<Checkpoint> {
+    let id = lease_id(c);
+    if c.lane == Lane::Main || store.read(Container::Leases, &id, &id).await?.is_some() {
+        return load_checkpoint(store, c).await;
+    }
+    let main_id = lease_id(Follower {
+        lane: Lane::Main,
+        ..c
+    });
+    let continuation = store
+        .read(Container::Leases, &main_id, &main_id)
+        .await?
+        .filter(|l| l.get("lane").is_none())
+        .and_then(|l| {
+            l.get("continuation")
+                .and_then(Value::as_str)
+                .map(String::from)
+        });
+    let lease = json!({
+        "id": id,
+        "container": c.c.name(),
+        "lane": c.lane.name(),
+        "continuation": continuation,
+        "deferred": [],
+    });
+    store.upsert(Container::Leases, &id, lease).await?;
+    Ok(Checkpoint {
+        continuation,
+        deferred: Vec::new(),
+    })
+}
+
 async fn load_checkpoint(store: &dyn Store, c: Follower) -> StoreResult<Checkpoint> {
     let id = lease_id(c);
     let Some(lease) = store.read(Container::Leases, &id, &id).await? else {
@@ -262,7 +298,7 @@ async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver
     let mut backoff = FIRST_BACKOFF;
     let idle = store.idle_poll();
     let checkpoint = loop {
-        match load_checkpoint(&*store, c).await {
+        match start_checkpoint(&*store, c).await {
             Ok(cp) => break cp,
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "cannot read the pump checkpoint; retrying");

@@ -64,7 +64,27 @@ use crate::domain::follows::{
 use crate::domain::{is_deleted, Kind, Post};
 use crate::store::{retry, Container, Order, Query, Store, StoreError, StoreResult};
 
-pub use super::follows::recount;
+/// Recount `user_id`'s follows (as the main lane does) and carry out, now, whatever the timeline
+/// lane then owes the user: a crossing of the fan-out limit is run step after step to its end
+/// (for tools and repairs that want the timelines in line when they return, rather than a step
+/// per change of the job item). Returns the writes made.
+pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
+    let mut written = super::follows::recount(store, user_id).await?;
+    let mut limit = None;
+    written += user_changed(store, &[], user_id, &mut limit).await?;
+    let mut last: Option<String> = None;
+    loop {
+        let Some(job) = read_job(store, user_id, LIMIT_JOB).await? else {
+            return Ok(written);
+        };
+        let etag = str_field(&job, "_etag").map(String::from);
+        if job.get("target").is_none_or(Value::is_null) || etag == last {
+            return Ok(written);
+        }
+        last = etag;
+        written += job_step(store, user_id, &job, &mut limit).await?;
+    }
+}
 
 /// Followers (or entries) read and written per step: memory and the time one step holds the
 /// lane stay bounded whatever the audience.
