@@ -4,6 +4,7 @@
 mod comments;
 mod conditional;
 pub mod cors;
+pub mod counts_cache;
 mod deletion;
 mod extract;
 mod feed;
@@ -41,6 +42,7 @@ use crate::domain::Id;
 use crate::error::{ApiError, ApiResult, Failure};
 use crate::store::{metrics, Container, Page, Store, StoreResult};
 use conditional::{no_cache, IfNoneMatch};
+use counts_cache::CountsCache;
 use feed_cache::FeedCache;
 use views::{PageView, View};
 
@@ -54,6 +56,8 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Auth>,
     pub feed: Arc<FeedCache>,
+    /// The snapshot of posts' counts a timeline page shows.
+    pub counts: Arc<CountsCache>,
     /// Each caller's write budget (`BLOG_WRITES_PER_MINUTE`).
     pub writes: Arc<write_limit::WriteLimit>,
 }
@@ -64,10 +68,12 @@ impl AppState {
     /// sets the one its settings give).
     pub fn new(store: Arc<dyn Store>) -> Self {
         let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
+        let counts = Arc::new(CountsCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
         AppState {
             store,
             auth: Arc::new(Auth::none()),
             feed,
+            counts,
             writes: Arc::new(write_limit::WriteLimit::new(0)),
         }
     }
@@ -87,11 +93,13 @@ impl AppState {
         }
     }
 
-    /// `feed_max_age`: how long a feed snapshot holds on a store that does not signal its
-    /// commits (`BLOG_FEED_CACHE_MS`); 0 turns snapshots off.
+    /// `feed_max_age`: how long a feed snapshot, and a snapshot of a post's counts for the
+    /// timeline, holds on a store that does not signal its commits (`BLOG_FEED_CACHE_MS`); 0
+    /// turns snapshots off.
     pub fn with_feed_cache(self, feed_max_age: Duration) -> Self {
         AppState {
             feed: Arc::new(FeedCache::new(&*self.store, feed_max_age)),
+            counts: Arc::new(CountsCache::new(&*self.store, feed_max_age)),
             ..self
         }
     }

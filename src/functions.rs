@@ -3,8 +3,10 @@
 //! Under the Functions host, HTTP functions are forwarded to `/api/...` as they are and need
 //! nothing here. Every other function is *invoked*: the host POSTs
 //! `{"Data": {"<binding>": …}, "Metadata": {…}}` to `/<FunctionName>` and reads back
-//! `{"Outputs": {}, "Logs": [...], "ReturnValue": null}`. The two Cosmos DB change-feed triggers
-//! arrive this way and run the same projections as the standalone pump.
+//! `{"Outputs": {}, "Logs": [...], "ReturnValue": null}`. The four Cosmos DB change-feed triggers
+//! (the main lane and the timeline lane over each of the two feeds, each with its own lease
+//! prefix, so the host scales and checkpoints them apart) arrive this way and run the same
+//! projections as the standalone pump.
 //!
 //! A batch is acknowledged (200) only once it is applied: any other status makes the host fail the
 //! invocation, and the function's `retry` policy redelivers the batch instead of the trigger
@@ -25,7 +27,7 @@ use serde_json::{json, Value};
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tracing::Instrument as _;
 
-use crate::projection::{self, ProjectionError, Report};
+use crate::projection::{self, Lane, ProjectionError, Report};
 use crate::store::{metrics, Container};
 use crate::AppState;
 
@@ -62,6 +64,8 @@ pub struct Trigger {
     pub function: &'static str,
     pub binding: &'static str,
     pub feed: ChangeFeed,
+    /// The projections it runs.
+    pub lane: Lane,
 }
 
 /// Every trigger function; `functions/<function>/function.json` must declare each of them.
@@ -70,11 +74,25 @@ pub const TRIGGERS: &[Trigger] = &[
         function: "PostsChangeFeed",
         binding: "documents",
         feed: ChangeFeed::Posts,
+        lane: Lane::Main,
     },
     Trigger {
         function: "UsersChangeFeed",
         binding: "documents",
         feed: ChangeFeed::Users,
+        lane: Lane::Main,
+    },
+    Trigger {
+        function: "PostsTimeline",
+        binding: "documents",
+        feed: ChangeFeed::Posts,
+        lane: Lane::Timeline,
+    },
+    Trigger {
+        function: "UsersTimeline",
+        binding: "documents",
+        feed: ChangeFeed::Users,
+        lane: Lane::Timeline,
     },
 ];
 
@@ -261,8 +279,9 @@ async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
         ChangeFeed::Posts => Container::Posts,
         ChangeFeed::Users => Container::Users,
     };
-    let result: Result<Report, ProjectionError> = metrics::projecting(projection::project(
+    let result: Result<Report, ProjectionError> = metrics::projecting(projection::project_lane(
         &*state.store,
+        trigger.lane,
         container,
         &batch.documents,
     ))

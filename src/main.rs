@@ -31,7 +31,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    blog::projection::timeline::set_fanout_limit(settings.timeline_fanout_limit);
+    // Recorded in the store by the timeline lane, lazily (no store I/O at start-up).
+    if let Some(limit) = settings.timeline_fanout_limit {
+        blog::projection::timeline::set_fanout_limit(limit);
+    }
     // First of all, so that a new database's file and schema are created while the runtime
     // starts, logging is set up, the port is bound and the routes are built.
     let opening = StoreOpening::start(&settings);

@@ -11,15 +11,25 @@
 //! - [`apply`]: executes writes through the store, retrying transient errors.
 //! - [`erase`]: what a deletion implies, shared with the requests that delete.
 //!
-//! [`project`] is the one entry: the standalone pump and the Functions triggers both call it.
+//! Two lanes over the same two feeds ([`Lane`]), each with its own followers and checkpoints
+//! (standalone) or trigger functions and leases (under the Functions host), so that one never
+//! waits on the other:
+//! - [`Lane::Main`]: the article's projections (counters, the post copies in `users` and the
+//!   feed, renames of a user's own items, erasure) and the follow mirrors and counts;
+//! - [`Lane::Timeline`]: the personal timelines ([`timeline`]), whose fan-out grows with an
+//!   author's audience and runs in bounded steps.
+//!
+//! [`project_lane`] is the one entry: the standalone pump and the Functions triggers both call
+//! it, once per lane; [`project`] runs both lanes on one batch, one after the other.
 
 pub mod apply;
 pub mod erase;
+pub mod follows;
 pub mod gather;
+pub mod merged;
 pub mod plan;
 pub mod timeline;
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -29,7 +39,7 @@ pub use apply::apply;
 pub use plan::{plan_posts, posts_needs, recheck, FeedEntry, PostsFacts, Write, INCREMENT_GRACE};
 
 use crate::domain::Kind;
-use crate::store::{metrics, Container, Query, Store, StoreError};
+use crate::store::{metrics, Container, Query, Store, StoreError, StoreResult};
 
 /// A batch that could not be applied in full.
 #[derive(Debug, thiserror::Error)]
@@ -102,21 +112,70 @@ pub fn recheck_later(store: Arc<dyn Store>, posts: Vec<String>) {
     });
 }
 
+/// A projection lane: which of a feed's consequences a follower of it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Counters, post copies, the feed, follow mirrors and counts, renames, erasure.
+    Main,
+    /// The personal timelines.
+    Timeline,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 2] = [Lane::Main, Lane::Timeline];
+
+    /// `main` or `timeline`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lane::Main => "main",
+            Lane::Timeline => "timeline",
+        }
+    }
+}
+
 /// Project a batch of changed documents from the change feed of `container` (`posts` or
-/// `users`; any other container has no projection).
+/// `users`; any other container has no projection) in `lane`.
+pub async fn project_lane(
+    store: &dyn Store,
+    lane: Lane,
+    container: Container,
+    changes: &[Value],
+) -> Result<Report, ProjectionError> {
+    let timeline = |r: StoreResult<usize>| {
+        r.map(|writes| Report {
+            changes: changes.len(),
+            writes,
+            ..Report::default()
+        })
+        .map_err(|e| failed(container, changes, e))
+    };
+    match (lane, container) {
+        (Lane::Main, Container::Posts) => project_posts(store, changes).await,
+        (Lane::Main, Container::Users) => project_users(store, changes).await,
+        (Lane::Timeline, Container::Posts) => {
+            timeline(timeline::project_posts(store, changes).await)
+        }
+        (Lane::Timeline, Container::Users) => {
+            timeline(timeline::project_users(store, changes).await)
+        }
+        (_, Container::Feed | Container::Leases) => Ok(Report {
+            changes: changes.len(),
+            ..Report::default()
+        }),
+    }
+}
+
+/// Both lanes on one batch, the main lane first (for tools and tests that drive the
+/// projections by hand: the timeline lane's job items come back through the users feed).
 pub async fn project(
     store: &dyn Store,
     container: Container,
     changes: &[Value],
 ) -> Result<Report, ProjectionError> {
-    match container {
-        Container::Posts => project_posts(store, changes).await,
-        Container::Users => project_users(store, changes).await,
-        Container::Feed | Container::Leases => Ok(Report {
-            changes: changes.len(),
-            ..Report::default()
-        }),
-    }
+    let mut report = project_lane(store, Lane::Main, container, changes).await?;
+    let timeline = project_lane(store, Lane::Timeline, container, changes).await?;
+    report.writes += timeline.writes;
+    Ok(report)
 }
 
 fn source_ids(container: Container, changes: &[Value]) -> Vec<String> {
@@ -177,22 +236,6 @@ async fn project_posts(store: &dyn Store, changes: &[Value]) -> Result<Report, P
             .await
             .map_err(|e| failed(Container::Posts, changes, e))?;
     }
-    // The timelines, after the author's copy is written (see `timeline`); a recheck copies
-    // nothing.
-    let copied: Cow<[Value]> = if changes.iter().any(plan::is_recheck) {
-        Cow::Owned(
-            changes
-                .iter()
-                .filter(|d| !plan::is_recheck(d))
-                .cloned()
-                .collect(),
-        )
-    } else {
-        Cow::Borrowed(changes)
-    };
-    marked += timeline::project_posts(store, &copied, &facts)
-        .await
-        .map_err(|e| failed(Container::Posts, changes, e))?;
     let deferred = plan::deferred(changes, &facts);
     let settled = plan::settled(changes, &facts);
     Ok(Report {
@@ -212,7 +255,8 @@ pub const FAN_OUT_CONCURRENCY: usize = 4;
 const MAX_FAN_OUT_PASSES: u32 = 8;
 
 /// The `users` feed: fan each user's current name out to every item of theirs that carries
-/// another one, then record the rename version that fan-out stands for.
+/// another one (their posts and their copies; the edges and timeline entries naming them are
+/// the timeline lane's), then record the rename version that fan-out stands for.
 async fn project_users(store: &dyn Store, changes: &[Value]) -> Result<Report, ProjectionError> {
     let mut total = 0;
     for user_id in plan::users_needs(changes) {
@@ -223,7 +267,7 @@ async fn project_users(store: &dyn Store, changes: &[Value]) -> Result<Report, P
                 not_applied: vec![format!("users/{user_id}/{user_id}")],
             })?;
     }
-    total += timeline::project_users(store, changes)
+    total += follows::project_users(store, changes)
         .await
         .map_err(|e| failed(Container::Users, changes, e))?;
     Ok(Report {
@@ -252,8 +296,6 @@ async fn fan_out(store: &dyn Store, changes: &[Value], user_id: &str) -> Result<
             Container::Users,
             Query::partition(user_id).of_kind(Kind::Post),
         ),
-        // Follow edges and timeline entries in other users' partitions.
-        (Container::Users, timeline::naming(user_id)),
     ];
     let mut written = 0;
     for (container, q) in targets {
@@ -320,9 +362,9 @@ async fn erase_user(store: &dyn Store, user_id: &str, user: &Value) -> Result<us
             sweeps + 1,
         )]
     } else {
-        // Their follows, followers' copies of their posts and timeline markers go last, once
-        // their own items are gone.
-        written += timeline::erase_user(store, user_id).await?;
+        // Their follows go last, once their own items are gone (the edges' marks then take
+        // their posts out of their followers' timelines, in the timeline lane).
+        written += follows::erase_user(store, user_id).await?;
         vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)]
     };
     let done = Write::Patch {

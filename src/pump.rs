@@ -1,5 +1,7 @@
-//! The in-process change-feed pump (standalone mode): follows the `posts` and `users` feeds,
-//! hands each batch to the projections, then checkpoints in `leases` (at most every
+//! The in-process change-feed pump (standalone mode): follows the `posts` and `users` feeds once
+//! per projection lane (four followers: the main lane's and the timeline lane's of each feed,
+//! each with its own checkpoint, so a fan-out in the timeline lane never holds up the main
+//! lane), hands each batch to its lane's projections, then checkpoints in `leases` (at most every
 //! [`CHECKPOINT_EVERY`], and when it stops). It resumes from its checkpoint after a restart,
 //! replaying what came after it (harmless: the projections write the present state); an
 //! unapplied batch is retried, never skipped. Posts whose counter a projection deferred are
@@ -22,7 +24,7 @@ use tokio::task::JoinHandle;
 
 use tokio::time::Instant;
 
-use crate::projection::{self, INCREMENT_GRACE};
+use crate::projection::{self, Lane, INCREMENT_GRACE};
 use crate::store::{metrics, ChangeNotifier, Container, Store, StoreResult};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
@@ -39,13 +41,29 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 /// starts over); one failing sooner waits twice as long as the time before, up to `MAX_BACKOFF`.
 const HEALTHY_RUN: Duration = Duration::from_secs(60);
 
-/// The running pump: one supervised follower per watched container.
+/// One follower: a lane's projections over a container's feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Follower {
+    lane: Lane,
+    c: Container,
+}
+
+impl Follower {
+    fn name(self) -> String {
+        match self.lane {
+            Lane::Main => self.c.name().to_string(),
+            Lane::Timeline => format!("{}.{}", self.lane.name(), self.c.name()),
+        }
+    }
+}
+
+/// The running pump: one supervised follower per lane and watched container.
 pub struct Pump {
     stop: watch::Sender<bool>,
     supervisors: Vec<JoinHandle<()>>,
 }
 
-/// Start one supervised follower per watched container.
+/// Start one supervised follower per lane and watched container.
 pub fn spawn(store: Arc<dyn Store>) -> Pump {
     spawn_after(store, std::future::ready(()))
 }
@@ -57,7 +75,7 @@ pub fn spawn_after(
 ) -> Pump {
     let (stop, stopped) = watch::channel(false);
     let start = start.shared();
-    let supervisors = WATCHED
+    let supervisors = FOLLOWERS
         .into_iter()
         .map(|c| {
             let (store, start, stopped) = (store.clone(), start.clone(), stopped.clone());
@@ -85,7 +103,7 @@ impl Pump {
 }
 
 /// Run `follow` for `c` until told to stop, restarting it (with backoff) whenever it fails.
-async fn supervise(store: Arc<dyn Store>, c: Container, stopped: watch::Receiver<bool>) {
+async fn supervise(store: Arc<dyn Store>, c: Follower, stopped: watch::Receiver<bool>) {
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = std::time::Instant::now();
@@ -103,7 +121,7 @@ async fn supervise(store: Arc<dyn Store>, c: Container, stopped: watch::Receiver
             backoff = FIRST_BACKOFF;
         }
         tracing::error!(
-            container = c.name(),
+            follower = c.name(),
             error = %why,
             restart_in_ms = backoff.as_millis() as u64,
             "change-feed follower failed; restarting it from its checkpoint"
@@ -140,7 +158,8 @@ async fn pause(d: Duration, stopped: &mut watch::Receiver<bool>) -> bool {
     !timed_out || stopping(stopped)
 }
 
-fn lease_id(c: Container) -> String {
+/// `pump.posts`, `pump.users` (the main lane), `pump.timeline.posts`, `pump.timeline.users`.
+fn lease_id(c: Follower) -> String {
     format!("pump.{}", c.name())
 }
 
@@ -151,7 +170,43 @@ struct Checkpoint {
     deferred: Vec<String>,
 }
 
-async fn load_checkpoint(store: &dyn Store, c: Container) -> StoreResult<Checkpoint> {
+/// Where follower `c` starts: its checkpoint. A timeline follower without one, on a store whose
+/// main lane checkpointed before the lanes were apart (its lease names no lane; the main lane
+/// then wrote the timelines too), starts where the main lane is rather than replaying every
+/// post's fan-out; its lease is written at once, so that nothing is taken for that later.
+async fn start_checkpoint(store: &dyn Store, c: Follower) -> StoreResult<Checkpoint> {
+    let id = lease_id(c);
+    if c.lane == Lane::Main || store.read(Container::Leases, &id, &id).await?.is_some() {
+        return load_checkpoint(store, c).await;
+    }
+    let main_id = lease_id(Follower {
+        lane: Lane::Main,
+        ..c
+    });
+    let continuation = store
+        .read(Container::Leases, &main_id, &main_id)
+        .await?
+        .filter(|l| l.get("lane").is_none())
+        .and_then(|l| {
+            l.get("continuation")
+                .and_then(Value::as_str)
+                .map(String::from)
+        });
+    let lease = json!({
+        "id": id,
+        "container": c.c.name(),
+        "lane": c.lane.name(),
+        "continuation": continuation,
+        "deferred": [],
+    });
+    store.upsert(Container::Leases, &id, lease).await?;
+    Ok(Checkpoint {
+        continuation,
+        deferred: Vec::new(),
+    })
+}
+
+async fn load_checkpoint(store: &dyn Store, c: Follower) -> StoreResult<Checkpoint> {
     let id = lease_id(c);
     let Some(lease) = store.read(Container::Leases, &id, &id).await? else {
         return Ok(Checkpoint::default());
@@ -178,14 +233,15 @@ async fn load_checkpoint(store: &dyn Store, c: Container) -> StoreResult<Checkpo
 
 async fn save_checkpoint(
     store: &dyn Store,
-    c: Container,
+    c: Follower,
     continuation: &str,
     deferred: &Rechecks,
 ) -> StoreResult<()> {
     let id = lease_id(c);
     let lease = json!({
         "id": id,
-        "container": c.name(),
+        "container": c.c.name(),
+        "lane": c.lane.name(),
         "continuation": continuation,
         "deferred": deferred.0.keys().collect::<Vec<_>>(),
     });
@@ -236,11 +292,13 @@ impl Rechecks {
 
 /// Follow `c` from its checkpoint until told to stop; between batches only, so a batch being
 /// applied is finished and checkpointed first.
-async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receiver<bool>) {
+async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver<bool>) {
+    let c = f;
+    let (lane, container) = (f.lane, f.c);
     let mut backoff = FIRST_BACKOFF;
     let idle = store.idle_poll();
     let checkpoint = loop {
-        match load_checkpoint(&*store, c).await {
+        match start_checkpoint(&*store, c).await {
             Ok(cp) => break cp,
             Err(e) => {
                 tracing::warn!(container = c.name(), error = %e, "cannot read the pump checkpoint; retrying");
@@ -258,13 +316,13 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
     let mut saved_at = Instant::now();
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
-    let mut wake = store.change_notifier(c);
+    let mut wake = store.change_notifier(container);
     while !stopping(&stopped) {
         let due = rechecks.take_due();
         if !due.is_empty() {
             let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
             metrics::projecting(async {
-                match projection::project(&*store, c, &docs).await {
+                match projection::project_lane(&*store, lane, container, &docs).await {
                     Ok(report) => rechecks.defer(report.deferred),
                     Err(e) => {
                         tracing::warn!(container = c.name(), error = %e, "counter recheck failed; it will be retried");
@@ -288,7 +346,7 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
         // An idle poll (nothing new) is the pump's own cost, not a change's: only a read that
         // brings changes is charged to the projections.
         let (read, read_usage) =
-            metrics::scope(store.changes(c, continuation.as_deref(), BATCH)).await;
+            metrics::scope(store.changes(container, continuation.as_deref(), BATCH)).await;
         let page = match read {
             Ok(page) => page,
             Err(e) => {
@@ -319,7 +377,14 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
             continue;
         }
         metrics::charge_projections(read_usage);
-        match metrics::projecting(projection::project(&*store, c, &page.items)).await {
+        match metrics::projecting(projection::project_lane(
+            &*store,
+            lane,
+            container,
+            &page.items,
+        ))
+        .await
+        {
             Ok(report) => {
                 rechecks.settle(&report.settled);
                 rechecks.defer(report.deferred);
@@ -351,7 +416,7 @@ async fn follow(store: Arc<dyn Store>, c: Container, mut stopped: watch::Receive
 }
 
 /// Checkpoint the applied position `unsaved`, if any, charged to the projections.
-async fn flush(store: &dyn Store, c: Container, unsaved: &mut Option<String>, rechecks: &Rechecks) {
+async fn flush(store: &dyn Store, c: Follower, unsaved: &mut Option<String>, rechecks: &Rechecks) {
     let Some(cp) = unsaved.take() else {
         return;
     };
@@ -383,17 +448,35 @@ async fn wait_for_changes(
     }
 }
 
-/// The feeds the pump follows (those [`spawn`] starts a follower for).
-const WATCHED: [Container; 2] = [Container::Posts, Container::Users];
+/// The followers the pump runs (those [`spawn`] starts): each lane over each feed.
+const FOLLOWERS: [Follower; 4] = [
+    Follower {
+        lane: Lane::Main,
+        c: Container::Posts,
+    },
+    Follower {
+        lane: Lane::Main,
+        c: Container::Users,
+    },
+    Follower {
+        lane: Lane::Timeline,
+        c: Container::Posts,
+    },
+    Follower {
+        lane: Lane::Timeline,
+        c: Container::Users,
+    },
+];
 
-/// Whether the pump has applied every change of the feeds it follows: nothing lies beyond
-/// either checkpoint. Projections write too, so this holds only once their writes have settled.
+/// Whether the pump has applied every change of the feeds it follows: nothing lies beyond any
+/// follower's checkpoint. Projections write too, so this holds only once their writes have
+/// settled.
 pub async fn caught_up(store: &dyn Store) -> StoreResult<bool> {
-    for c in WATCHED {
+    for c in FOLLOWERS {
         let checkpoint = load_checkpoint(store, c).await?;
         if !checkpoint.deferred.is_empty()
             || !store
-                .changes(c, checkpoint.continuation.as_deref(), 1)
+                .changes(c.c, checkpoint.continuation.as_deref(), 1)
                 .await?
                 .items
                 .is_empty()
@@ -408,11 +491,11 @@ pub async fn caught_up(store: &dyn Store) -> StoreResult<bool> {
 /// projects only later changes. Only for data written with its projections already in place
 /// (the bench loads its dataset that way); anything else needs the pump to read it all.
 pub async fn checkpoint_at_end(store: &dyn Store) -> StoreResult<()> {
-    for c in WATCHED {
+    for c in FOLLOWERS {
         let checkpoint = load_checkpoint(store, c).await?;
         let mut continuation = checkpoint.continuation;
         loop {
-            let page = store.changes(c, continuation.as_deref(), 1000).await?;
+            let page = store.changes(c.c, continuation.as_deref(), 1000).await?;
             let done = page.items.is_empty();
             continuation = Some(page.continuation);
             if done {

@@ -62,7 +62,7 @@ pub struct Settings {
     pub writes_per_minute: u32,
     /// `BLOG_TIMELINE_FANOUT_LIMIT`: an author with more followers than this is merged into
     /// timelines when they are read instead of copied into each (see `projection::timeline`).
-    pub timeline_fanout_limit: u64,
+    pub timeline_fanout_limit: Option<u64>,
 }
 
 /// `var` with every `BLOG_AUTH*` variable unset.
@@ -173,9 +173,9 @@ mod tests {
         assert_eq!(s.writes_per_minute, 60);
         let s = parse(&[("BLOG_WRITES_PER_MINUTE", " 0 ")]).unwrap();
         assert_eq!(s.writes_per_minute, 0);
-        assert_eq!(s.timeline_fanout_limit, 10_000);
+        assert_eq!(s.timeline_fanout_limit, None);
         let s = parse(&[("BLOG_TIMELINE_FANOUT_LIMIT", "0")]).unwrap();
-        assert_eq!(s.timeline_fanout_limit, 0);
+        assert_eq!(s.timeline_fanout_limit, Some(0));
     }
 
     #[test]

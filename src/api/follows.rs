@@ -8,16 +8,17 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::schema::PagingParams;
-use super::views::{PageView, PostSummaryPage, PostSummaryView, UserPage, UserView, View};
+use super::views::{PageView, PostSummaryPage, PostSummaryView, UserPage, UserView};
 use super::{page_response, AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, following_id, is_live_of, is_marker, FOLLOWER, FOLLOWING, REF_USER,
-    TIMELINE, TIMELINE_SIZE,
+    edge, edge_tombstone_ops, following_id, is_live_of, is_marker, FOLLOWER, FOLLOWING,
+    MAX_FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, now, Id, Kind};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
+use crate::projection::merged;
 use crate::store::{Container, Order, Query, Store, StoreError};
 
 /// How often a follow or unfollow is retried when the edge changed between its read and write.
@@ -45,7 +46,7 @@ async fn live_user(store: &dyn Store, id: &Id) -> ApiResult<Value> {
     path = "/api/users/{userId}/following/{followeeId}",
     tag = "follows",
     summary = "Follow a user",
-    description = "Idempotent: 204 whether or not the user followed them already. The change feed then copies the followee's newest posts into the follower's timeline and recounts `followerCount` and `followingCount`.",
+    description = "Idempotent: 204 whether or not the user followed them already. A user may follow at most 1,000 users: a new follow beyond that answers 409 and writes nothing. The change feed then copies the followee's newest posts into the follower's timeline and recounts `followerCount` and `followingCount`.",
     params(
         ("userId" = String, Path, description = "Who follows: the caller's own user"),
         ("followeeId" = String, Path, description = "Whom they follow"),
@@ -55,7 +56,7 @@ async fn live_user(store: &dyn Store, id: &Id) -> ApiResult<Value> {
         (status = 400, description = "A user cannot follow themselves", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "The user is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such user or followee", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The follow kept changing meanwhile; retry", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The user follows 1,000 users already (the most one may follow), or the follow kept changing meanwhile (retry)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn follow(
@@ -70,10 +71,25 @@ pub async fn follow(
         ));
     }
     let store = &*s.store;
-    let (_, target) = futures::try_join!(live_user(store, &user), live_user(store, &followee))?;
+    let follows = Query::partition(user.as_str()).eq("type", FOLLOWING).live();
+    let (_, target, followed) = futures::try_join!(
+        live_user(store, &user),
+        live_user(store, &followee),
+        async { Ok(store.count(Container::Users, &follows).await?) },
+    )?;
     let name = target["username"].as_str().unwrap_or_default();
     let item = edge(FOLLOWING, user.as_str(), followee.as_str(), name, &now());
     let id = following_id(followee.as_str());
+    if followed >= MAX_FOLLOWING as u64 {
+        // Only a follow already made may be repeated.
+        let existing = store.read(Container::Users, user.as_str(), &id).await?;
+        if existing.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        return Err(ApiError::Conflict(format!(
+            "user `{user}` follows {followed} users, the most one may follow ({MAX_FOLLOWING}); unfollow someone first"
+        )));
+    }
     for _ in 0..ATTEMPTS {
         match store
             .create(Container::Users, user.as_str(), item.clone())
@@ -218,21 +234,22 @@ pub async fn list_followers(
     edges(&s, &user, FOLLOWER, paging).await
 }
 
-/// Room for merge markers in a timeline query's page: markers sort before every entry, so the
-/// first page of the query holds this many of them and still every entry asked for.
-const MARKER_ROOM: u32 = 100;
-
-/// `GET /api/users/{userId}/timeline`: one query in the user's partition, newest first, never
-/// past the [`TIMELINE_SIZE`] newest; plus, for each author followed who is merged (more
-/// followers than the fan-out limit), one query in that author's partition. The continuation
-/// token is the number of posts earlier pages served; each page reads the newest `served + limit`
-/// again and skips what was served, so a page costs the same few operations however deep.
+/// `GET /api/users/{userId}/timeline`: at most 2 + `limit` store operations, whoever the user
+/// follows. One query in the user's partition reads every merge marker (at most
+/// [`MAX_FOLLOWING`]; they sort before every entry) and the newest entries; if it found markers,
+/// one query of the merged authors' shared partition reads the newest posts of all of them at
+/// once; the two lists, each at most `served + limit` long, are merged newest first. Then each
+/// post shown is hydrated with its counts, read from the post itself (one point read, or none
+/// while the process's snapshot of its counts holds); a post found deleted is left out of the
+/// page. The continuation token is the number of posts earlier pages passed over; each page
+/// reads the newest `served + limit` again and skips those, so a page costs the same however
+/// deep.
 #[utoipa::path(
     get,
     path = "/api/users/{userId}/timeline",
     tag = "follows",
     summary = "The newest posts of the users a user follows (at most 100), newest first, in short form",
-    description = "One query in the user's partition, kept by the change feed; plus one query per followed author with more followers than the fan-out limit, whose posts are merged in when read.",
+    description = "At most 2 + `limit` store operations whoever the user follows: one query in the user's partition (kept by the change feed), one query of the shared partition holding the newest posts of the authors over the fan-out limit (only when the user follows such an author), and at most one point read per post shown for its `commentCount` and `likeCount`, which are read from the post itself when shown (from a per-process snapshot while it holds: until the next write to `posts` on the embedded store, at most `BLOG_FEED_CACHE_MS` on Cosmos DB). A post deleted meanwhile is left out, so a page may hold fewer than `limit` posts and still have a next page.",
     params(("userId" = String, Path, description = "The user's id"), PagingParams),
     responses(
         (status = 200, description = "One page of the timeline", body = PostSummaryPage,
@@ -253,51 +270,70 @@ pub async fn get_timeline(
             .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?,
     };
     let want = (served + paging.limit as usize).min(TIMELINE_SIZE);
-    let mut q = Query::partition(user.as_str())
+    let q = Query::partition(user.as_str())
         .eq("type", TIMELINE)
         .order_by_creation(Order::Desc)
-        .limit(want as u32 + MARKER_ROOM);
-    let (mut markers, mut entries) = (Vec::new(), Vec::new());
-    let mut more = false;
-    loop {
-        let page = s.store.query(Container::Users, &q).await?;
-        for item in &page.items {
-            if is_marker(item) {
-                markers.extend(item.get(REF_USER).and_then(Value::as_str).map(String::from));
-            } else {
-                entries.push(PostSummaryView::of_entry(item)?);
-            }
-        }
-        more = more || page.continuation.is_some();
-        // Another page only while markers filled this one.
-        match page.continuation {
-            Some(t) if entries.len() < want => q.continuation = Some(t),
-            _ => break,
-        }
-    }
-    for author in &markers {
-        let q = Query::partition(author.as_str())
-            .of_kind(Kind::Post)
-            .live()
-            .order_by_creation(Order::Desc)
-            .limit(want as u32);
-        let page = s.store.query(Container::Users, &q).await?;
-        more = more || page.continuation.is_some();
-        for post in page.items {
-            entries.push(PostSummaryView::from_stored(post)?);
+        .limit((MAX_FOLLOWING + want) as u32);
+    let page = s.store.query(Container::Users, &q).await?;
+    let mut markers = Vec::new();
+    let mut entries = Vec::new();
+    let mut more = page.continuation.is_some();
+    for item in &page.items {
+        if is_marker(item) {
+            markers.extend(item.get(REF_USER).and_then(Value::as_str).map(String::from));
+        } else if entries.len() < want {
+            entries.push(PostSummaryView::of_timeline_copy(item, REF_USER)?);
+        } else {
+            more = true;
         }
     }
     if !markers.is_empty() {
-        // Newest first, each post once (a merged author's posts copied before they were merged
-        // may be in both).
-        entries.sort_by(|a, b| (&b.creation_date, &b.id).cmp(&(&a.creation_date, &a.id)));
-        entries.dedup_by(|a, b| (&a.creation_date, &a.id) == (&b.creation_date, &b.id));
+        let q = merged::of_authors(markers, want as u32);
+        let page = s.store.query(Container::Feed, &q).await?;
+        more = more || page.continuation.is_some();
+        let merged = page
+            .items
+            .iter()
+            .map(|item| PostSummaryView::of_timeline_copy(item, "userId"))
+            .collect::<ApiResult<Vec<_>>>()?;
+        entries = newest(entries, merged, want, &mut more);
     }
-    more = more || entries.len() > want;
-    entries.truncate(want);
-    let items: Vec<PostSummaryView> = entries.into_iter().skip(served).collect();
-    let served = served + items.len();
+    let shown: Vec<PostSummaryView> = entries.into_iter().skip(served).collect();
+    let passed = served + shown.len();
+    let ids: Vec<String> = shown.iter().map(|p| p.post_id.clone()).collect();
+    let counts = s.counts.counts(&*s.store, &ids).await?;
+    let items: Vec<PostSummaryView> = shown
+        .into_iter()
+        .zip(counts)
+        .filter_map(|(mut p, counts)| {
+            // Gone or marked deleted: its entries are on their way out.
+            let c = counts?;
+            p.comment_count = c.comment_count;
+            p.like_count = c.like_count;
+            Some(p)
+        })
+        .collect();
     let continuation =
-        (more && served == want && served < TIMELINE_SIZE).then(|| served.to_string());
+        (more && passed == want && passed < TIMELINE_SIZE).then(|| passed.to_string());
     Ok(page_response(&PostSummaryPage::new(items, continuation)))
+}
+
+/// The `want` newest of two lists, each newest first, each post once (a merged author's posts
+/// copied before they were merged may be in both); `more` is set when some were left over.
+fn newest(
+    a: Vec<PostSummaryView>,
+    b: Vec<PostSummaryView>,
+    want: usize,
+    more: &mut bool,
+) -> Vec<PostSummaryView> {
+    let mut all = a;
+    all.extend(b);
+    all.sort_by(|x, y| (&y.creation_date, &y.id).cmp(&(&x.creation_date, &x.id)));
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|p| seen.insert(p.post_id.clone()));
+    if all.len() > want {
+        *more = true;
+        all.truncate(want);
+    }
+    all
 }

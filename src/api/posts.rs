@@ -211,5 +211,6 @@ pub async fn delete_post(
     })?;
     erase::post(store, post_id.as_str(), author).await?;
     s.feed.forget();
+    s.counts.forget();
     Ok(no_content())
 }

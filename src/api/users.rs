@@ -257,5 +257,6 @@ pub async fn delete_user(
     // else's changes.
     erase::user_steps(store, uid, erase::PAGE as usize).await?;
     s.feed.forget();
+    s.counts.forget();
     Ok(no_content())
 }

@@ -31,6 +31,9 @@ pub const TIMELINE_SIZE: usize = super::FEED_SIZE;
 /// A timeline keeps this many newest entries, as the feed keeps [`super::FEED_KEEP`]: the margin
 /// over [`TIMELINE_SIZE`] means a few deleted posts do not shrink what a read shows.
 pub const TIMELINE_KEEP: usize = TIMELINE_SIZE + 20;
+/// The most users one user may follow: a follow beyond is refused, so one query of a timeline
+/// reads every merge marker it holds along with its entries.
+pub const MAX_FOLLOWING: usize = 1_000;
 /// About one copy in this many written into a timeline trims it (see [`trims`]).
 pub const TRIM_EVERY: u64 = 16;
 
@@ -109,21 +112,49 @@ pub fn edge(kind: &str, owner: &str, other: &str, other_name: &str, date: &str) 
 }
 
 /// The entry for `post` (any form; its content is cut to the short form) in `owner`'s timeline.
+/// It holds what rarely changes (title, short content, author and name, date) and no counts:
+/// a like or a comment changes no entry, so its price does not grow with the author's audience;
+/// a timeline read takes the counts from the post.
 pub fn timeline_entry(owner: &str, post: &Post) -> Value {
+    let mut entry = entry_content(post);
+    let o = entry.as_object_mut().expect("an object");
+    o.insert("id".into(), timeline_id(&post.id).into());
+    o.insert("type".into(), TIMELINE.into());
+    o.insert("userId".into(), owner.into());
+    entry
+}
+
+/// What every entry of `post` holds, whoever's timeline it is in: the fields the timeline lane
+/// records as fanned out, and compares with a post's copy to tell whether an entry changes.
+pub fn entry_content(post: &Post) -> Value {
     let s = post.summary();
     json!({
-        "id": timeline_id(&s.id),
-        "type": TIMELINE,
-        "userId": owner,
         REF_USER: s.user_id,
         "postId": s.post_id,
         "userUsername": s.user_username,
         "title": s.title,
         "content": s.content,
-        "commentCount": s.comment_count,
-        "likeCount": s.like_count,
         "creationDate": s.creation_date,
     })
+}
+
+/// [`entry_content`] of a stored entry (whatever else it holds, such as the counts entries
+/// written by earlier releases carried).
+pub fn stored_entry_content(entry: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for f in [
+        REF_USER,
+        "postId",
+        "userUsername",
+        "title",
+        "content",
+        "creationDate",
+    ] {
+        if let Some(v) = entry.get(f) {
+            out.insert(f.into(), v.clone());
+        }
+    }
+    Value::Object(out)
 }
 
 /// The patch that marks an edge deleted: the other user's name is blanked at once, as every
@@ -141,7 +172,8 @@ pub fn is_live_of(item: &Value, kind: &str) -> bool {
     item.get("type").and_then(Value::as_str) == Some(kind) && !super::is_deleted(item)
 }
 
-/// The post an entry copies, as the projections compare it.
+/// The post an entry copies. An entry holds no counts (see [`timeline_entry`]): they read as 0
+/// here, and a timeline read replaces them with the post's.
 pub fn entry_post(entry: &Value) -> Option<Post> {
     serde_json::from_value(json!({
         "id": entry.get("postId")?,
@@ -151,8 +183,8 @@ pub fn entry_post(entry: &Value) -> Option<Post> {
         "userUsername": entry.get("userUsername")?,
         "title": entry.get("title")?,
         "content": entry.get("content")?,
-        "commentCount": entry.get("commentCount")?,
-        "likeCount": entry.get("likeCount")?,
+        "commentCount": 0,
+        "likeCount": 0,
         "creationDate": entry.get("creationDate")?,
     }))
     .ok()
@@ -180,7 +212,11 @@ mod tests {
         let e = timeline_entry("f", &p);
         assert_eq!(e["userId"], "f", "in the follower's partition");
         assert_eq!(e["id"], "timeline-p1");
-        assert_eq!(entry_post(&e), Some(p.summary()));
+        let mut shown = p.summary();
+        (shown.comment_count, shown.like_count) = (0, 0);
+        assert_eq!(entry_post(&e), Some(shown), "no counts");
+        assert!(e.get("likeCount").is_none() && e.get("commentCount").is_none());
+        assert_eq!(stored_entry_content(&e), entry_content(&p));
         assert_eq!(Kind::of(&e), None, "not one of the article's kinds");
     }
 

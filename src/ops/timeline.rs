@@ -7,9 +7,20 @@
 //! - `followerCount` / `followingCount` are the numbers of live mirrors / edges;
 //! - a timeline holds the newest posts of the users followed (the [`TIMELINE_SIZE`] newest of
 //!   their post copies together, by their current name; older ones may have been trimmed), and
-//!   no entry whose post is gone or whose author is not followed; for a
-//!   followee with more followers than the fan-out limit, a merge marker instead, and no marker
-//!   for anyone else.
+//!   no entry whose post is gone or whose author is not followed; an entry holds the post's
+//!   rarely-changing part (no counts: entries an earlier release wrote with counts are not
+//!   drift); for a merged followee (as their `timelineJob-limit` item records), a merge marker
+//!   instead, and no marker for anyone else;
+//! - each user is on the side of the fan-out limit their follower count calls for, with
+//!   hysteresis, by the limit recorded in the store (`settings.timeline` in `leases`; verify and
+//!   repair never use the process's own setting over it). A crossing under way, and the
+//!   timelines of its followers, is lag: it is not judged until it is done.
+//!
+//! - a merged author's [`TIMELINE_SIZE`] newest posts are in the shared partition (`feed`,
+//!   partition `merged`), as their copies are, by their current name, and no post of an author
+//!   who is not merged (`projection::merged`).
+//!
+//! The timeline lane's job items (`type: timelineJob`) are its own bookkeeping, not drift.
 //!
 //! Users are read a page at a time and each one's partition is checked on its own, so memory
 //! stays bounded by the largest partition. Repair replays edges and users through the
@@ -23,8 +34,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::domain::follows::{
-    entry_post, follower_id, following_id, is_live_of, is_marker, marker_id, merge_marker,
-    timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+    entry_content, entry_post, follower_id, following_id, is_live_of, is_marker, marker_id,
+    merge_marker, stored_entry_content, timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE,
+    TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::projection::plan::{str_field, Write};
@@ -46,6 +58,10 @@ pub struct Check {
     pub examples: BTreeMap<&'static str, Vec<String>>,
     /// `following` edges to project again (mirror or backfill missing, followee gone).
     replay_edges: Vec<Value>,
+    /// Merged authors whose items in the shared partition are copied again: (author, name).
+    merged_sync: Vec<(String, String)>,
+    /// Users projected again through the timeline lane (a crossing of the limit owed).
+    replay_users: Vec<Value>,
     /// Users whose counters are recounted.
     recount: BTreeSet<String>,
     /// Writes made as they are.
@@ -96,6 +112,7 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
 
 async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     let mut check = Check::default();
+    let limit = projection::timeline::limit_to_judge_by(store).await?;
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)
         .live()
@@ -103,7 +120,7 @@ async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
         for user in &page.items {
-            check_user(store, user, &mut check).await?;
+            check_user(store, user, limit, &mut check).await?;
         }
         match page.continuation {
             Some(t) => q.continuation = Some(t),
@@ -135,7 +152,12 @@ fn name_of(user: &Value) -> &str {
     str_field(user, "username").unwrap_or_default()
 }
 
-async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> StoreResult<()> {
+async fn check_user(
+    store: &dyn Store,
+    user: &Value,
+    limit: u64,
+    check: &mut Check,
+) -> StoreResult<()> {
     let Some(u) = str_field(user, "userId") else {
         return Ok(());
     };
@@ -160,6 +182,22 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
     {
         check.found("counter", format!("users/{u}/{u}"));
         check.recount.insert(u.to_string());
+    }
+    // Their side of the fan-out limit.
+    let followers = mirrors.len() as u64;
+    let state = projection::timeline::limit_state(store, u, Some(user)).await?;
+    let side = state.side();
+    if (!side && projection::timeline::merges(followers, limit))
+        || (side && projection::timeline::unmerges(followers, limit))
+    {
+        check.found(
+            "fan-out limit crossing owed",
+            format!("users/{u}/{u} ({followers} followers, limit {limit})"),
+        );
+        check.replay_users.push(user.clone());
+    }
+    if state.target.is_none() {
+        check_merged(store, u, name_of(user), state.merged, check).await?;
     }
 
     // Edges: a live followee by their current name, with a mirror by this user's current name;
@@ -200,7 +238,13 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
             check.replay_edges.push(e.clone());
         }
         followed.insert(x.to_string(), name.clone());
-        if projection::timeline::is_merged(&followee) {
+        let state = projection::timeline::limit_state(store, x, Some(&followee)).await?;
+        if state.target.is_some() {
+            // A crossing under way: its markers and copies are lag, not drift.
+            marked.remove(x);
+            continue;
+        }
+        if state.merged {
             if !marked.remove(x) {
                 check.found(
                     "timeline marker missing",
@@ -223,7 +267,7 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
         for c in copies.items {
             if let Ok(mut p) = serde_json::from_value::<Post>(c) {
                 p.user_username = name.clone();
-                wanted.insert(p.id.clone(), crate::domain::to_value(&p.summary()));
+                wanted.insert(p.id.clone(), crate::domain::to_value(&p));
             }
         }
     }
@@ -278,7 +322,7 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
             continue;
         };
         post.user_username = name.clone();
-        if shown != post.summary() {
+        if stored_entry_content(entry) != entry_content(&post) {
             check.found("timeline entry stale", where_);
             check.writes.push(Write::Upsert {
                 container: Container::Users,
@@ -313,6 +357,63 @@ async fn check_user(store: &dyn Store, user: &Value, check: &mut Check) -> Store
     Ok(())
 }
 
+/// A merged author's newest posts in the shared partition (`projection::merged`), as their
+/// post copies are now, by their current name; nothing of an author who is not merged.
+async fn check_merged(
+    store: &dyn Store,
+    u: &str,
+    name: &str,
+    merged: bool,
+    check: &mut Check,
+) -> StoreResult<()> {
+    use projection::merged as shared;
+    let q = shared::of_author(u).limit(TIMELINE_SIZE as u32 + shared::PAGE);
+    let held = retry(|| store.query(Container::Feed, &q)).await?.items;
+    check.checked += held.len() as u64;
+    let mut wanted: BTreeMap<String, Value> = BTreeMap::new();
+    if merged {
+        let q = Query::partition(u)
+            .of_kind(Kind::Post)
+            .live()
+            .order_by_creation(Order::Desc)
+            .limit(TIMELINE_SIZE as u32);
+        for c in retry(|| store.query(Container::Users, &q)).await?.items {
+            if let Ok(mut p) = serde_json::from_value::<Post>(c) {
+                p.user_username = name.to_string();
+                wanted.insert(p.id.clone(), shared::item(&p));
+            }
+        }
+    }
+    let mut drifted = false;
+    for item in &held {
+        let id = str_field(item, "id").unwrap_or_default();
+        let content = projection::plan::content(item);
+        match wanted.remove(id) {
+            Some(w) if w == content => {}
+            Some(_) => {
+                check.found("merged copy stale", format!("feed/merged/{id}"));
+                drifted = true;
+            }
+            None => {
+                check.found("merged copy extra", format!("feed/merged/{id}"));
+                check.writes.push(Write::Delete {
+                    container: Container::Feed,
+                    pk: shared::PARTITION.into(),
+                    id: id.to_string(),
+                });
+            }
+        }
+    }
+    for id in wanted.keys() {
+        check.found("merged copy missing", format!("feed/merged/{id}"));
+        drifted = true;
+    }
+    if drifted {
+        check.merged_sync.push((u.to_string(), name.to_string()));
+    }
+    Ok(())
+}
+
 fn delete_entry(user: &str, id: &str) -> Write {
     Write::Delete {
         container: Container::Users,
@@ -336,6 +437,23 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
     if !check.replay_edges.is_empty() {
         match projection::project(store, Container::Users, &check.replay_edges).await {
             Ok(_) => done.replayed += check.replay_edges.len(),
+            Err(e) => done.failed.push(e.to_string()),
+        }
+    }
+    for (u, name) in &check.merged_sync {
+        match projection::merged::copy_author(store, u, name).await {
+            Ok(n) => done.written += n,
+            Err(e) => done.failed.push(format!("feed/merged ({u}): {e}")),
+        }
+    }
+    // A crossing owed: started by the timeline lane, which then carries it out a step per change
+    // of its job item (projected here until done, so the check after the repair sees it done).
+    for user in &check.replay_users {
+        match replay_user(store, user).await {
+            Ok(n) => {
+                done.replayed += 1;
+                done.written += n;
+            }
             Err(e) => done.failed.push(e.to_string()),
         }
     }
@@ -435,9 +553,10 @@ async fn merged_followee(store: &dyn Store, u: &str, x: &str) -> StoreResult<boo
     if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
         return Ok(false);
     }
-    Ok(live_user(store, x)
-        .await?
-        .is_some_and(|followee| projection::timeline::is_merged(&followee)))
+    Ok(match live_user(store, x).await? {
+        Some(followee) => settled_side(store, x, &followee).await? == Some(true),
+        None => false,
+    })
 }
 
 /// The post `post_id` as `u`'s timeline should show it now (by its author's current name), if
@@ -456,12 +575,58 @@ async fn wanted_entry(store: &dyn Store, u: &str, post_id: &str) -> StoreResult<
     if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
         return Ok(None);
     }
-    match live_user(store, &author).await? {
-        Some(a) if !projection::timeline::is_merged(&a) => {
+    let Some(a) = live_user(store, &author).await? else {
+        return Ok(None);
+    };
+    match settled_side(store, &author, &a).await? {
+        Some(false) => {
             post.user_username = name_of(&a).to_string();
             Ok(Some(post))
         }
         _ => Ok(None),
+    }
+}
+
+/// Whether author `x` is merged (`Some(true)`) or copied (`Some(false)`), as their limit job
+/// records it; `None` while a crossing is under way (the timeline lane writes the markers and
+/// copies then, and a repair leaves them to it).
+async fn settled_side(store: &dyn Store, x: &str, author: &Value) -> StoreResult<Option<bool>> {
+    let state = projection::timeline::limit_state(store, x, Some(author)).await?;
+    Ok(state.target.is_none().then_some(state.merged))
+}
+
+/// Project `user` through the timeline lane, then each change of their limit job item until the
+/// crossing it starts is done.
+async fn replay_user(store: &dyn Store, user: &Value) -> Result<usize, String> {
+    use projection::{project_lane, Lane};
+    let u = str_field(user, "userId").unwrap_or_default().to_string();
+    let mut written = project_lane(
+        store,
+        Lane::Timeline,
+        Container::Users,
+        std::slice::from_ref(user),
+    )
+    .await
+    .map_err(|e| e.to_string())?
+    .writes;
+    let mut last_etag: Option<String> = None;
+    loop {
+        let job = retry(|| store.read(Container::Users, &u, projection::timeline::LIMIT_JOB))
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(job) = job.filter(|j| j.get("target").is_some_and(|t| !t.is_null())) else {
+            return Ok(written);
+        };
+        // A step that did not move the job on (its user gone, say) ends the replay.
+        let etag = str_field(&job, "_etag").map(String::from);
+        if etag.is_some() && etag == last_etag {
+            return Ok(written);
+        }
+        last_etag = etag;
+        written += project_lane(store, Lane::Timeline, Container::Users, &[job])
+            .await
+            .map_err(|e| e.to_string())?
+            .writes;
     }
 }
 

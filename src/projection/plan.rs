@@ -448,13 +448,10 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     }
 
     for post in changed_posts.values() {
-        // Written as not yet in the followers' timelines; the fan-out marks it done after.
-        let mut summary = crate::domain::to_value(&post.summary());
-        summary[TIMELINE_PENDING] = Value::Bool(true);
         writes.push(Write::Upsert {
             container: Container::Users,
             pk: post.user_id.clone(),
-            item: summary,
+            item: crate::domain::to_value(&post.summary()),
         });
     }
     // The feed entries of deleted posts went with their copies above.
@@ -492,42 +489,9 @@ fn as_copied(facts: &PostsFacts, post: &Post) -> (Post, Vec<PatchOp>) {
     (post, ops)
 }
 
-/// On a post's copy in its author's partition of `users`: `true` from the write of new content
-/// until the fan-out of that content into every follower's timeline is done, then `false`.
-/// Internal: no answer shows it.
+/// Held by the copies an earlier release wrote (its record of their fan-out); the timeline lane
+/// keeps that record apart now. A copy compares without it.
 pub const TIMELINE_PENDING: &str = "timelinePending";
-
-/// The changed posts (changes of the post itself, not rechecks) whose entries in the followers'
-/// timelines are to be written, as the copies hold them. The rule: a post is fanned out unless
-/// its copy in `users`, read for this batch, holds this very content and records its fan-out
-/// done (see [`TIMELINE_PENDING`]); so a redelivered batch, or a change that alters nothing an
-/// entry holds, writes no entry. The copy is written (pending) before the fan-out reads the
-/// followers, so a follow made meanwhile finds it, and marked done only after, so a fan-out cut
-/// short is done again by the redelivery. A copy not read, or written otherwise (a repair), is
-/// fanned out.
-pub fn timeline_copies(changes: &[Value], facts: &PostsFacts) -> Vec<Post> {
-    let changed: BTreeSet<&str> = changes
-        .iter()
-        .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
-        .filter_map(|d| str_field(d, "postId"))
-        .collect();
-    changed
-        .into_iter()
-        .filter_map(|id| facts.posts.get(id))
-        .filter(|p| !facts.deleted_users.contains(&p.user_id))
-        .map(|p| as_copied(facts, p).0)
-        .filter(|p| {
-            let summary = crate::domain::to_value(&p.summary());
-            match facts.stored.get(&(Container::Users, p.id.clone())) {
-                Some(Some(stored)) => {
-                    stored.get(TIMELINE_PENDING) != Some(&Value::Bool(false))
-                        || without_pending(stored) != summary
-                }
-                _ => true,
-            }
-        })
-        .collect()
-}
 
 /// A copy as its content compares, whatever its fan-out's state.
 pub fn without_pending(copy: &Value) -> Value {
@@ -1148,60 +1112,6 @@ mod tests {
         // The post by the erased author is not copied anywhere.
         assert!(upserts(&writes, Container::Users).is_empty());
         assert!(upserts(&writes, Container::Feed).is_empty());
-    }
-
-    #[test]
-    fn only_a_copy_recording_this_content_fanned_out_skips_the_timelines() {
-        let p = post("p1", "u1", "ana", &date(5), 0, 0);
-        let summary = crate::domain::to_value(&p.summary());
-        let with = |pending: Option<bool>, title: &str| {
-            let mut v = summary.clone();
-            v["title"] = title.into();
-            if let Some(b) = pending {
-                v[TIMELINE_PENDING] = b.into();
-            }
-            Some(v)
-        };
-        for (stored, fanned_out, why) in [
-            (Some(with(Some(false), "t")), true, "done with this content"),
-            (
-                Some(with(Some(true), "t")),
-                false,
-                "pending: cut short before",
-            ),
-            (Some(with(None, "t")), false, "written otherwise (a repair)"),
-            (
-                Some(with(Some(false), "old")),
-                false,
-                "done with other content",
-            ),
-            (Some(None), false, "no copy yet"),
-            (None, false, "the copy was not read"),
-        ] {
-            let mut facts = PostsFacts {
-                posts: HashMap::from([("p1".into(), p.clone())]),
-                counts: counts("p1", 0, 0),
-                usernames: HashMap::from([("u1".into(), "ana".into())]),
-                ..Default::default()
-            };
-            if let Some(s) = stored.clone() {
-                facts.stored.insert((Container::Users, "p1".into()), s);
-            }
-            let due = timeline_copies(&[change(&p)], &facts);
-            assert_eq!(due.is_empty(), fanned_out, "{why}");
-            // The copy itself is rewritten only when its content differs, whatever its state.
-            let copy_written =
-                !upserts(&plan_posts(&[change(&p)], &facts), Container::Users).is_empty();
-            let same = stored.flatten().map(|s| without_pending(&s)) == Some(summary.clone());
-            assert_eq!(copy_written, !same, "{why}");
-        }
-        // A recheck and a comment fan nothing out.
-        let facts = PostsFacts {
-            posts: HashMap::from([("p1".into(), p.clone())]),
-            ..Default::default()
-        };
-        let comment = json!({"id":"c1","type":"comment","postId":"p1","userId":"u2"});
-        assert!(timeline_copies(&[recheck("p1"), comment], &facts).is_empty());
     }
 
     #[test]

@@ -1,194 +1,448 @@
-//! Follows and timelines (`crate::domain::follows`): what the change feeds project.
+//! The timeline lane: everything that writes the personal timelines (`crate::domain::follows`),
+//! run apart from the main projections ([`super::Lane::Timeline`]: its own followers of the
+//! posts and users feeds, its own checkpoints, its own trigger functions), so that no fan-out
+//! holds up the feed, the post copies, the counters or a follow showing in `/followers`.
 //!
-//! - A `following` edge changed (users feed): read it as it is now. Live: write its mirror in the
-//!   followee's partition, then copy the followee's newest posts into the follower's timeline.
-//!   Marked deleted: remove the mirror and every entry of the followee's from the timeline. Then
-//!   recount both users' counters. A stale or repeated change re-reads the edge, so it writes the
-//!   present state whatever order the changes come in.
-//! - A post changed (posts feed): its entry is upserted in the timeline of each follower of its
-//!   author, a page of followers at a time, unless the author's copy records that very content
-//!   fanned out already ([`plan::timeline_copies`]); a copy for someone who stopped following
-//!   while it was written is taken back ([`drop_unfollowed`]); about one copy in
-//!   [`crate::domain::follows::TRIM_EVERY`] trims its timeline to the newest entries ([`trim`]).
-//!   A deleted post's entries are deleted wherever they are.
-//! - A user changed (users feed): their counters are recounted (a recount's patch is conditional
-//!   on the user's version; a user changed meanwhile comes through the feed again).
-//! - A user erased: their own edges and the edges others hold to them are marked (whose
-//!   projection then cleans the mirrors and timelines), their mirrors and timeline deleted.
+//! What it reacts to, each change read as a notification (the item is read as it is now):
+//! - The author's copy of a post in `users` (written by the main lane): its entry is written
+//!   into each follower's timeline, unless the post's job item (`timelineJob-post-<P>`, in the
+//!   author's partition) records this very entry content: a like or a comment changes the
+//!   copy's counts, which no entry holds, so it writes no timeline item at all.
+//! - A post marked deleted (posts feed): its entries are deleted wherever they are.
+//! - A follow edge or its mirror: live, with the mirror in place, the followee's newest posts
+//!   are brought into the follower's timeline (or a merge marker written, for a merged author);
+//!   marked, the followee's entries and marker leave it.
+//! - A user: renamed, the edges and entries naming them are patched; their follower count
+//!   crossing the fan-out limit, their followers' timelines are switched between copies and
+//!   markers; erased, their own timeline goes.
+//! - A job item (`type: timelineJob`): the next step of a fan-out.
 //!
-//! An author with more followers than the fan-out limit ([`fanout_limit`]) is *merged*: their
-//! posts are not copied into their followers' timelines; each follower's timeline holds a marker
-//! (`follows::merge_marker`) instead, and a timeline read merges the newest posts of each marked
-//! author in, one query in the author's partition each. Whether an author's followers hold
-//! markers is recorded on the author (`timelineMerged`), so that crossing the limit either way is
-//! carried out (markers written, or removed and the posts copied) by the recount that sees it,
-//! and again by the next one if that was cut short.
+//! **Bounded steps.** Any work over more followers or entries than one page ([`PAGE`]) runs a
+//! page per step: the step records where it stopped in the job item in the author's partition,
+//! whose change comes back through the users feed behind the changes written meanwhile, so
+//! other authors' posts interleave with a big fan-out, a crash resumes from the last recorded
+//! step, and a newer change of the same post or user supersedes the job (a step whose job item
+//! changed since it was delivered does nothing: the newer version's own change carries on).
 //!
-//! A post and a follow made at once both reach the timeline: the posts projection writes the
-//! author's copy before it reads the followers, and this one writes the mirror before it reads
-//! the copies, so at least one of the two sees the other's write.
+//! **Ordering with the main lane.** A post and a follow made at once both reach the timeline:
+//! a fan-out is set off by the author's copy and reads the mirrors after it; a backfill is set
+//! off by the mirror (or the edge, once the mirror is there) and reads the copies after it; so
+//! at least one of the two sees the other's write. An unfollow is read from the edge itself:
+//! after each page of a fan-out one query asks which of the page's followers still hold a live
+//! edge, and the entry written for any who does not is taken back; a post deleted meanwhile is
+//! looked up once a page the same way.
 //!
-//! One file: edges, copies, markers and counters are one protocol, whose ordering between the
-//! two feeds' projections (above) is what makes it correct, so it is read in one place.
+//! **The fan-out limit.** An author with more followers than the limit `L` ([`limit_in_force`],
+//! recorded in the store) is *merged*: their posts are not copied; each follower's timeline
+//! holds a marker (`follows::merge_marker`) and a read merges their newest posts in. Hysteresis:
+//! an author is merged once their followers exceed `L`, and copied again only once they fall
+//! below 80% of `L` ([`merges`], [`unmerges`]), so follower churn around the limit does not
+//! switch every timeline back and forth. The author's state is the job item
+//! `timelineJob-limit`: going over, the markers are written (a page a step) and only then does
+//! copying stop; coming back, copying resumes first, then each follower's marker is removed and
+//! the posts copied. A merged author's newest posts are kept in one shared partition
+//! ([`merged`]): each change of one of their posts upserts its item there (one write), crossing
+//! up copies their [`TIMELINE_SIZE`] newest there before any marker is written, crossing down
+//! removes them once every follower's posts are copied back; a deleted post and an erased
+//! author take theirs out, and a rename reaches them with the post copies' changes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::apply;
+use super::follows::{delete_matching, live_user, newest_edge};
 use super::gather;
-use super::plan::{self, str_field, PostsFacts, Write};
+use super::merged;
+use super::plan::{self, str_field, Write};
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, marker_id, merge_marker,
-    timeline_entry, timeline_id, trims, FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE,
-    TIMELINE_KEEP, TIMELINE_SIZE,
+    entry_content, following_id, is_live_of, marker_id, merge_marker, stored_entry_content,
+    timeline_id, trims, FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP,
+    TIMELINE_SIZE,
 };
-use crate::domain::{is_deleted, is_live, Kind, Post};
-use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreError, StoreResult};
+use crate::domain::{is_deleted, Kind, Post};
+use crate::store::{retry, Container, Order, Query, Store, StoreError, StoreResult};
 
-/// The fan-out limit when `BLOG_TIMELINE_FANOUT_LIMIT` is not set.
-pub const DEFAULT_FANOUT_LIMIT: u64 = crate::settings::DEFAULT_TIMELINE_FANOUT_LIMIT;
-
-static FANOUT_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_FANOUT_LIMIT);
-
-/// Set the fan-out limit for this process (from `BLOG_TIMELINE_FANOUT_LIMIT`, at start-up): an
-/// author with more followers than this is merged at read time instead of copied.
-pub fn set_fanout_limit(limit: u64) {
-    FANOUT_LIMIT.store(limit, Ordering::Relaxed);
+/// Recount `user_id`'s follows (as the main lane does) and carry out, now, whatever the timeline
+/// lane then owes the user: a crossing of the fan-out limit is run step after step to its end
+/// (for tools and repairs that want the timelines in line when they return, rather than a step
+/// per change of the job item). Returns the writes made.
+pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
+    let mut written = super::follows::recount(store, user_id).await?;
+    let mut limit = None;
+    written += user_changed(store, &[], user_id, &mut limit).await?;
+    let mut last: Option<String> = None;
+    loop {
+        let Some(job) = read_job(store, user_id, LIMIT_JOB).await? else {
+            return Ok(written);
+        };
+        let etag = str_field(&job, "_etag").map(String::from);
+        if job.get("target").is_none_or(Value::is_null) || etag == last {
+            return Ok(written);
+        }
+        last = etag;
+        written += job_step(store, user_id, &job, &mut limit).await?;
+    }
 }
 
-pub fn fanout_limit() -> u64 {
-    FANOUT_LIMIT.load(Ordering::Relaxed)
-}
-
-/// Whether `user`'s posts are merged into their followers' timelines rather than copied.
-pub fn is_merged(user: &Value) -> bool {
-    user.get("followerCount")
-        .and_then(Value::as_u64)
-        .is_some_and(|n| n > fanout_limit())
-}
-
-/// The property on a user recording that their followers' timelines hold markers for them.
-const MERGED_FIELD: &str = "timelineMerged";
-
-/// Items read and written per step: memory stays bounded whatever the number of followers.
+/// Followers (or entries) read and written per step: memory and the time one step holds the
+/// lane stay bounded whatever the audience.
 pub const PAGE: u32 = 200;
+/// Followers per step of a crossing back under the limit: each is a backfill of up to
+/// [`TIMELINE_SIZE`] entries, so a step writes at most `BACKFILL_PAGE × TIMELINE_SIZE`.
+pub const BACKFILL_PAGE: u32 = 20;
 /// Writes in flight at once.
 pub const CONCURRENCY: usize = 8;
 
-/// The users feed: the edges and users in `changes`. Returns the writes made.
-pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+/// `type` of a job item (internal, in `users`, in the partition of the user it works for).
+pub const JOB: &str = "timelineJob";
+
+// ---------------------------------------------------------------------------------------------
+// The fan-out limit, kept with the data.
+
+/// The fan-out limit when none is recorded and the process sets none.
+pub const DEFAULT_FANOUT_LIMIT: u64 = crate::settings::DEFAULT_TIMELINE_FANOUT_LIMIT;
+
+/// The `leases` item recording the limit in force (partition key = id).
+pub const LIMIT_ID: &str = "settings.timeline";
+
+const UNSET: u64 = u64::MAX;
+static CONFIGURED: AtomicU64 = AtomicU64::new(UNSET);
+
+/// The limit this process was configured with (`BLOG_TIMELINE_FANOUT_LIMIT`, at start-up): the
+/// timeline lane records it in the store when the store holds another, and every process then
+/// uses the recorded one.
+pub fn set_fanout_limit(limit: u64) {
+    CONFIGURED.store(limit, Ordering::Relaxed);
+}
+
+/// Forget the configured limit: the recorded one (or the default) is used.
+pub fn clear_fanout_limit() {
+    CONFIGURED.store(UNSET, Ordering::Relaxed);
+}
+
+/// The limit this process was configured with, or the default.
+pub fn fanout_limit() -> u64 {
+    configured().unwrap_or(DEFAULT_FANOUT_LIMIT)
+}
+
+fn configured() -> Option<u64> {
+    Some(CONFIGURED.load(Ordering::Relaxed)).filter(|&l| l != UNSET)
+}
+
+/// The limit recorded in the store, if any (one point read).
+pub async fn stored_limit(store: &dyn Store) -> StoreResult<Option<u64>> {
+    let item = retry(|| store.read(Container::Leases, LIMIT_ID, LIMIT_ID)).await?;
+    Ok(item.and_then(|i| i.get("fanoutLimit").and_then(Value::as_u64)))
+}
+
+/// The limit in force: the process's configured one, recorded in the store first if the store
+/// holds another; else the recorded one; else the default. Read when the timeline lane needs it
+/// (once per batch that changes a user), never at start-up.
+pub async fn limit_in_force(store: &dyn Store) -> StoreResult<u64> {
+    let stored = stored_limit(store).await?;
+    match (configured(), stored) {
+        (Some(c), s) if s != Some(c) => {
+            let item = json!({ "id": LIMIT_ID, "fanoutLimit": c });
+            retry(|| store.upsert(Container::Leases, LIMIT_ID, item.clone())).await?;
+            Ok(c)
+        }
+        (_, Some(s)) => Ok(s),
+        (c, None) => Ok(c.unwrap_or(DEFAULT_FANOUT_LIMIT)),
+    }
+}
+
+/// The limit verify and repair judge by: the recorded one, else the process's, else the
+/// default. Writes nothing.
+pub async fn limit_to_judge_by(store: &dyn Store) -> StoreResult<u64> {
+    Ok(stored_limit(store).await?.unwrap_or_else(fanout_limit))
+}
+
+/// Whether an author with `followers` who is copied is merged: more followers than the limit.
+pub fn merges(followers: u64, limit: u64) -> bool {
+    followers > limit
+}
+
+/// Whether a merged author with `followers` is copied again: fewer followers than 80% of the
+/// limit.
+pub fn unmerges(followers: u64, limit: u64) -> bool {
+    u128::from(followers) * 5 < u128::from(limit) * 4
+}
+
+// ---------------------------------------------------------------------------------------------
+// Job items.
+
+fn job_id(kind: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) => format!("{JOB}-{kind}-{k}"),
+        None => format!("{JOB}-{kind}"),
+    }
+}
+
+/// The job item recording a post's fan-out.
+pub fn post_job_id(post_id: &str) -> String {
+    job_id("post", Some(post_id))
+}
+
+fn delete_job_id(post_id: &str) -> String {
+    job_id("delete", Some(post_id))
+}
+
+/// The job item recording an author's side of the fan-out limit.
+pub const LIMIT_JOB: &str = "timelineJob-limit";
+const RENAME_JOB: &str = "timelineJob-rename";
+const ERASE_JOB: &str = "timelineJob-erase";
+
+async fn read_job(store: &dyn Store, user_id: &str, id: &str) -> StoreResult<Option<Value>> {
+    retry(|| store.read(Container::Users, user_id, id)).await
+}
+
+/// Write job item `job` (in `user_id`'s partition): created when `read` is `None`, else
+/// replaced if still at the version read. `false` when someone else wrote it first (their
+/// change carries on from there).
+async fn save_job(
+    store: &dyn Store,
+    user_id: &str,
+    read: Option<&Value>,
+    mut job: Value,
+) -> StoreResult<bool> {
+    job["type"] = JOB.into();
+    job["userId"] = user_id.into();
+    let id = str_field(&job, "id").unwrap_or_default().to_string();
+    let result = match read.and_then(|r| str_field(r, "_etag")) {
+        Some(etag) => {
+            retry(|| store.replace(Container::Users, user_id, &id, job.clone(), Some(etag))).await
+        }
+        None if read.is_some() => {
+            retry(|| store.upsert(Container::Users, user_id, job.clone())).await
+        }
+        None => retry(|| store.create(Container::Users, user_id, job.clone())).await,
+    };
+    match result {
+        Ok(_) => Ok(true),
+        Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn delete_item(store: &dyn Store, user_id: &str, id: &str) -> StoreResult<usize> {
+    let w = Write::Delete {
+        container: Container::Users,
+        pk: user_id.into(),
+        id: id.into(),
+    };
+    apply::apply_one(store, &w).await?;
+    Ok(1)
+}
+
+/// An author's side of the fan-out limit, as their job item records it.
+#[derive(Debug, Clone, Default)]
+pub struct LimitState {
+    /// Their posts are not copied (their followers' timelines hold markers).
+    pub merged: bool,
+    /// A crossing under way: `Some(true)` writing the markers, `Some(false)` removing them.
+    pub target: Option<bool>,
+    cursor: Option<String>,
+    item: Option<Value>,
+}
+
+impl LimitState {
+    /// Whether a new follower gets a marker rather than copies.
+    pub fn marks(&self) -> bool {
+        self.merged || self.target == Some(true)
+    }
+
+    /// The side the author is on or crossing to.
+    pub fn side(&self) -> bool {
+        self.target.unwrap_or(self.merged)
+    }
+}
+
+/// Author `user_id`'s side of the limit. Without a job item, what an earlier release recorded
+/// on the user (`timelineMerged`).
+pub async fn limit_state(
+    store: &dyn Store,
+    user_id: &str,
+    user: Option<&Value>,
+) -> StoreResult<LimitState> {
+    let item = read_job(store, user_id, LIMIT_JOB).await?;
+    Ok(match item {
+        Some(i) => LimitState {
+            merged: i.get("merged") == Some(&Value::Bool(true)),
+            target: i.get("target").and_then(Value::as_bool),
+            cursor: str_field(&i, "cursor").map(String::from),
+            item: Some(i),
+        },
+        None => LimitState {
+            merged: user.is_some_and(|u| u.get("timelineMerged") == Some(&Value::Bool(true))),
+            ..LimitState::default()
+        },
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lane's entries.
+
+/// The posts feed, timeline lane: each post marked deleted has its entries deleted, a page now
+/// and a page per step after; any other change is passed over without a read. Returns the
+/// writes made.
+pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
     let mut written = 0;
-    let mut recount_users: BTreeSet<String> = BTreeSet::new();
     let mut seen = BTreeSet::new();
     for doc in changes {
-        match doc.get("type").and_then(Value::as_str) {
-            Some(FOLLOWING) => {
-                let (Some(f), Some(x)) = (str_field(doc, "userId"), str_field(doc, REF_USER))
-                else {
-                    continue;
-                };
-                if !seen.insert((f.to_string(), x.to_string())) {
-                    continue;
-                }
-                written += edge_changed(store, changes, f, x).await?;
-                recount_users.insert(f.into());
-                recount_users.insert(x.into());
-            }
-            Some("user") => {
-                if let Some(u) = str_field(doc, "userId") {
-                    recount_users.insert(u.into());
-                }
-            }
-            _ => {}
+        if Kind::of(doc) != Some(Kind::Post) || plan::is_recheck(doc) {
+            continue;
         }
-    }
-    for u in &recount_users {
-        written += recount(store, u).await?;
+        let (Some(post_id), Some(author)) = (str_field(doc, "postId"), str_field(doc, "userId"))
+        else {
+            continue;
+        };
+        // Only a deletion's mark: a deleted post stays deleted, and a change of a live post
+        // (an edit, its counts) reaches the timelines through its author's copy.
+        if !is_deleted(doc) || !seen.insert(post_id) {
+            continue;
+        }
+        written += merged::remove_post(store, post_id).await?;
+        let job = read_job(store, author, &delete_job_id(post_id)).await?;
+        written += delete_step(store, author, post_id, job.as_ref()).await?;
     }
     Ok(written)
 }
 
-/// The newest delivered version of the edge `f` → `x` among `changes`.
-fn newest_edge<'a>(changes: &'a [Value], id: &str, f: &str) -> Option<&'a Value> {
-    changes
-        .iter()
-        .filter(|d| str_field(d, "id") == Some(id) && str_field(d, "userId") == Some(f))
-        .reduce(|a, b| match gather::compare_versions(a, b) {
-            Some(std::cmp::Ordering::Less) => b,
-            _ => a,
-        })
+/// One page of deleted post `post_id`'s entries deleted; the job item records that more may be
+/// left (its change brings the next step), or goes with the post's own job item once none is.
+async fn delete_step(
+    store: &dyn Store,
+    author: &str,
+    post_id: &str,
+    job: Option<&Value>,
+) -> StoreResult<usize> {
+    let q = Query::cross_partition()
+        .eq("type", TIMELINE)
+        .eq("postId", post_id);
+    let (mut written, more) = delete_matching(store, q, 1).await?;
+    if more {
+        let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
+        let next = json!({
+            "id": delete_job_id(post_id), "job": "delete", "postId": post_id,
+            "steps": steps.unwrap_or(0) + 1,
+        });
+        save_job(store, author, job, next).await?;
+        return Ok(written + 1);
+    }
+    written += delete_item(store, author, &post_job_id(post_id)).await?;
+    if job.is_some() {
+        written += delete_item(store, author, &delete_job_id(post_id)).await?;
+    }
+    Ok(written)
 }
 
-async fn live_user(store: &dyn Store, id: &str) -> StoreResult<Option<Value>> {
-    let user = retry(|| store.read(Container::Users, id, id)).await?;
-    Ok(user.filter(|u| is_live(u, Kind::User)))
+/// The users feed, timeline lane. Returns the writes made.
+pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+    let mut written = 0;
+    let mut pairs = BTreeSet::new();
+    let mut copies = BTreeSet::new();
+    let mut users = BTreeSet::new();
+    let mut jobs: BTreeMap<(String, String), &Value> = BTreeMap::new();
+    for doc in changes {
+        let (Some(pk), Some(id)) = (str_field(doc, "userId"), str_field(doc, "id")) else {
+            continue;
+        };
+        match str_field(doc, "type") {
+            Some(FOLLOWING) => {
+                if let Some(x) = str_field(doc, REF_USER) {
+                    pairs.insert((pk.to_string(), x.to_string(), false));
+                }
+            }
+            Some(FOLLOWER) => {
+                if let Some(f) = str_field(doc, REF_USER) {
+                    pairs.insert((f.to_string(), pk.to_string(), true));
+                }
+            }
+            Some(JOB) => {
+                // The newest delivered version of each job item.
+                let key = (pk.to_string(), id.to_string());
+                let newer = jobs.get(&key).is_none_or(|old| {
+                    gather::compare_versions(old, doc) == Some(std::cmp::Ordering::Less)
+                });
+                if newer {
+                    jobs.insert(key, doc);
+                }
+            }
+            _ if Kind::of(doc) == Some(Kind::Post) => {
+                copies.insert((pk.to_string(), id.to_string()));
+            }
+            _ if Kind::of(doc) == Some(Kind::User) => {
+                users.insert(pk.to_string());
+            }
+            _ => {}
+        }
+    }
+    for (f, x, from_mirror) in &pairs {
+        written += follow_changed(store, changes, f, x, *from_mirror).await?;
+    }
+    for (author, post_id) in &copies {
+        written += copy_changed(store, author, post_id).await?;
+    }
+    let mut limit = None;
+    for u in &users {
+        written += user_changed(store, changes, u, &mut limit).await?;
+    }
+    for ((pk, _), job) in jobs {
+        written += job_step(store, &pk, job, &mut limit).await?;
+    }
+    Ok(written)
 }
 
-/// Project the edge `f` → `x` as it is now.
-async fn edge_changed(
+// ---------------------------------------------------------------------------------------------
+// Follows: backfill and removal.
+
+/// The follow `f` → `x` as it is now. Marked (or gone): `x`'s entries and marker leave `f`'s
+/// timeline. Live with its mirror in place: `x`'s posts are brought in (or the marker written).
+/// A live edge whose mirror is not there yet waits for the mirror's own change.
+async fn follow_changed(
     store: &dyn Store,
     changes: &[Value],
     f: &str,
     x: &str,
+    from_mirror: bool,
 ) -> StoreResult<usize> {
     let id = following_id(x);
-    let changed = newest_edge(changes, &id, f);
-    let current = gather::read_not_older(store, Container::Users, f, &id, changed).await?;
-    let mut written = 0;
-    if let Some(e) = current.as_ref().filter(|e| is_live_of(e, FOLLOWING)) {
-        let follower = live_user(store, f).await?;
-        let followee = live_user(store, x).await?;
-        match (follower, followee) {
-            (Some(follower), Some(followee)) => {
-                let name = |u: &Value| str_field(u, "username").unwrap_or_default().to_string();
-                let date = str_field(e, "creationDate").unwrap_or_default();
-                let mirror = edge(FOLLOWER, x, f, &name(&follower), date);
-                apply::apply_one(
-                    store,
-                    &Write::Upsert {
-                        container: Container::Users,
-                        pk: x.into(),
-                        item: mirror,
-                    },
-                )
-                .await?;
-                return Ok(1 + copy_or_mark(store, f, x, &followee).await?);
-            }
-            // One of the two is gone (erased, or the follow raced an erasure): so is the edge.
-            _ => {
-                apply::apply_one(
-                    store,
-                    &Write::Patch {
-                        container: Container::Users,
-                        pk: f.into(),
-                        id: id.clone(),
-                        ops: edge_tombstone_ops(),
-                        if_match: str_field(e, "_etag").map(String::from),
-                    },
-                )
-                .await?;
-                written += 1;
-            }
-        }
+    let delivered = if from_mirror {
+        None
+    } else {
+        newest_edge(changes, &id, f)
+    };
+    let edge = gather::read_not_older(store, Container::Users, f, &id, delivered).await?;
+    if !edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
+        let q = Query::partition(f).eq("type", TIMELINE).eq(REF_USER, x);
+        return Ok(delete_matching(store, q, usize::MAX).await?.0);
     }
-    apply::apply_one(
-        store,
-        &Write::Delete {
-            container: Container::Users,
-            pk: x.into(),
-            id: follower_id(f),
-        },
-    )
-    .await?;
-    Ok(written + 1 + remove_entries(store, f, Some(x)).await?)
+    let mirror_id = crate::domain::follows::follower_id(f);
+    let mirror = retry(|| store.read(Container::Users, x, &mirror_id)).await?;
+    if !mirror.as_ref().is_some_and(|m| is_live_of(m, FOLLOWER)) {
+        return Ok(0);
+    }
+    let (Some(followee), Some(_)) = (live_user(store, x).await?, live_user(store, f).await?) else {
+        return Ok(0);
+    };
+    let state = limit_state(store, x, Some(&followee)).await?;
+    copy_or_mark(store, f, x, &followee, &state).await
 }
 
-/// Bring `x`'s posts into `f`'s timeline: a marker when `x` is merged, else the posts copied
-/// (and any marker removed).
-async fn copy_or_mark(store: &dyn Store, f: &str, x: &str, followee: &Value) -> StoreResult<usize> {
-    if is_merged(followee) {
+/// Bring `x`'s posts into `f`'s timeline: a marker when new followers of `x` get one, else the
+/// posts copied (and any marker removed).
+async fn copy_or_mark(
+    store: &dyn Store,
+    f: &str,
+    x: &str,
+    followee: &Value,
+    state: &LimitState,
+) -> StoreResult<usize> {
+    if state.marks() {
         let marker = Write::Upsert {
             container: Container::Users,
             pk: f.into(),
@@ -197,44 +451,83 @@ async fn copy_or_mark(store: &dyn Store, f: &str, x: &str, followee: &Value) -> 
         apply::apply_one(store, &marker).await?;
         return Ok(1);
     }
-    let unmark = Write::Delete {
-        container: Container::Users,
-        pk: f.into(),
-        id: marker_id(x),
-    };
-    apply::apply_one(store, &unmark).await?;
     let name = str_field(followee, "username").unwrap_or_default();
-    Ok(1 + backfill(store, f, x, name).await?)
+    backfill(store, f, x, name).await
 }
 
-/// Copy the [`TIMELINE_SIZE`] newest posts of `x` (called `name` now) into `f`'s timeline, from
-/// the short-form copies in `x`'s partition.
-async fn backfill(store: &dyn Store, f: &str, x: &str, name: &str) -> StoreResult<usize> {
+/// Make `f`'s timeline hold the [`TIMELINE_SIZE`] newest posts of `x` (called `name` now), from
+/// the short-form copies in `x`'s partition, and no marker for `x`: only the entries missing or
+/// differing are written, so a follow projected again (its edge, then its mirror, a redelivered
+/// batch) costs two queries and no write.
+pub async fn backfill(store: &dyn Store, f: &str, x: &str, name: &str) -> StoreResult<usize> {
     let q = Query::partition(x)
         .of_kind(Kind::Post)
         .live()
         .order_by_creation(Order::Desc)
         .limit(TIMELINE_SIZE as u32);
     let page = retry(|| store.query(Container::Users, &q)).await?;
+    let held_q = Query::partition(f)
+        .eq("type", TIMELINE)
+        .eq(REF_USER, x)
+        .limit(TIMELINE_KEEP as u32 + PAGE);
+    let held = query_all(store, Container::Users, held_q).await?;
+    let held: BTreeMap<&str, &Value> = held
+        .iter()
+        .filter_map(|i| Some((str_field(i, "id")?, i)))
+        .collect();
+    let mut written = 0;
+    if held.contains_key(marker_id(x).as_str()) {
+        written += delete_item(store, f, &marker_id(x)).await?;
+    }
     let writes: Vec<Write> = page
         .items
         .into_iter()
         .filter_map(|item| serde_json::from_value::<Post>(item).ok())
         .filter(|p| p.user_id == x)
-        .map(|mut p| {
+        .filter_map(|mut p| {
             p.user_username = name.to_string();
-            Write::Upsert {
+            let content = entry_content(&p);
+            let same = held
+                .get(timeline_id(&p.id).as_str())
+                .is_some_and(|h| stored_entry_content(h) == content);
+            (!same).then(|| Write::Upsert {
                 container: Container::Users,
                 pk: f.into(),
-                item: timeline_entry(f, &p),
-            }
+                item: entry(f, &content),
+            })
         })
         .collect();
     apply::apply_unordered(store, &writes, CONCURRENCY)
         .await
         .map_err(|(_, e)| e)?;
+    written += writes.len();
     // Up to a hundred entries at once: the timeline is trimmed now rather than by later copies.
-    Ok(writes.len() + trim(store, f).await?)
+    if !writes.is_empty() {
+        written += trim(store, f).await?;
+    }
+    Ok(written)
+}
+
+/// The entry holding `content` (see [`entry_content`]) in `owner`'s timeline.
+fn entry(owner: &str, content: &Value) -> Value {
+    let mut e = content.clone();
+    let post_id = str_field(content, "postId").unwrap_or_default();
+    e["id"] = timeline_id(post_id).into();
+    e["type"] = TIMELINE.into();
+    e["userId"] = owner.into();
+    e
+}
+
+async fn query_all(store: &dyn Store, c: Container, mut q: Query) -> StoreResult<Vec<Value>> {
+    let mut out = Vec::new();
+    loop {
+        let page = retry(|| store.query(c, &q)).await?;
+        out.extend(page.items);
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return Ok(out),
+        }
+    }
 }
 
 /// Delete the entries of `f`'s timeline beyond its [`TIMELINE_KEEP`] newest (merge markers are
@@ -264,7 +557,7 @@ pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
             })
             .collect();
         // The first entry beyond the kept ones again means the deletes did not take: stop, not
-        // spin (as the sweeps below do).
+        // spin (as the sweeps do).
         let first = page
             .items
             .get(TIMELINE_KEEP)
@@ -287,356 +580,422 @@ pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
     }
 }
 
-/// An item of `users` as the store knows it: its partition key and its id. An id alone names
-/// no item across partitions: a post's timeline entries all have the id `timeline-<post>`, one
-/// in each follower's partition, and the edges held to a user all `following-<user>`.
-fn item_key(item: &Value) -> Option<(&str, &str)> {
-    Some((str_field(item, "userId")?, str_field(item, "id")?))
-}
+// ---------------------------------------------------------------------------------------------
+// Posts: the fan-out.
 
-/// Delete every item `q` finds in `users`, a page at a time (deleted items stop matching, so
-/// each page is the query's first). Returns how many.
-async fn delete_matching(store: &dyn Store, q: Query) -> StoreResult<usize> {
-    let q = q.limit(PAGE);
-    let mut deleted = 0;
-    let mut last_first: Option<(String, String)> = None;
-    loop {
-        let page = retry(|| store.query(Container::Users, &q)).await?;
-        let Some(first) = page.items.first().and_then(item_key) else {
-            return Ok(deleted);
-        };
-        // A page starting with the item the last one did means the deletes did not take: stop,
-        // not spin. The same item, not the same id: a query across partitions answers one
-        // partition key range per page (Cosmos DB, and its SDK's emulator, in the order of the
-        // ranges), so the next page may start with an item of the same id in another partition.
-        let first = (first.0.to_string(), first.1.to_string());
-        if last_first.as_ref() == Some(&first) {
-            return Err(StoreError::Other(
-                "timeline items stay after being deleted".into(),
-            ));
-        }
-        last_first = Some(first);
-        let writes: Vec<Write> = page
-            .items
-            .iter()
-            .filter_map(|i| {
-                Some(Write::Delete {
-                    container: Container::Users,
-                    pk: str_field(i, "userId")?.into(),
-                    id: str_field(i, "id")?.into(),
-                })
-            })
-            .collect();
-        apply::apply_unordered(store, &writes, CONCURRENCY)
-            .await
-            .map_err(|(_, e)| e)?;
-        deleted += writes.len();
-    }
-}
-
-/// Delete the entries of `author`'s posts (of everyone's, for `None`) from `f`'s timeline.
-async fn remove_entries(store: &dyn Store, f: &str, author: Option<&str>) -> StoreResult<usize> {
-    let mut q = Query::partition(f).eq("type", TIMELINE);
-    if let Some(x) = author {
-        q = q.eq(REF_USER, x);
-    }
-    delete_matching(store, q).await
-}
-
-async fn count_edges(store: &dyn Store, user_id: &str, kind: &str) -> StoreResult<u64> {
-    let q = Query::partition(user_id).eq("type", kind).live();
-    retry(|| store.count(Container::Users, &q)).await
-}
-
-/// Set `user_id`'s `followerCount` and `followingCount` to the numbers of their live edges, if
-/// they differ, and only if the user is still at the version read. When the follower count
-/// crosses the fan-out limit, the followers' timelines are brought in line, in the order that
-/// leaves no post out: going over, the markers are written before the count that stops the
-/// copying; coming back, the count that resumes the copying is written before the markers are
-/// removed and the posts copied, and `timelineMerged` is cleared last.
-pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
-    let Some(user) = live_user(store, user_id).await? else {
-        return Ok(0);
-    };
-    let following = count_edges(store, user_id, FOLLOWING).await?;
-    let followers = count_edges(store, user_id, FOLLOWER).await?;
-    let mut ops = Vec::new();
-    for (field, n) in [("followingCount", following), ("followerCount", followers)] {
-        if user.get(field).and_then(Value::as_u64) != Some(n) {
-            ops.push(PatchOp::set(&format!("/{field}"), n));
-        }
-    }
-    let merged = followers > fanout_limit();
-    let marked = user.get(MERGED_FIELD) == Some(&Value::Bool(true));
-    let mut counted = user.clone();
-    counted["followerCount"] = followers.into();
-    let patch = |ops: Vec<PatchOp>, if_match: Option<String>| Write::Patch {
-        container: Container::Users,
-        pk: user_id.into(),
-        id: user_id.into(),
-        ops,
-        if_match,
-    };
-    let etag = str_field(&user, "_etag").map(String::from);
+/// The author's copy of post `post_id` changed: unless its job item records this entry content,
+/// the post's fan-out starts over with it (its first page now). Should the job item change
+/// while this runs (another delivery of the same change), it is looked at again.
+async fn copy_changed(store: &dyn Store, author: &str, post_id: &str) -> StoreResult<usize> {
     let mut written = 0;
-    if merged && !marked {
-        written += cross_limit(store, user_id, &counted).await?;
-        ops.push(PatchOp::set(&format!("/{MERGED_FIELD}"), true));
-    }
-    if !ops.is_empty() {
-        apply::apply_one(store, &patch(ops, etag)).await?;
-        written += 1;
-    }
-    if !merged && marked {
-        // Only once the stored count resumes the copying (a patch made moot by a newer change of
-        // the user leaves it to that change's recount).
-        let resumed = live_user(store, user_id)
-            .await?
-            .is_some_and(|u| !is_merged(&u));
-        if resumed {
-            written += cross_limit(store, user_id, &counted).await?;
-            let done = vec![PatchOp::set(&format!("/{MERGED_FIELD}"), false)];
-            apply::apply_one(store, &patch(done, None)).await?;
-            written += 1;
+    for _ in 0..4 {
+        match copy_changed_once(store, author, post_id).await? {
+            (n, true) => return Ok(written + n),
+            (n, false) => written += n,
         }
     }
-    Ok(written)
+    Err(StoreError::Other(format!(
+        "the fan-out record of post {post_id} kept changing while it was written"
+    )))
 }
 
-/// `user` crossed the fan-out limit: bring each follower's timeline in line with it (markers
-/// written, or removed and the posts copied), a page of followers at a time.
-async fn cross_limit(store: &dyn Store, user_id: &str, user: &Value) -> StoreResult<usize> {
-    let mut q = Query::partition(user_id)
-        .eq("type", FOLLOWER)
-        .live()
-        .limit(PAGE);
-    let mut written = 0;
-    loop {
-        let page = retry(|| store.query(Container::Users, &q)).await?;
-        for m in &page.items {
-            if let Some(f) = str_field(m, REF_USER) {
-                written += copy_or_mark(store, f, user_id, user).await?;
-            }
-        }
-        match page.continuation {
-            Some(t) => q.continuation = Some(t),
-            None => return Ok(written),
-        }
-    }
-}
-
-/// The posts feed, after the post's own writes: each changed post's entry upserted in its
-/// author's followers' timelines; each deleted post's entries deleted. Returns the writes made.
-pub async fn project_posts(
+/// [`copy_changed`] once: the writes made, and whether the job item was recorded (`false`:
+/// someone else wrote it meanwhile).
+async fn copy_changed_once(
     store: &dyn Store,
-    changes: &[Value],
-    facts: &PostsFacts,
-) -> StoreResult<usize> {
-    let changed: BTreeSet<&str> = changes
-        .iter()
-        .filter(|d| Kind::of(d) == Some(Kind::Post))
-        .filter_map(|d| str_field(d, "postId"))
-        .collect();
-    let mut written = 0;
-    for post_id in changed {
-        if facts.deleted_posts.contains_key(post_id) {
-            written += remove_post(store, post_id).await?;
-        }
+    author: &str,
+    post_id: &str,
+) -> StoreResult<(usize, bool)> {
+    let copy = retry(|| store.read(Container::Users, author, post_id)).await?;
+    let Some(post) = copy
+        .filter(|c| !is_deleted(c))
+        .and_then(|c| serde_json::from_value::<Post>(c).ok())
+        .filter(|p| p.user_id == author && p.kind == Kind::Post)
+    else {
+        return Ok((0, true));
+    };
+    let content = entry_content(&post);
+    let job = read_job(store, author, &post_job_id(post_id)).await?;
+    if job.as_ref().and_then(|j| j.get("entry")) == Some(&content) {
+        // This content reached every follower, or its fan-out is under way.
+        return Ok((0, true));
     }
-    // Only the posts whose copy does not record this content fanned out already.
-    for post in plan::timeline_copies(changes, facts) {
-        written += fan_out(store, &post).await?;
-    }
-    Ok(written)
+    let Some(user) = live_user(store, author).await? else {
+        return Ok((0, true));
+    };
+    let state = limit_state(store, author, Some(&user)).await?;
+    // A marker makes a reader look in the shared partition: while any may be there, the post
+    // is kept there too.
+    let mut written = if state.marks() {
+        merged::upsert_post(store, &post).await?
+    } else {
+        0
+    };
+    let cursor = if state.merged {
+        None
+    } else {
+        let (n, cursor) = fan_out_page(store, author, &content, None).await?;
+        written += n;
+        cursor
+    };
+    let next = post_job(post_id, &content, cursor.as_deref());
+    let saved = save_job(store, author, job.as_ref(), next).await?;
+    Ok((written + usize::from(saved), saved))
 }
 
-/// Upsert `post`'s entry in the timeline of each follower of its author, a page at a time, then
-/// mark the author's copy fanned out; nothing for a merged author (their followers' timelines
-/// read their posts where they are).
-async fn fan_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
-    let author = live_user(store, &post.user_id).await?;
-    if author.as_ref().is_none_or(is_merged) {
-        return Ok(0);
-    }
-    let mut q = Query::partition(post.user_id.as_str())
+fn post_job(post_id: &str, content: &Value, cursor: Option<&str>) -> Value {
+    json!({
+        "id": post_job_id(post_id), "job": "post", "postId": post_id,
+        "entry": content, "cursor": cursor, "done": cursor.is_none(),
+    })
+}
+
+/// Write the entry holding `content` into the timelines of one page of the author's followers
+/// (from `cursor`), take back those whose follower left or whose post went meanwhile, and trim
+/// about one timeline in [`crate::domain::follows::TRIM_EVERY`]. Returns the writes made and
+/// where the next page starts (`None`: this was the last).
+async fn fan_out_page(
+    store: &dyn Store,
+    author: &str,
+    content: &Value,
+    cursor: Option<&str>,
+) -> StoreResult<(usize, Option<String>)> {
+    let post_id = str_field(content, "postId").unwrap_or_default().to_string();
+    let q = Query::partition(author)
         .eq("type", FOLLOWER)
         .live()
-        .limit(PAGE);
-    let mut written = 0;
-    loop {
-        let page = retry(|| store.query(Container::Users, &q)).await?;
-        let followers: Vec<&str> = page
-            .items
-            .iter()
-            .filter_map(|m| str_field(m, REF_USER))
-            .collect();
-        let writes: Vec<Write> = followers
-            .iter()
-            .map(|f| Write::Upsert {
-                container: Container::Users,
-                pk: (*f).into(),
-                item: timeline_entry(f, post),
-            })
-            .collect();
-        apply::apply_unordered(store, &writes, CONCURRENCY)
-            .await
-            .map_err(|(_, e)| e)?;
-        written += writes.len();
-        written += drop_unfollowed(store, post, &followers).await?;
-        for f in followers.iter().filter(|f| trims(f, &post.id)) {
-            written += trim(store, f).await?;
-        }
-        match page.continuation {
-            Some(t) => q.continuation = Some(t),
-            None => break,
-        }
-    }
-    // Only now is the author's copy marked as fanned out (a fan-out cut short leaves it pending,
-    // and the redelivered change fans out again). With no follower nothing was written, and the
-    // mark is not worth a write.
-    if written > 0 {
-        written += mark_fanned_out(store, post).await?;
-    }
-    Ok(written)
-}
-
-/// Mark `post`'s copy in its author's partition as fanned out, if it still holds what was
-/// fanned out (one read, and a patch conditional on the version read). A copy changed meanwhile
-/// (a rename's patch, say) stays pending: its own change fans out again.
-async fn mark_fanned_out(store: &dyn Store, post: &Post) -> StoreResult<usize> {
-    let copy = retry(|| store.read(Container::Users, &post.user_id, &post.id)).await?;
-    let Some(copy) = copy else {
-        return Ok(0);
-    };
-    let summary = crate::domain::to_value(&post.summary());
-    if copy.get(plan::TIMELINE_PENDING) == Some(&Value::Bool(false))
-        || plan::without_pending(&plan::content(&copy)) != summary
-    {
-        return Ok(0);
-    }
-    let done = Write::Patch {
-        container: Container::Users,
-        pk: post.user_id.clone(),
-        id: post.id.clone(),
-        ops: vec![PatchOp::set(&format!("/{}", plan::TIMELINE_PENDING), false)],
-        if_match: str_field(&copy, "_etag").map(String::from),
-    };
-    apply::apply_one(store, &done).await?;
-    Ok(1)
-}
-
-/// After `post`'s copies went to a page of `followers` (read from the mirrors before), take the
-/// copy back from each who stopped following meanwhile. An unfollow's projection deletes the
-/// mirror, then the followee's entries: a copy written after that would stay. One query finds
-/// which of the page's mirrors are still there: a mirror still there means the unfollow's
-/// removal of entries is still to come, and finds the copy; a mirror gone means it may have
-/// come already, so the copy goes unless the follow is live again (followed anew: its own
-/// projection copies the newest posts, this one among them). One query a page, plus a read and
-/// a delete per follower who left.
-async fn drop_unfollowed(store: &dyn Store, post: &Post, followers: &[&str]) -> StoreResult<usize> {
-    if followers.is_empty() {
-        return Ok(0);
-    }
-    let q = Query::partition(post.user_id.as_str())
-        .eq("type", FOLLOWER)
-        .live()
-        .any_of(REF_USER, followers.iter().map(|f| f.to_string()))
-        .limit(followers.len() as u32);
-    let still = retry(|| store.query(Container::Users, &q)).await?;
-    let still: BTreeSet<&str> = still
+        .limit(PAGE)
+        .continuation(cursor.map(String::from));
+    let page = retry(|| store.query(Container::Users, &q)).await?;
+    let followers: Vec<&str> = page
         .items
         .iter()
         .filter_map(|m| str_field(m, REF_USER))
         .collect();
-    let edge_id = following_id(&post.user_id);
-    let mut removed = 0;
-    for f in followers.iter().filter(|f| !still.contains(**f)) {
-        let edge = retry(|| store.read(Container::Users, f, &edge_id)).await?;
-        if edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
-            continue;
-        }
-        let copy = Write::Delete {
+    let writes: Vec<Write> = followers
+        .iter()
+        .map(|f| Write::Upsert {
             container: Container::Users,
             pk: (*f).into(),
-            id: timeline_id(&post.id),
-        };
-        apply::apply_one(store, &copy).await?;
-        removed += 1;
+            item: entry(f, content),
+        })
+        .collect();
+    apply::apply_unordered(store, &writes, CONCURRENCY)
+        .await
+        .map_err(|(_, e)| e)?;
+    let mut written = writes.len();
+    if followers.is_empty() {
+        return Ok((0, page.continuation));
+    }
+    // The post deleted meanwhile: its deletion's sweep may have run before these copies landed.
+    let post = retry(|| store.read(Container::Posts, &post_id, &post_id)).await?;
+    if post.as_ref().is_none_or(is_deleted) {
+        for f in &followers {
+            written += delete_item(store, f, &timeline_id(&post_id)).await?;
+        }
+        return Ok((written, None));
+    }
+    written += drop_unfollowed(store, author, &post_id, &followers).await?;
+    for f in followers.iter().filter(|f| trims(f, &post_id)) {
+        written += trim(store, f).await?;
+    }
+    Ok((written, page.continuation))
+}
+
+/// After a post's entries went to a page of `followers` (read from the mirrors before), take the
+/// entry back from each who no longer follows the author. An unfollow's projection in this lane
+/// removes the followee's entries once the edge is marked: an entry written after that would
+/// stay. One query finds whose edges are still live: a live edge means the removal is still to
+/// come (and finds the entry) or the follow was made again (its backfill owns the entry); for
+/// the others the entry goes.
+async fn drop_unfollowed(
+    store: &dyn Store,
+    author: &str,
+    post_id: &str,
+    followers: &[&str],
+) -> StoreResult<usize> {
+    let q = Query::cross_partition()
+        .eq("id", following_id(author))
+        .any_of("userId", followers.iter().map(|f| f.to_string()))
+        .live()
+        .limit(followers.len() as u32);
+    let still = query_all(store, Container::Users, q).await?;
+    let still: BTreeSet<&str> = still
+        .iter()
+        .filter_map(|e| str_field(e, "userId"))
+        .collect();
+    let mut removed = 0;
+    for f in followers.iter().filter(|f| !still.contains(**f)) {
+        removed += delete_item(store, f, &timeline_id(post_id)).await?;
     }
     Ok(removed)
 }
 
-/// Delete every timeline entry of post `post_id` (one cross-partition query a page).
-pub async fn remove_post(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
-    delete_matching(
-        store,
-        Query::cross_partition()
-            .eq("type", TIMELINE)
-            .eq("postId", post_id),
-    )
-    .await
-}
+// ---------------------------------------------------------------------------------------------
+// Users: renames, the limit, erasure.
 
-/// Mark every live edge `q` finds in `users`, a page at a time. Returns how many.
-async fn mark_edges(store: &dyn Store, q: Query) -> StoreResult<usize> {
-    let q = q.live().limit(PAGE);
-    let mut marked = 0;
-    let mut last_first: Option<(String, String)> = None;
-    loop {
-        let page = retry(|| store.query(Container::Users, &q)).await?;
-        let Some(first) = page.items.first().and_then(item_key) else {
-            return Ok(marked);
-        };
-        // As in `delete_matching`: the same item (partition and id) again means the marks did
-        // not take; the same id may be another follower's edge.
-        let first = (first.0.to_string(), first.1.to_string());
-        if last_first.as_ref() == Some(&first) {
-            return Err(StoreError::Other(
-                "edges stay live after being marked deleted".into(),
-            ));
-        }
-        last_first = Some(first);
-        let writes: Vec<Write> = page
-            .items
-            .iter()
-            .filter(|e| !is_deleted(e))
-            .filter_map(|e| {
-                Some(Write::Patch {
-                    container: Container::Users,
-                    pk: str_field(e, "userId")?.into(),
-                    id: str_field(e, "id")?.into(),
-                    ops: edge_tombstone_ops(),
-                    if_match: None,
-                })
-            })
-            .collect();
-        apply::apply_unordered(store, &writes, CONCURRENCY)
-            .await
-            .map_err(|(_, e)| e)?;
-        marked += writes.len();
+async fn user_changed(
+    store: &dyn Store,
+    changes: &[Value],
+    user_id: &str,
+    limit: &mut Option<u64>,
+) -> StoreResult<usize> {
+    let Some(user) = gather::user(store, changes, user_id).await? else {
+        return Ok(0);
+    };
+    if is_deleted(&user) {
+        let job = read_job(store, user_id, ERASE_JOB).await?;
+        return erase_step(store, user_id, job.as_ref()).await;
     }
+    let mut written = 0;
+    // A rename: the edges and entries naming the user, unless this rename's version is recorded.
+    let version = user
+        .get("renameVersion")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let rename = read_job(store, user_id, RENAME_JOB).await?;
+    let done = rename
+        .as_ref()
+        .and_then(|j| j.get("version"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if version > done {
+        let name = str_field(&user, "username").unwrap_or_default();
+        written += rename_step(store, user_id, name, version, rename.as_ref()).await?;
+    }
+    // The limit: a crossing starts when the count calls for one.
+    let followers = user
+        .get("followerCount")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let state = limit_state(store, user_id, Some(&user)).await?;
+    let side = state.side();
+    let cross_to = if !side && merges(followers, limit_of(store, limit).await?) {
+        Some(true)
+    } else if side && unmerges(followers, limit_of(store, limit).await?) {
+        Some(false)
+    } else {
+        None
+    };
+    if let Some(target) = cross_to {
+        // Going over, copying goes on until every marker is written, and their newest posts are
+        // in the shared partition before the first one; coming back, copying resumes at once
+        // (the markers then go, and the posts are copied, a page of followers a step).
+        if target {
+            let name = str_field(&user, "username").unwrap_or_default();
+            written += merged::copy_author(store, user_id, name).await?;
+        }
+        let merged = target && state.merged;
+        let job = json!({
+            "id": LIMIT_JOB, "job": "limit", "merged": merged, "target": target,
+            "cursor": null,
+        });
+        if !save_job(store, user_id, state.item.as_ref(), job).await? {
+            return Err(StoreError::Other(format!(
+                "the fan-out limit record of user {user_id} changed while it was written"
+            )));
+        }
+        written += 1;
+    }
+    Ok(written)
 }
 
-/// An erased user: whom they follow and who follows them are unfollowed (the marks' own
-/// projection cleans the mirrors and timelines), their mirrors and timeline deleted.
-pub async fn erase_user(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
-    let mut written = mark_edges(store, Query::partition(user_id).eq("type", FOLLOWING)).await?;
-    written += mark_edges(
-        store,
-        Query::cross_partition()
-            .eq("type", FOLLOWING)
-            .eq(REF_USER, user_id),
-    )
-    .await?;
-    written += delete_matching(store, Query::partition(user_id).eq("type", FOLLOWER)).await?;
-    written += remove_entries(store, user_id, None).await?;
+async fn limit_of(store: &dyn Store, limit: &mut Option<u64>) -> StoreResult<u64> {
+    if let Some(l) = limit {
+        return Ok(*l);
+    }
+    let l = limit_in_force(store).await?;
+    *limit = Some(l);
+    Ok(l)
+}
+
+/// One page of the edges and entries in other users' partitions still carrying another name
+/// than `name` patched; the job item records the rename `version` as done once a page comes
+/// back short, or is written again (its change brings the next page). Patched items stop
+/// matching, so each page is the query's first.
+async fn rename_step(
+    store: &dyn Store,
+    user_id: &str,
+    name: &str,
+    version: u64,
+    job: Option<&Value>,
+) -> StoreResult<usize> {
+    let q = naming(user_id).ne("userUsername", name).live().limit(PAGE);
+    let page = retry(|| store.query(Container::Users, &q)).await?;
+    let mut writes = plan::plan_rename(Container::Users, name, &page.items);
+    if job.is_none_or(|j| j.get("renaming").and_then(Value::as_u64) != Some(version)) {
+        // The first step of this rename: the author's items in the shared partition too (at
+        // most TIMELINE_SIZE, so one page).
+        let (c, q) = merged::naming(user_id);
+        let q = q.ne("userUsername", name).limit(PAGE);
+        let stale = retry(|| store.query(c, &q)).await?;
+        writes.extend(plan::plan_rename(c, name, &stale.items));
+    }
+    apply::apply_unordered(store, &writes, CONCURRENCY)
+        .await
+        .map_err(|(_, e)| e)?;
+    let more = page.continuation.is_some() || page.items.len() >= PAGE as usize;
+    let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
+    let (version_done, steps) = if more {
+        (
+            job.and_then(|j| j.get("version")).cloned(),
+            steps.unwrap_or(0) + 1,
+        )
+    } else {
+        (Some(version.into()), 0)
+    };
+    let next = json!({
+        "id": RENAME_JOB, "job": "rename", "version": version_done.unwrap_or(0.into()),
+        "renaming": version, "username": name, "steps": steps, "done": !more,
+    });
+    let saved = save_job(store, user_id, job, next).await?;
+    Ok(writes.len() + usize::from(saved))
+}
+
+/// One step of an erased user's own timeline going (entries, markers, job items), a page at a
+/// time; the erase job item records that more may be left, and goes once nothing is.
+async fn erase_step(store: &dyn Store, user_id: &str, job: Option<&Value>) -> StoreResult<usize> {
+    let q = Query::partition(user_id)
+        .any_of("type", [TIMELINE.to_string(), JOB.to_string()])
+        .ne("id", ERASE_JOB);
+    let (mut written, more) = delete_matching(store, q, 1).await?;
+    if job.is_none() {
+        // At most TIMELINE_SIZE items of theirs in the shared partition.
+        written += merged::remove_author(store, user_id).await?;
+    }
+    if more {
+        let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
+        let next = json!({ "id": ERASE_JOB, "job": "erase", "steps": steps.unwrap_or(0) + 1 });
+        let saved = save_job(store, user_id, job, next).await?;
+        return Ok(written + usize::from(saved));
+    }
+    if job.is_some() {
+        return Ok(written + delete_item(store, user_id, ERASE_JOB).await?);
+    }
     Ok(written)
 }
 
 /// The query of the edges and entries in other users' partitions that name `user_id` (and so
-/// carry their name): a rename's fan-out patches these too.
+/// carry their name): a rename's fan-out patches these.
 pub fn naming(user_id: &str) -> Query {
     Query::cross_partition().eq(REF_USER, user_id)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps of jobs.
+
+/// The next step of the job `delivered` (a job item as the users feed delivered it): nothing if
+/// the item changed since (its newer version's change carries on) or is done.
+async fn job_step(
+    store: &dyn Store,
+    user_id: &str,
+    delivered: &Value,
+    limit: &mut Option<u64>,
+) -> StoreResult<usize> {
+    let Some(id) = str_field(delivered, "id") else {
+        return Ok(0);
+    };
+    let Some(job) = read_job(store, user_id, id).await? else {
+        return Ok(0);
+    };
+    if str_field(delivered, "_etag").is_some()
+        && str_field(delivered, "_etag") != str_field(&job, "_etag")
+    {
+        return Ok(0);
+    }
+    if job.get("done") == Some(&Value::Bool(true)) {
+        return Ok(0);
+    }
+    match str_field(&job, "job") {
+        Some("post") => post_step(store, user_id, &job).await,
+        Some("delete") => {
+            let post_id = str_field(&job, "postId").unwrap_or_default().to_string();
+            delete_step(store, user_id, &post_id, Some(&job)).await
+        }
+        Some("rename") => {
+            let Some(user) = live_user(store, user_id).await? else {
+                return Ok(0);
+            };
+            let version = user
+                .get("renameVersion")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let name = str_field(&user, "username").unwrap_or_default();
+            rename_step(store, user_id, name, version, Some(&job)).await
+        }
+        Some("limit") => limit_step(store, user_id, &job, limit).await,
+        Some("erase") => erase_step(store, user_id, Some(&job)).await,
+        _ => Ok(0),
+    }
+}
+
+async fn post_step(store: &dyn Store, author: &str, job: &Value) -> StoreResult<usize> {
+    let (Some(post_id), Some(content)) = (str_field(job, "postId"), job.get("entry")) else {
+        return Ok(0);
+    };
+    let cursor = str_field(job, "cursor");
+    let (written, next) = fan_out_page(store, author, content, cursor).await?;
+    let saved = save_job(
+        store,
+        author,
+        Some(job),
+        post_job(post_id, content, next.as_deref()),
+    )
+    .await?;
+    Ok(written + usize::from(saved))
+}
+
+/// One page of followers switched to the side the author is crossing to: markers written, or
+/// markers removed and the posts copied ([`BACKFILL_PAGE`] followers). The last page records
+/// the crossing done (`merged` set to its target).
+async fn limit_step(
+    store: &dyn Store,
+    user_id: &str,
+    job: &Value,
+    _limit: &mut Option<u64>,
+) -> StoreResult<usize> {
+    let Some(target) = job.get("target").and_then(Value::as_bool) else {
+        return Ok(0);
+    };
+    let Some(user) = live_user(store, user_id).await? else {
+        return Ok(0);
+    };
+    let state = LimitState {
+        merged: job.get("merged") == Some(&Value::Bool(true)),
+        target: Some(target),
+        cursor: str_field(job, "cursor").map(String::from),
+        item: Some(job.clone()),
+    };
+    let q = Query::partition(user_id)
+        .eq("type", FOLLOWER)
+        .live()
+        .limit(if target { PAGE } else { BACKFILL_PAGE })
+        .continuation(state.cursor.clone());
+    let mut written = 0;
+    if target && state.cursor.is_none() {
+        // Going over: their newest posts in the shared partition before the first marker.
+        let name = str_field(&user, "username").unwrap_or_default();
+        written += merged::copy_author(store, user_id, name).await?;
+    }
+    let page = retry(|| store.query(Container::Users, &q)).await?;
+    for m in &page.items {
+        if let Some(f) = str_field(m, REF_USER) {
+            written += copy_or_mark(store, f, user_id, &user, &state).await?;
+        }
+    }
+    if !target && page.continuation.is_none() {
+        // Coming back: every follower holds the posts again; the shared copies go.
+        written += merged::remove_author(store, user_id).await?;
+    }
+    let next = match &page.continuation {
+        Some(c) => json!({
+            "id": LIMIT_JOB, "job": "limit", "merged": state.merged, "target": target,
+            "cursor": c,
+        }),
+        None => json!({ "id": LIMIT_JOB, "job": "limit", "merged": target, "done": true }),
+    };
+    let saved = save_job(store, user_id, Some(job), next).await?;
+    Ok(written + usize::from(saved))
 }
 
 #[cfg(test)]
@@ -675,6 +1034,20 @@ mod tests {
         assert_eq!(
             store.count(Container::Users, &left).await.unwrap(),
             TIMELINE_KEEP as u64
+        );
+    }
+
+    #[test]
+    fn the_limit_has_hysteresis() {
+        let l = 10_000;
+        assert!(!merges(l, l), "at the limit: still copied");
+        assert!(merges(l + 1, l));
+        assert!(!unmerges(l, l), "back at the limit: still merged");
+        assert!(!unmerges(8_000, l), "at 80%: still merged");
+        assert!(unmerges(7_999, l));
+        assert!(
+            !unmerges(0, 0) && merges(1, 0),
+            "a limit of 0 copies no one"
         );
     }
 }

@@ -15,11 +15,12 @@ pub(super) fn pump(get: &Lookup, hosted: bool) -> Result<bool, SettingError> {
 }
 
 /// `BLOG_TIMELINE_FANOUT_LIMIT`: a whole number of followers; 0 copies no post into timelines.
-pub(super) fn timeline_fanout_limit(get: &Lookup) -> Result<u64, SettingError> {
+/// Unset: `None`, the limit recorded in the store (or the default) is used.
+pub(super) fn timeline_fanout_limit(get: &Lookup) -> Result<Option<u64>, SettingError> {
     let Some(v) = get("BLOG_TIMELINE_FANOUT_LIMIT") else {
-        return Ok(DEFAULT_TIMELINE_FANOUT_LIMIT);
+        return Ok(None);
     };
-    v.trim().parse::<u64>().map_err(|_| {
+    v.trim().parse::<u64>().map(Some).map_err(|_| {
         bad(
             "BLOG_TIMELINE_FANOUT_LIMIT",
             format!("`{v}` is not a whole number of followers"),
@@ -46,9 +47,9 @@ mod tests {
 
     #[test]
     fn the_timeline_fanout_limit_is_a_number_of_followers() {
-        assert_eq!(parse(&[]).unwrap().timeline_fanout_limit, 10_000);
+        assert_eq!(parse(&[]).unwrap().timeline_fanout_limit, None);
         let s = parse(&[("BLOG_TIMELINE_FANOUT_LIMIT", "0")]).unwrap();
-        assert_eq!(s.timeline_fanout_limit, 0);
+        assert_eq!(s.timeline_fanout_limit, Some(0));
         for v in ["-1", "many"] {
             let e = parse(&[("BLOG_TIMELINE_FANOUT_LIMIT", v)]).unwrap_err();
             assert_eq!(e.name, "BLOG_TIMELINE_FANOUT_LIMIT", "{v}");

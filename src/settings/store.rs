@@ -166,7 +166,8 @@ pub(super) fn db_path(get: &Lookup) -> PathBuf {
     PathBuf::from(get("BLOG_DB_PATH").unwrap_or_else(|| DEFAULT_DB_PATH.into()))
 }
 
-/// `BLOG_FEED_CACHE_MS`: 0 to 60000 milliseconds; 0 turns feed snapshots off on every store.
+/// `BLOG_FEED_CACHE_MS`: 0 to 60000 milliseconds; 0 turns feed snapshots (and the timeline's
+/// snapshot of posts' counts) off on every store.
 pub(super) fn feed_cache(get: &Lookup) -> Result<Duration, SettingError> {
     let Some(v) = get("BLOG_FEED_CACHE_MS") else {
         return Ok(DEFAULT_FEED_CACHE_MAX_AGE);

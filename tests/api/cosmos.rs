@@ -104,6 +104,16 @@ mod timeline {
     crate::timeline_suite!(cosmos_fixture);
 }
 
+mod lane {
+    use super::*;
+    crate::lane_suite!(cosmos_fixture);
+}
+
+mod timeline_read {
+    use super::*;
+    crate::timeline_read_suite!(cosmos_fixture);
+}
+
 fn post(id: &str, user: &str, date: &str) -> Value {
     json!({
         "id": id, "type": "post", "postId": id, "userId": user, "userUsername": "ann",

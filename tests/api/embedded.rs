@@ -27,6 +27,16 @@ mod timeline {
     crate::timeline_suite!(embedded_fixture);
 }
 
+mod lane {
+    use super::*;
+    crate::lane_suite!(embedded_fixture);
+}
+
+mod timeline_read {
+    use super::*;
+    crate::timeline_read_suite!(embedded_fixture);
+}
+
 mod restart {
     use std::sync::Arc;
 

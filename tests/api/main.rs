@@ -22,8 +22,10 @@ mod hooks;
 mod api_suite;
 mod client_suite;
 mod deletes_suite;
+mod lane_suite;
 mod ops_suite;
 mod store_suite;
+mod timeline_read_suite;
 mod timeline_suite;
 
 mod cosmos;

@@ -101,21 +101,23 @@ impl Handler {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authors_over_the_fanout_limit_are_merged_when_read() {
     let dir = tempfile::tempdir().unwrap();
-    let app = Handler::start(&dir.path().join("blog.db"), "1").await;
-    let (ana, bob, cy) = (
+    let app = Handler::start(&dir.path().join("blog.db"), "2").await;
+    let (ana, bob, cy, dee) = (
         app.user("ana").await,
         app.user("bob").await,
         app.user("cy").await,
+        app.user("dee").await,
     );
     let c1 = app.post(&cy, "by cy").await;
     next_millisecond().await;
     let a1 = app.post(&ana, "by ana").await;
 
-    // cy: one follower, at the limit: copied, one operation.
+    // cy: two followers, at the limit: copied, one operation.
     app.follow(&ana, &cy, "PUT").await;
+    app.follow(&dee, &cy, "PUT").await;
     app.until("copied", &ana, (vec![c1.clone()], 1)).await;
-    // A second follower takes cy over the limit: both timelines merge cy's posts in, one
-    // more operation each; ana (one follower) is still copied into bob's.
+    // A third follower takes cy over the limit: the timelines merge cy's posts in, one more
+    // operation each; ana (one follower) is still copied into bob's.
     app.follow(&bob, &cy, "PUT").await;
     app.follow(&bob, &ana, "PUT").await;
     app.until("merged for ana", &ana, (vec![c1.clone()], 2))
@@ -127,10 +129,14 @@ async fn authors_over_the_fanout_limit_are_merged_when_read() {
     let c2 = app.post(&cy, "again by cy").await;
     app.until("new post merged", &ana, (vec![c2.clone(), c1.clone()], 2))
         .await;
-    // Back to one follower: copied again, one operation.
+    // Back to two followers, the limit: not below 80% of it, so still merged.
     app.follow(&bob, &cy, "DELETE").await;
-    app.until("copied again", &ana, (vec![c2.clone(), c1.clone()], 1))
-        .await;
     app.until("bob unfollowed cy", &bob, (vec![a1.clone()], 1))
+        .await;
+    app.until("still merged", &ana, (vec![c2.clone(), c1.clone()], 2))
+        .await;
+    // One follower, below 80% of the limit: copied again, one operation.
+    app.follow(&dee, &cy, "DELETE").await;
+    app.until("copied again", &ana, (vec![c2.clone(), c1.clone()], 1))
         .await;
 }

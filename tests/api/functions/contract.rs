@@ -8,6 +8,7 @@ use std::path::Path;
 
 use blog::api::operations;
 use blog::functions::{ChangeFeed, TRIGGERS};
+use blog::projection::Lane;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -243,6 +244,25 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
         let min = seconds(retry["minimumInterval"].as_str().unwrap());
         let max = seconds(retry["maximumInterval"].as_str().unwrap());
         assert!(0 < min && min < max, "{}: {retry}", t.function);
+    }
+
+    // Each lane follows each feed with a trigger of its own, so the host checkpoints and scales
+    // the timeline lane apart from the main one.
+    let lanes: BTreeSet<String> = TRIGGERS
+        .iter()
+        .map(|t| format!("{:?}/{:?}", t.feed, t.lane))
+        .collect();
+    let wanted: BTreeSet<String> = [ChangeFeed::Posts, ChangeFeed::Users]
+        .iter()
+        .flat_map(|f| Lane::ALL.iter().map(move |l| format!("{f:?}/{l:?}")))
+        .collect();
+    assert_eq!(lanes, wanted, "one trigger per feed and lane");
+    assert_eq!(TRIGGERS.len(), wanted.len());
+    // A lease manager finds its leases by their prefix: no prefix may start another.
+    for a in &prefixes {
+        for b in &prefixes {
+            assert!(a == b || !b.starts_with(a.as_str()), "{a} starts {b}");
+        }
     }
 }
 

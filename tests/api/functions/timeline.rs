@@ -1,5 +1,6 @@
 //! Follows and timelines under the Functions host: no pump, the projections run only when the
-//! `PostsChangeFeed` and `UsersChangeFeed` triggers deliver the changes.
+//! triggers deliver the changes: the main lane's (`PostsChangeFeed`, `UsersChangeFeed`) and the
+//! timeline lane's (`PostsTimeline`, `UsersTimeline`), each on its own.
 
 use blog::store::Container;
 use serde_json::Value;
@@ -35,13 +36,27 @@ async fn the_triggers_keep_followers_and_timelines() {
         .await
         .is_empty());
     let doc = app.current(Container::Users, &ana, &edge).await;
-    app.deliver("UsersChangeFeed", &[doc])
+    app.deliver("UsersChangeFeed", std::slice::from_ref(&doc))
         .await
         .assert_applied();
     assert_eq!(
         ids(&app.items(&format!("/api/users/{bob}/followers")).await),
-        vec![ana.clone()]
+        vec![ana.clone()],
+        "the follow shows without the timeline lane"
     );
+    assert!(
+        app.items(&format!("/api/users/{ana}/timeline"))
+            .await
+            .is_empty(),
+        "the timeline is the timeline lane's"
+    );
+    // The timeline lane, given the mirror the main lane wrote, brings bob's post.
+    let mirror = app
+        .current(Container::Users, &bob, &format!("follower-{ana}"))
+        .await;
+    app.deliver("UsersTimeline", &[mirror])
+        .await
+        .assert_applied();
     assert_eq!(
         ids(&app.items(&format!("/api/users/{ana}/timeline")).await),
         vec![old.clone()],
@@ -58,6 +73,9 @@ async fn the_triggers_keep_followers_and_timelines() {
     app.deliver("PostsChangeFeed", &[post])
         .await
         .assert_applied();
+    // The main lane wrote bob's copy of it; its change sets the timeline lane's fan-out off.
+    let copy = app.current(Container::Users, &bob, &new).await;
+    app.deliver("UsersTimeline", &[copy]).await.assert_applied();
     assert_eq!(
         ids(&app.items(&format!("/api/users/{ana}/timeline")).await),
         vec![new.clone(), old.clone()]
@@ -70,11 +88,13 @@ async fn the_triggers_keep_followers_and_timelines() {
         204
     );
     let doc = app.current(Container::Users, &ana, &edge).await;
-    // Delivered twice: a redelivery changes nothing.
+    // Delivered twice to each lane: a redelivery changes nothing.
     for _ in 0..2 {
-        app.deliver("UsersChangeFeed", std::slice::from_ref(&doc))
-            .await
-            .assert_applied();
+        for function in ["UsersChangeFeed", "UsersTimeline"] {
+            app.deliver(function, std::slice::from_ref(&doc))
+                .await
+                .assert_applied();
+        }
     }
     assert!(app
         .items(&format!("/api/users/{ana}/timeline"))

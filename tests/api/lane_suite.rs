@@ -1,0 +1,665 @@
+//! The timeline lane (docs/timeline.md, "Writes per post"), driven lane by lane and step by step
+//! through `projection::project_lane`: what a like costs the timelines, a fan-out over more
+//! followers than a page in bounded steps (a crash, a newer edit, other authors in between),
+//! and the fan-out limit's hysteresis and its record in the store. Written once and
+//! instantiated per store with `lane_suite!(path::to::fixture_fn);`.
+
+use std::time::Duration;
+
+use blog::domain::follows;
+use blog::ops::progress::Progress;
+use blog::ops::verify_and_repair;
+use blog::projection::{self, timeline, Lane};
+use blog::store::{Container, Query, Store, StoreError};
+use futures::FutureExt as _;
+use serde_json::{json, Value};
+
+use crate::helpers::{id, Fixture, TestApp};
+use crate::hooks::Hooked;
+
+#[macro_export]
+macro_rules! lane_suite {
+    ($fixture:path) => {
+        $crate::lane_suite!(@tests $fixture;
+            likes_and_comments_write_no_timeline_item,
+            a_fan_out_over_more_than_a_page_runs_a_page_a_step_and_resumes_after_a_crash,
+            a_newer_edit_supersedes_a_fan_out_under_way,
+            other_authors_reach_timelines_while_a_big_fan_out_is_under_way,
+            the_limit_has_hysteresis_and_is_kept_in_the_store,
+            a_follow_shows_in_followers_without_the_timeline_lane,
+            the_timeline_lane_starts_where_an_earlier_release_left_off);
+    };
+    (@tests $fixture:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                $crate::lane_suite::$name($fixture().await).await;
+            }
+        )*
+    };
+}
+
+/// One lane's follower of one feed, from where it was created.
+struct LaneFollower {
+    lane: Lane,
+    c: Container,
+    from: Option<String>,
+}
+
+impl LaneFollower {
+    async fn at_end(store: &dyn Store, lane: Lane, c: Container) -> Self {
+        let mut f = LaneFollower {
+            lane,
+            c,
+            from: None,
+        };
+        f.from = Some(feed_end(store, c).await);
+        f
+    }
+
+    fn from_start(lane: Lane, c: Container) -> Self {
+        LaneFollower {
+            lane,
+            c,
+            from: None,
+        }
+    }
+
+    /// The next batch (at most `max` changes), not yet projected.
+    async fn peek(&self, store: &dyn Store, max: u32) -> (Vec<Value>, String) {
+        let page = store
+            .changes(self.c, self.from.as_deref(), max)
+            .await
+            .unwrap();
+        (page.items, page.continuation)
+    }
+
+    /// Project the next batch; whether there was one.
+    async fn step(&mut self, store: &dyn Store, max: u32) -> bool {
+        let (items, continuation) = self.peek(store, max).await;
+        if items.is_empty() {
+            return false;
+        }
+        projection::project_lane(store, self.lane, self.c, &items)
+            .await
+            .expect("projected");
+        self.from = Some(continuation);
+        true
+    }
+
+    async fn drain(&mut self, store: &dyn Store) {
+        while self.step(store, 100).await {}
+    }
+}
+
+async fn feed_end(store: &dyn Store, c: Container) -> String {
+    let mut from: Option<String> = None;
+    loop {
+        let page = store.changes(c, from.as_deref(), 1000).await.unwrap();
+        let done = page.items.is_empty();
+        from = Some(page.continuation);
+        if done {
+            return from.unwrap();
+        }
+    }
+}
+
+/// All four followers, each from the start of its feed.
+fn followers() -> Vec<LaneFollower> {
+    let mut all = Vec::new();
+    for lane in Lane::ALL {
+        for c in [Container::Posts, Container::Users] {
+            all.push(LaneFollower::from_start(lane, c));
+        }
+    }
+    all
+}
+
+/// Drain every follower until none has anything new.
+async fn settle(store: &dyn Store, all: &mut [LaneFollower]) {
+    for _ in 0..200 {
+        let mut moved = false;
+        for f in all.iter_mut() {
+            while f.step(store, 100).await {
+                moved = true;
+            }
+        }
+        if !moved {
+            return;
+        }
+    }
+    panic!("the lanes never went quiet");
+}
+
+/// The users feed's changes after `from`.
+async fn users_changes_since(store: &dyn Store, from: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut from = from.to_string();
+    loop {
+        let page = store
+            .changes(Container::Users, Some(&from), 1000)
+            .await
+            .unwrap();
+        if page.items.is_empty() {
+            return out;
+        }
+        out.extend(page.items);
+        from = page.continuation;
+    }
+}
+
+async fn follow(app: &TestApp, user: &str, followee: &str, method: &str) {
+    let path = format!("/api/users/{user}/following/{followee}");
+    let r = match method {
+        "PUT" => app.put(&path, Value::Null).await,
+        _ => app.delete(&path).await,
+    };
+    assert_eq!(r.status, 204, "{:?}", r.body);
+}
+
+/// `n` new users following `followee`.
+async fn audience(app: &TestApp, followee: &str, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let f = id(&app.create_user(&format!("fan{i}")).await);
+        follow(app, &f, followee, "PUT").await;
+        out.push(f);
+    }
+    out
+}
+
+async fn entry(app: &TestApp, f: &str, post: &str) -> Option<Value> {
+    app.store
+        .read(Container::Users, f, &follows::timeline_id(post))
+        .await
+        .unwrap()
+}
+
+async fn job(app: &TestApp, author: &str, post: &str) -> Value {
+    app.store
+        .read(Container::Users, author, &timeline::post_job_id(post))
+        .await
+        .unwrap()
+        .expect("the post's job item")
+}
+
+/// How many of `fs` hold an entry of `post` whose title is `title`.
+async fn holding(app: &TestApp, fs: &[String], post: &str, title: &str) -> usize {
+    let mut n = 0;
+    for f in fs {
+        if entry(app, f, post)
+            .await
+            .is_some_and(|e| e["title"] == title)
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The author's copy of `post`, as the users feed delivers it to the timeline lane.
+async fn copy(app: &TestApp, author: &str, post: &str) -> Value {
+    app.store
+        .read(Container::Users, author, post)
+        .await
+        .unwrap()
+        .expect("the author's copy")
+}
+
+/// Project the main lane of both feeds until quiet (the copies written, the mirrors, counts).
+async fn main_lane(app: &TestApp, main: &mut [LaneFollower; 2]) {
+    for _ in 0..20 {
+        let mut moved = false;
+        for f in main.iter_mut() {
+            while f.step(&*app.store, 100).await {
+                moved = true;
+            }
+        }
+        if !moved {
+            return;
+        }
+    }
+}
+
+pub async fn likes_and_comments_write_no_timeline_item(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = &*app.store;
+    let mut all = followers();
+    let bob = id(&app.create_user("bob").await);
+    let fans = audience(&app, &bob, 3).await;
+    let p = id(&app.create_post(&bob, "hello", "c").await);
+    settle(store, &mut all).await;
+    let mut before = Vec::new();
+    for f in &fans {
+        let e = entry(&app, f, &p)
+            .await
+            .expect("the post reached each follower");
+        assert!(
+            e.get("likeCount").is_none() && e.get("commentCount").is_none(),
+            "an entry holds no counts: {e}"
+        );
+        before.push(e["_etag"].clone());
+    }
+    let mark = feed_end(store, Container::Users).await;
+
+    for f in &fans {
+        assert_eq!(app.like(&p, f).await.status, 201);
+    }
+    assert_eq!(app.like(&p, &bob).await.status, 201);
+    assert_eq!(app.comment(&p, &fans[0], "hi").await.status, 201);
+    assert_eq!(app.comment(&p, &fans[1], "yo").await.status, 201);
+    settle(store, &mut all).await;
+    // The post and its author's copy carry the counts ...
+    assert_eq!(
+        app.get(&format!("/api/posts/{p}")).await.body["likeCount"],
+        4
+    );
+    // ... and nothing of the timelines was written.
+    let written: Vec<Value> = users_changes_since(store, &mark)
+        .await
+        .into_iter()
+        .filter(|d| d["type"] == follows::TIMELINE || d["type"] == timeline::JOB)
+        .collect();
+    assert!(written.is_empty(), "timeline items written: {written:?}");
+    for (f, etag) in fans.iter().zip(&before) {
+        assert_eq!(&entry(&app, f, &p).await.unwrap()["_etag"], etag, "{f}");
+    }
+}
+
+/// `PAGE + 10` followers of a new user `bob`, everything projected; then a post by bob, with
+/// the main lane projected. Returns bob, the followers, the post, the main lane's followers and
+/// the timeline lane's users follower from just before the post.
+async fn big_author(
+    app: &TestApp,
+) -> (String, Vec<String>, String, [LaneFollower; 2], LaneFollower) {
+    let store = &*app.store;
+    let mut all = followers();
+    let bob = id(&app.create_user("bob").await);
+    let fans = audience(app, &bob, timeline::PAGE as usize + 10).await;
+    settle(store, &mut all).await;
+    let mut main = [
+        LaneFollower::at_end(store, Lane::Main, Container::Posts).await,
+        LaneFollower::at_end(store, Lane::Main, Container::Users).await,
+    ];
+    let timeline = LaneFollower::at_end(store, Lane::Timeline, Container::Users).await;
+    let p = id(&app.create_post(&bob, "first", "c").await);
+    main_lane(app, &mut main).await;
+    (bob, fans, p, main, timeline)
+}
+
+pub async fn a_fan_out_over_more_than_a_page_runs_a_page_a_step_and_resumes_after_a_crash(
+    fixture: Fixture,
+) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let (bob, fans, p, _, _) = big_author(&app).await;
+    let page = timeline::PAGE as usize;
+
+    // The copy's change: one page of followers, and the job item records where it stopped.
+    let report = projection::project_lane(
+        &*store,
+        Lane::Timeline,
+        Container::Users,
+        &[copy(&app, &bob, &p).await],
+    )
+    .await
+    .unwrap();
+    assert_eq!(holding(&app, &fans, &p, "first").await, page);
+    let step = job(&app, &bob, &p).await;
+    assert_eq!(step["done"], false, "{step}");
+    assert!(step["cursor"].is_string(), "{step}");
+    assert!(report.writes <= page + page / 8 + 4, "one page: {report:?}");
+
+    // The next step crashes after a few of its writes.
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let failing = Hooked::new(store.clone()).before({
+        let written = written.clone();
+        move |call| {
+            let entry = call.op == "upsert" && call.id.starts_with("timeline-");
+            let n = if entry {
+                written.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            } else {
+                0
+            };
+            async move {
+                if entry && n >= 3 {
+                    return Err(StoreError::Other("the process stopped".into()));
+                }
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    let cut = projection::project_lane(
+        &failing,
+        Lane::Timeline,
+        Container::Users,
+        std::slice::from_ref(&step),
+    )
+    .await;
+    assert!(cut.is_err(), "{cut:?}");
+    assert!(holding(&app, &fans, &p, "first").await < fans.len());
+    assert_eq!(
+        job(&app, &bob, &p).await["_etag"],
+        step["_etag"],
+        "not advanced"
+    );
+
+    // The batch redelivered: the step is done again, and the fan-out is complete.
+    projection::project_lane(&*store, Lane::Timeline, Container::Users, &[step])
+        .await
+        .unwrap();
+    assert_eq!(holding(&app, &fans, &p, "first").await, fans.len());
+    assert_eq!(job(&app, &bob, &p).await["done"], true);
+    let shown = app
+        .get(&format!("/api/users/{}/timeline", fans[page + 5]))
+        .await;
+    assert_eq!(shown.items().len(), 1, "{:?}", shown.body);
+}
+
+pub async fn a_newer_edit_supersedes_a_fan_out_under_way(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let (bob, fans, p, mut main, _) = big_author(&app).await;
+    let users = Container::Users;
+    projection::project_lane(
+        &*store,
+        Lane::Timeline,
+        users,
+        &[copy(&app, &bob, &p).await],
+    )
+    .await
+    .unwrap();
+    let old_step = job(&app, &bob, &p).await;
+    assert_eq!(old_step["done"], false);
+
+    // An edit: the copy's change starts the fan-out over with the new content.
+    let r = app
+        .put(
+            &format!("/api/posts/{p}"),
+            json!({ "userId": bob, "title": "second", "content": "c" }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    main_lane(&app, &mut main).await;
+    projection::project_lane(
+        &*store,
+        Lane::Timeline,
+        users,
+        &[copy(&app, &bob, &p).await],
+    )
+    .await
+    .unwrap();
+    let page = timeline::PAGE as usize;
+    assert_eq!(holding(&app, &fans, &p, "second").await, page);
+
+    // The old fan-out's step, delivered late, does nothing.
+    let stale = projection::project_lane(&*store, Lane::Timeline, users, &[old_step])
+        .await
+        .unwrap();
+    assert_eq!(stale.writes, 0, "{stale:?}");
+    assert_eq!(
+        holding(&app, &fans, &p, "first").await,
+        0,
+        "old content written"
+    );
+
+    // The new one's step completes it.
+    let new_step = job(&app, &bob, &p).await;
+    projection::project_lane(&*store, Lane::Timeline, users, &[new_step])
+        .await
+        .unwrap();
+    assert_eq!(holding(&app, &fans, &p, "second").await, fans.len());
+    assert_eq!(job(&app, &bob, &p).await["done"], true);
+}
+
+pub async fn other_authors_reach_timelines_while_a_big_fan_out_is_under_way(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = &*app.store;
+    let cy = id(&app.create_user("cy").await);
+    let ana = id(&app.create_user("ana").await);
+    follow(&app, &ana, &cy, "PUT").await;
+    settle(store, &mut followers()).await;
+    let (bob, fans, p, mut main, mut lane) = big_author(&app).await;
+    // cy posts after bob.
+    let q = id(&app.create_post(&cy, "by cy", "c").await);
+    main_lane(&app, &mut main).await;
+    // The timeline lane's users feed, a batch at a time, from before bob's post: cy's post
+    // reaches ana while bob's fan-out still has followers to go.
+    let mut seen_before_done = false;
+    for _ in 0..1000 {
+        if !lane.step(store, 100).await {
+            break;
+        }
+        let reached = entry(&app, &ana, &q).await.is_some();
+        // Not started (a store may deliver cy's partition first) or under way: not done.
+        let done = app
+            .store
+            .read(Container::Users, &bob, &timeline::post_job_id(&p))
+            .await
+            .unwrap()
+            .is_some_and(|j| j["done"] == true);
+        if reached && !done {
+            seen_before_done = true;
+        }
+        if reached {
+            break;
+        }
+    }
+    assert!(
+        seen_before_done,
+        "cy's post waited for the whole of bob's fan-out"
+    );
+    lane.drain(store).await;
+    assert_eq!(holding(&app, &fans, &p, "first").await, fans.len());
+}
+
+pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = &*app.store;
+    // The limit recorded by another instance: 3 followers.
+    store
+        .upsert(
+            Container::Leases,
+            timeline::LIMIT_ID,
+            json!({ "id": timeline::LIMIT_ID, "fanoutLimit": 3 }),
+        )
+        .await
+        .unwrap();
+    let mut all = followers();
+    let bob = id(&app.create_user("bob").await);
+    let p = id(&app.create_post(&bob, "by bob", "c").await);
+    let fans = audience(&app, &bob, 4).await;
+    settle(store, &mut all).await;
+    let marker = follows::marker_id(&bob);
+    let marker_etags = |fans: Vec<String>| {
+        let app = &app;
+        let marker = marker.clone();
+        async move {
+            let mut out = Vec::new();
+            for f in fans {
+                let m = app.store.read(Container::Users, &f, &marker).await.unwrap();
+                out.push(m.map(|m| m["_etag"].clone()));
+            }
+            out
+        }
+    };
+    let merged = marker_etags(fans.clone()).await;
+    assert!(merged.iter().all(Option::is_some), "4 > 3: merged");
+    let shared = |post: String| {
+        let app = &app;
+        async move {
+            app.store
+                .read(Container::Feed, projection::merged::PARTITION, &post)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(
+        shared(p.clone()).await.is_some(),
+        "bob's post in the shared partition"
+    );
+
+    // A post by a merged author: one item in the shared partition, no timeline entry; a like
+    // of it writes nothing there.
+    let p2 = id(&app.create_post(&bob, "while merged", "c").await);
+    settle(store, &mut all).await;
+    let item = shared(p2.clone())
+        .await
+        .expect("the new post in the shared partition");
+    assert!(item.get("likeCount").is_none(), "{item}");
+    for f in &fans {
+        assert!(entry(&app, f, &p2).await.is_none(), "{f}: copied");
+    }
+    assert_eq!(app.like(&p2, &fans[0]).await.status, 201);
+    settle(store, &mut all).await;
+    assert_eq!(shared(p2.clone()).await.unwrap()["_etag"], item["_etag"]);
+
+    // A shared item lost is drift that repair mends.
+    store
+        .delete(Container::Feed, projection::merged::PARTITION, &p2)
+        .await
+        .unwrap();
+    let mended = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert_eq!(
+        mended.timelines.before.drift.get("merged copy missing"),
+        Some(&1),
+        "{}",
+        mended.render()
+    );
+    assert!(mended.timelines.last().is_clean(), "{}", mended.render());
+    assert!(shared(p2.clone()).await.is_some());
+    // A deleted post's item goes.
+    let p3 = id(&app.create_post(&bob, "short-lived", "c").await);
+    settle(store, &mut all).await;
+    assert!(shared(p3.clone()).await.is_some());
+    assert_eq!(app.delete(&format!("/api/posts/{p3}")).await.status, 204);
+    settle(store, &mut all).await;
+    assert!(
+        shared(p3.clone()).await.is_none(),
+        "a deleted post stays shared"
+    );
+
+    // Verify and repair, without this process setting a limit, judge by the recorded one.
+    let checked = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(checked.timelines.before.is_clean(), "{}", checked.render());
+    assert_eq!(marker_etags(fans.clone()).await, merged, "markers kept");
+
+    // At the limit and back over it: no marker moves, no post is copied.
+    let mark = feed_end(store, Container::Users).await;
+    follow(&app, &fans[3], &bob, "DELETE").await;
+    settle(store, &mut all).await;
+    follow(&app, &fans[3], &bob, "PUT").await;
+    settle(store, &mut all).await;
+    follow(&app, &fans[3], &bob, "DELETE").await;
+    settle(store, &mut all).await;
+    assert_eq!(
+        marker_etags(fans[..3].to_vec()).await,
+        merged[..3].to_vec(),
+        "no marker of a staying follower was touched"
+    );
+    let copied: Vec<Value> = users_changes_since(store, &mark)
+        .await
+        .into_iter()
+        .filter(|d| d["type"] == follows::TIMELINE && d["postId"] == p.as_str())
+        .collect();
+    assert!(copied.is_empty(), "posts copied back: {copied:?}");
+
+    // Below 80% of the limit (2 < 2.4): copied again, and the shared items go.
+    follow(&app, &fans[2], &bob, "DELETE").await;
+    settle(store, &mut all).await;
+    for f in &fans[..2] {
+        let m = store.read(Container::Users, f, &marker).await.unwrap();
+        assert!(m.is_none(), "{f}: marker left");
+        assert!(entry(&app, f, &p).await.is_some(), "{f}: post not copied");
+        assert!(entry(&app, f, &p2).await.is_some(), "{f}: post not copied");
+    }
+    assert!(shared(p.clone()).await.is_none() && shared(p2.clone()).await.is_none());
+    let checked = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(checked.timelines.before.is_clean(), "{}", checked.render());
+}
+
+pub async fn a_follow_shows_in_followers_without_the_timeline_lane(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = &*app.store;
+    let bob = id(&app.create_user("bob").await);
+    let ana = id(&app.create_user("ana").await);
+    id(&app.create_post(&bob, "by bob", "c").await);
+    let mut main = [
+        LaneFollower::from_start(Lane::Main, Container::Posts),
+        LaneFollower::from_start(Lane::Main, Container::Users),
+    ];
+    main_lane(&app, &mut main).await;
+    follow(&app, &ana, &bob, "PUT").await;
+    main_lane(&app, &mut main).await;
+    let r = app.get(&format!("/api/users/{bob}/followers")).await;
+    assert_eq!(r.items().len(), 1, "{:?}", r.body);
+    assert_eq!(
+        app.get(&format!("/api/users/{bob}")).await.body["followerCount"],
+        1
+    );
+    let held = Query::partition(ana.as_str()).eq("type", follows::TIMELINE);
+    assert_eq!(
+        store.count(Container::Users, &held).await.unwrap(),
+        0,
+        "the main lane wrote a timeline entry"
+    );
+}
+
+/// A store whose pump ran before the lanes were apart (its checkpoints name no lane; its main
+/// lane wrote the timelines too): the timeline lane's followers start where it left off, and do
+/// not replay every post's fan-out.
+pub async fn the_timeline_lane_starts_where_an_earlier_release_left_off(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let bob = id(&app.create_user("bob").await);
+    let fans = audience(&app, &bob, 2).await;
+    let p = id(&app.create_post(&bob, "before", "c").await);
+    settle(&*store, &mut followers()).await;
+    // What an earlier release left: every change projected, its checkpoints at the feeds' ends;
+    // none of this release's job items.
+    for c in [Container::Posts, Container::Users] {
+        let id = format!("pump.{}", c.name());
+        let end = feed_end(&*store, c).await;
+        store
+            .upsert(
+                Container::Leases,
+                &id,
+                json!({ "id": id, "container": c.name(), "continuation": end, "deferred": [] }),
+            )
+            .await
+            .unwrap();
+    }
+    store
+        .delete(Container::Users, &bob, &timeline::post_job_id(&p))
+        .await
+        .unwrap();
+    let mark = feed_end(&*store, Container::Users).await;
+
+    let pump = blog::pump::spawn(store.clone());
+    let q = id(&app.create_post(&bob, "after", "c").await);
+    crate::helpers::eventually("the new post reaches the followers", || async {
+        holding(&app, &fans, &q, "after").await == fans.len()
+    })
+    .await;
+    crate::helpers::eventually("the pump catches up", || async {
+        blog::pump::caught_up(&*store).await.unwrap()
+    })
+    .await;
+    pump.stop().await;
+    let replayed: Vec<Value> = users_changes_since(&*store, &mark)
+        .await
+        .into_iter()
+        .filter(|d| d["type"] == follows::TIMELINE && d["postId"] == p.as_str())
+        .collect();
+    assert!(
+        replayed.is_empty(),
+        "the old post fanned out again: {replayed:?}"
+    );
+}
