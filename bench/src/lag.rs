@@ -14,16 +14,16 @@ use crate::dataset::{self, bar};
 use crate::measure::{self, Req};
 use blog::store::{BatchOp, Container, Query};
 
-use crate::report::{Lag, LagDuringDelete, LagUnderLoad};
-use crate::runner::{latency_of, Bench, SETTLE_LIMIT};
+use crate::results::{latency_of, Lag, LagDuringDelete, LagUnderLoad};
+use crate::runner::{Bench, SETTLE_LIMIT};
 
 /// How often Q6 is polled while measuring the change-feed lag. Slept on a blocking-pool thread
 /// (see [`pause`]): tokio's timer counts whole milliseconds, so its 1 ms sleep lasts 1–2 ms and
 /// would add that much to a lag measured in milliseconds.
-const LAG_POLL: Duration = Duration::from_micros(100);
+pub const LAG_POLL: Duration = Duration::from_micros(100);
 
 /// Wait `d` with the operating system's sleep, to the microsecond rather than tokio's millisecond.
-async fn pause(d: Duration) {
+pub async fn pause(d: Duration) {
     tokio::task::spawn_blocking(move || std::thread::sleep(d))
         .await
         .expect("a sleep does not panic");
@@ -31,7 +31,7 @@ async fn pause(d: Duration) {
 
 impl Bench {
     /// Create a post (C2) and poll Q6 until it is the newest entry: the time from the 201.
-    async fn post_and_wait_for_the_feed(&mut self) -> anyhow::Result<Duration> {
+    pub async fn post_and_wait_for_the_feed(&mut self) -> anyhow::Result<Duration> {
         let author = self.users(1).remove(0);
         let (title, content) = dataset::post_text(&mut self.rng);
         let created = self
