@@ -269,6 +269,14 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         ["liked", "renamed", "deleted a post", "crossed the limit"]
     );
     assert_eq!(l["quiet"]["feedLag"]["samples"], 5, "{l}");
+    let liked = &l["scenarios"][0]["what"];
+    assert!(
+        liked
+            .as_str()
+            .unwrap()
+            .contains("likes 2 of the author's posts"),
+        "{liked}"
+    );
     for x in l["scenarios"].as_array().unwrap() {
         assert!(x["feedLag"]["samples"].as_u64().unwrap() >= 1, "{x}");
         assert!(x["followLag"]["samples"].as_u64().unwrap() >= 1, "{x}");
