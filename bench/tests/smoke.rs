@@ -342,6 +342,22 @@ fn the_emulated_store_reports_request_units_everywhere() {
         "10",
         "--large-delete-comments",
         "200",
+        "--audiences",
+        "0,3",
+        "--likes",
+        "2",
+        "--like-rate",
+        "50",
+        "--hot-followers",
+        "5",
+        "--hot-likes",
+        "2",
+        "--merged-authors",
+        "3",
+        "--timeline-readers",
+        "2",
+        "--price-likes",
+        "50",
     ]);
     assert!(report["store"].as_str().unwrap().contains("emulator"));
     // A large delete of a few sweep pages is measured there.
@@ -355,6 +371,14 @@ fn the_emulated_store_reports_request_units_everywhere() {
             }
         }
     }
+    // The scale rows' request units: a like's, a timeline page's, the like price's.
+    let s = &report["scale"];
+    for r in s["writesPerLike"]["runs"].as_array().unwrap() {
+        assert!(r["requestChargePerLike"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let t = &s["timelinePages"];
+    assert!(t["merged"]["requestChargeMean"].as_f64().unwrap() > 0.0, "{t}");
+    assert!(s["likePrice"]["requestChargeRatio"].as_f64().unwrap() > 0.0, "{s}");
     let f = &report["feedSnapshot"];
     assert!(f["requestUnitsPerQuery"].as_f64().unwrap() > 0.0, "{f}");
     assert!(f["requestUnitsSavedPer1000Reads"].as_f64().is_some(), "{f}");
