@@ -38,6 +38,9 @@
 //!   same while `--concurrency` clients comment on one hot post as fast as they can (not on the
 //!   emulated store, whose cost it would measure).
 //! - Throughput: `--concurrency` workers repeat Q2 (random posts) or Q6 for `--seconds`.
+//! - The scale rows (`scale`, `--scale-rows`): writes per like by audience, other users' lag
+//!   while an author with many followers acts, timeline pages, and a like's price on a post of
+//!   many likes, each at a scale its own options set (docs/scale.md builds on them).
 //! - Request units are reported where the store reports them (Cosmos DB, or the SDK's in-memory
 //!   emulator with `--store emulated`, whose charges follow its own RU model); the embedded
 //!   store reports none, shown as "—".
