@@ -377,8 +377,14 @@ fn the_emulated_store_reports_request_units_everywhere() {
         assert!(r["requestChargePerLike"].as_f64().unwrap() > 0.0, "{r}");
     }
     let t = &s["timelinePages"];
-    assert!(t["merged"]["requestChargeMean"].as_f64().unwrap() > 0.0, "{t}");
-    assert!(s["likePrice"]["requestChargeRatio"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(
+        t["merged"]["requestChargeMean"].as_f64().unwrap() > 0.0,
+        "{t}"
+    );
+    assert!(
+        s["likePrice"]["requestChargeRatio"].as_f64().unwrap() > 0.0,
+        "{s}"
+    );
     let f = &report["feedSnapshot"];
     assert!(f["requestUnitsPerQuery"].as_f64().unwrap() > 0.0, "{f}");
     assert!(f["requestUnitsSavedPer1000Reads"].as_f64().is_some(), "{f}");
