@@ -27,6 +27,33 @@ pub enum StoreArg {
     Emulated,
 }
 
+/// A group of the scale rows (`--scale-rows`): where the design tops out, each at the scale its
+/// own options set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScaleRow {
+    /// W: store writes per like for authors of each `--audiences`, steady and in a burst.
+    Writes,
+    /// L: other users' feed and follow lag while an author of `--hot-followers` is liked,
+    /// renames, deletes a post and crosses the fan-out limit.
+    Lag,
+    /// T2/T3: a timeline page of an ordinary reader and of one following `--merged-authors`
+    /// merged authors, and the memory of `--timeline-readers` concurrent such reads.
+    Timeline,
+    /// P: the price of a like on a post with `--price-likes` likes against one with 10.
+    Price,
+    /// None of them.
+    None,
+}
+
+/// Every group of the scale rows, the default of `--scale-rows`.
+pub const ALL_SCALE_ROWS: [ScaleRow; 4] = [
+    ScaleRow::Writes,
+    ScaleRow::Lag,
+    ScaleRow::Timeline,
+    ScaleRow::Price,
+];
+
 /// Measure C1–C4 and Q1–Q6 as the article does, V1 against V3, on a generated dataset.
 #[derive(Debug, Clone, Parser, Serialize)]
 #[command(name = "bench", version)]
@@ -80,6 +107,35 @@ pub struct Args {
     /// Cold starts per binary.
     #[arg(long, default_value_t = 20, value_parser = positive)]
     pub cold_starts: usize,
+    /// The scale rows to run, comma-separated (`writes,lag,timeline,price`, or `none`).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = ALL_SCALE_ROWS)]
+    pub scale_rows: Vec<ScaleRow>,
+    /// W: the followers of each author whose posts are liked, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [0usize, 100, 1_000, 10_000])]
+    pub audiences: Vec<usize>,
+    /// W: likes per run (each by a user of its own), sent at `--like-rate` and then in a burst.
+    #[arg(long, default_value_t = 50, value_parser = positive)]
+    pub likes: usize,
+    /// W and L: likes per second of the steady runs.
+    #[arg(long, default_value_t = 5.0, value_parser = rate)]
+    pub like_rate: f64,
+    /// L: followers of the big author, and the fan-out limit in force during those rows (the
+    /// author sits at it, so one follow takes it over).
+    #[arg(long, default_value_t = 10_000, value_parser = positive)]
+    pub hot_followers: usize,
+    /// L: posts of the big author one ordinary user likes, one after another at `--like-rate`
+    /// (each post a count change of its own).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=99))]
+    pub hot_likes: u16,
+    /// T3: merged authors (over the fan-out limit) the reader follows.
+    #[arg(long, default_value_t = 400, value_parser = positive)]
+    pub merged_authors: usize,
+    /// T3: concurrent reads of that timeline whose peak memory is measured.
+    #[arg(long, default_value_t = 32, value_parser = workers)]
+    pub timeline_readers: usize,
+    /// P: likes of the large post (written straight to the store, then projected).
+    #[arg(long, default_value_t = 100_000, value_parser = positive)]
+    pub price_likes: usize,
     /// Replay the change feed through the product's planner after loading and require that it
     /// finds nothing to change (slow at scale: a full check that the load is converged).
     #[arg(long)]
@@ -98,6 +154,13 @@ fn workers(s: &str) -> Result<usize, String> {
         .ok()
         .filter(|n| *n <= 1024)
         .ok_or_else(|| "a whole number from 1 to 1024".into())
+}
+
+fn rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= 10_000.0 => Ok(x),
+        _ => Err("a rate per second above 0 and at most 10000".into()),
+    }
 }
 
 fn seconds(s: &str) -> Result<f64, String> {
@@ -126,5 +189,21 @@ mod tests {
         assert!(Args::try_parse_from(["bench", "--users", "0"]).is_err());
         assert!(Args::try_parse_from(["bench", "--seconds", "0"]).is_err());
         assert!(Args::try_parse_from(["bench", "--feed-limit", "101"]).is_err());
+        assert_eq!(a.scale_rows, ALL_SCALE_ROWS);
+        assert_eq!(a.audiences, [0, 100, 1_000, 10_000]);
+        let a = Args::try_parse_from([
+            "bench",
+            "--scale-rows",
+            "writes,price",
+            "--audiences",
+            "0,5",
+        ])
+        .unwrap();
+        assert_eq!(a.scale_rows, [ScaleRow::Writes, ScaleRow::Price]);
+        assert_eq!(a.audiences, [0, 5]);
+        let a = Args::try_parse_from(["bench", "--scale-rows", "none"]).unwrap();
+        assert_eq!(a.scale_rows, [ScaleRow::None]);
+        assert!(Args::try_parse_from(["bench", "--scale-rows", "all"]).is_err());
+        assert!(Args::try_parse_from(["bench", "--like-rate", "0"]).is_err());
     }
 }

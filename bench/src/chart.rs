@@ -1,14 +1,17 @@
 //! The report as a picture: an SVG beside the JSON report (`--json report.json` also writes
 //! `report.svg`), for the performance page. Two panels, one row per request in the article's
 //! order: the store operations each command costs (V1; V3's request, and V3's change-feed work
-//! stacked on it where the command is a write) and the p50 latency of V1 and V3.
+//! stacked on it where the command is a write) and the p50 latency of V1 and V3. Below them,
+//! when the scale rows ran, one panel per group of them (`chart::scale`).
+
+mod scale;
 
 use std::path::Path;
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::{Report, Row};
+use crate::results::{Report, Row};
 
 const V1: RGBColor = RGBColor(150, 150, 150);
 const V3: RGBColor = RGBColor(31, 119, 180);
@@ -17,9 +20,14 @@ const CHANGE_FEED: RGBColor = RGBColor(158, 202, 225);
 /// Write the chart of `report` to `path`.
 pub fn write(report: &Report, path: &Path) -> anyhow::Result<()> {
     let rows = &report.rows;
-    let height = 140 + 34 * rows.len() as u32;
-    let root = SVGBackend::new(path, (1100, height)).into_drawing_area();
+    let top = 140 + 34 * rows.len() as u32;
+    let below = report.scale.as_ref().map_or(0, scale::height);
+    let root = SVGBackend::new(path, (1100, top + below)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_error)?;
+    let (root, bottom) = root.split_vertically(top);
+    if let Some(s) = &report.scale {
+        scale::draw(&bottom, s)?;
+    }
     let title = format!(
         "V1 against V3 on the {} store: {} users, {} posts, {} comments, {} likes",
         report.store,
@@ -158,6 +166,6 @@ fn panel<DB: DrawingBackend>(
     Ok(())
 }
 
-fn draw_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+pub(crate) fn draw_error<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow::anyhow!("drawing the chart: {e:?}")
 }

@@ -26,70 +26,23 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use blog::domain::follows::{edge, FOLLOWER, FOLLOWING, TIMELINE};
 use blog::domain::{self, Kind, User};
-use blog::projection::timeline::{fanout_limit, recount, set_fanout_limit};
+use blog::projection::timeline::recount;
 use blog::store::{metrics, Container, Query};
-use serde::Serialize;
 use serde_json::json;
 
 use crate::dataset::{self, Loader};
+use crate::limit;
 use crate::measure::Req;
-use crate::report::Latency;
-use crate::runner::{latency_of, Bench};
-
-/// The fan-out of one post, with the threshold off and on.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Fanout {
-    pub followers: usize,
-    /// Writing the followers and letting the change feed go over them (not measured).
-    pub setup_seconds: f64,
-    /// F1: the post copied into every follower's timeline.
-    pub copied: FanoutRun,
-    /// F2: nothing copied; the followers' timelines merge the author's posts when read.
-    pub merged: FanoutRun,
-    /// F2's follower's timeline read.
-    pub merged_read: TimelineRead,
-}
+use crate::results::{latency_of, Fanout, FanoutRun, TimelineRead};
+use crate::runner::Bench;
 
 /// The `i`-th follower of a run with `seed`.
 fn follower_id(seed: u64, i: usize) -> String {
     format!("fanout-{seed}-{i}")
 }
 
-/// One post by the author, from the request to the change feed done.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FanoutRun {
-    pub fanout_limit: u64,
-    #[serde(skip)]
-    pub post_id: String,
-    /// The post's request (C2).
-    pub request_operations: u32,
-    /// C2 sent → the change feed has applied everything the post set off.
-    pub applied_ms: f64,
-    /// Store operations of the change-feed work the post set off.
-    pub change_feed_operations: u64,
-    /// Timeline entries of the post in the store once it was applied.
-    pub timeline_copies: u64,
-    /// The process's peak resident set during the run above its resident set at the start, MiB;
-    /// `None` where `/proc/self/clear_refs` is not available.
-    pub peak_rss_above_start_mib: Option<f64>,
-}
-
-/// Reads of one follower's timeline.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TimelineRead {
-    /// Store operations of the costliest read.
-    pub operations: u32,
-    #[serde(flatten)]
-    pub latency: Latency,
-    /// Whether the read shows the post.
-    pub shows_post: bool,
-}
-
 /// A value of `/proc/self/status` (`VmRSS:`, `VmHWM:`), KiB.
-fn status_kib(field: &str) -> Option<u64> {
+pub fn status_kib(field: &str) -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
         .ok()?
         .lines()
@@ -102,7 +55,7 @@ fn status_kib(field: &str) -> Option<u64> {
 }
 
 /// Reset the process's peak resident set to its current one; the current one, KiB.
-fn reset_peak_rss() -> Option<u64> {
+pub fn reset_peak_rss() -> Option<u64> {
     std::fs::write("/proc/self/clear_refs", "5").ok()?;
     status_kib("VmRSS:")
 }
@@ -110,9 +63,8 @@ fn reset_peak_rss() -> Option<u64> {
 impl Bench {
     pub async fn fanout(&mut self) -> anyhow::Result<Fanout> {
         let n = self.args.fanout_followers;
-        let was = fanout_limit();
         let off = n as u64 * 10;
-        set_fanout_limit(off);
+        let was = limit::set(off);
         let out = async {
             let started = Instant::now();
             let (author, follower_ids) = self.followed_author(n).await?;
@@ -120,11 +72,11 @@ impl Bench {
             let setup_seconds = started.elapsed().as_secs_f64();
             let copied = self.fanout_post(&author, off).await?;
             // Over the limit: the recount that sees it writes each follower's marker.
-            let limit = n as u64 / 10;
-            set_fanout_limit(limit);
+            let on = n as u64 / 10;
+            limit::set(on);
             recount(&*self.store, &author).await?;
             self.settle().await?;
-            let merged = self.fanout_post(&author, limit).await?;
+            let merged = self.fanout_post(&author, on).await?;
             let merged_read = self
                 .timeline_read(&follower_ids[0], &merged.post_id)
                 .await?;
@@ -146,13 +98,28 @@ impl Bench {
             })
         }
         .await;
-        set_fanout_limit(was);
+        limit::set(was);
         out
     }
 
     /// An author with `n` followers, written already projected; the author's id and the
     /// followers'.
     async fn followed_author(&mut self, n: usize) -> anyhow::Result<(String, Vec<String>)> {
+        let author = format!("fanout-author-{}", self.args.seed);
+        let followers: Vec<String> = (0..n).map(|i| follower_id(self.args.seed, i)).collect();
+        self.write_followed_author(&author, &followers).await?;
+        Ok((author, followers))
+    }
+
+    /// Write `author`, followed by each of `followers`, already projected: the users (the author
+    /// named as their id), the `following` edges and their mirrors. Not timed; the change feed
+    /// then goes over them (settle before measuring).
+    pub async fn write_followed_author(
+        &mut self,
+        author: &str,
+        followers: &[String],
+    ) -> anyhow::Result<()> {
+        let n = followers.len();
         let date = domain::now();
         let user = |id: &str, followers: usize, following: usize| {
             domain::to_value(&User {
@@ -166,28 +133,26 @@ impl Bench {
                 following_count: following as u64,
             })
         };
-        let author = format!("fanout-author-{}", self.args.seed);
-        let followers: Vec<String> = (0..n).map(|i| follower_id(self.args.seed, i)).collect();
         // The author first: the change feed takes an edge to a user it cannot find for one that
         // raced the user's erasure, and marks it deleted.
         let mut loader = Loader::new(self.store.clone());
         let mirrors = followers
             .iter()
-            .map(|f| edge(FOLLOWER, &author, f, f, &date));
-        let author_items = std::iter::once(user(&author, n, 0)).chain(mirrors);
+            .map(|f| edge(FOLLOWER, author, f, f, &date));
+        let author_items = std::iter::once(user(author, n, 0)).chain(mirrors);
         loader
-            .create(Container::Users, &author, author_items)
+            .create(Container::Users, author, author_items)
             .await?;
         loader.finish().await?;
         let pb = dataset::bar(n as u64, "followers");
-        for f in &followers {
-            let items = [user(f, 0, 1), edge(FOLLOWING, f, &author, &author, &date)];
+        for f in followers {
+            let items = [user(f, 0, 1), edge(FOLLOWING, f, author, author, &date)];
             loader.create(Container::Users, f, items).await?;
             pb.inc(1);
         }
         loader.finish().await?;
         pb.finish_and_clear();
-        Ok((author, followers))
+        Ok(())
     }
 
     /// The author posts; the run from the request to the change feed done.
@@ -309,10 +274,10 @@ mod tests {
             data,
             args: Args::try_parse_from(args).unwrap(),
         };
-        let limit_before = fanout_limit();
+        let limit_before = limit::current();
 
         let f = bench.fanout().await.unwrap();
-        assert_eq!(fanout_limit(), limit_before, "the limit is put back");
+        assert_eq!(limit::current(), limit_before, "the limit is put back");
         assert_eq!(f.copied.fanout_limit, 120);
         assert_eq!(f.copied.timeline_copies, 12, "a copy per follower");
         assert!(f.copied.change_feed_operations >= 12, "{f:?}");

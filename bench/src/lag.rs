@@ -14,24 +14,28 @@ use crate::dataset::{self, bar};
 use crate::measure::{self, Req};
 use blog::store::{BatchOp, Container, Query};
 
-use crate::report::{Lag, LagDuringDelete, LagUnderLoad};
-use crate::runner::{latency_of, Bench, SETTLE_LIMIT};
+use crate::results::{latency_of, Lag, LagDuringDelete, LagUnderLoad};
+use crate::runner::{Bench, SETTLE_LIMIT};
 
 /// How often Q6 is polled while measuring the change-feed lag. Slept on a blocking-pool thread
 /// (see [`pause`]): tokio's timer counts whole milliseconds, so its 1 ms sleep lasts 1–2 ms and
 /// would add that much to a lag measured in milliseconds.
-const LAG_POLL: Duration = Duration::from_micros(100);
+pub const LAG_POLL: Duration = Duration::from_micros(100);
 
 /// Wait `d` with the operating system's sleep, to the microsecond rather than tokio's millisecond.
-async fn pause(d: Duration) {
+pub async fn pause(d: Duration) {
     tokio::task::spawn_blocking(move || std::thread::sleep(d))
         .await
         .expect("a sleep does not panic");
 }
 
 impl Bench {
-    /// Create a post (C2) and poll Q6 until it is the newest entry: the time from the 201.
-    async fn post_and_wait_for_the_feed(&mut self) -> anyhow::Result<Duration> {
+    /// Create a post (C2) and poll Q6 until it is the newest entry: the time from the 201 (at
+    /// most `limit`).
+    pub async fn post_and_wait_for_the_feed(
+        &mut self,
+        limit: Duration,
+    ) -> anyhow::Result<Duration> {
         let author = self.users(1).remove(0);
         let (title, content) = dataset::post_text(&mut self.rng);
         let created = self
@@ -48,7 +52,7 @@ impl Bench {
             if feed.body["items"][0]["id"] == id {
                 return Ok(acked.elapsed());
             }
-            if acked.elapsed() > SETTLE_LIMIT {
+            if acked.elapsed() > limit {
                 bail!("post {id} never showed in the feed");
             }
             pause(LAG_POLL).await;
@@ -62,7 +66,7 @@ impl Bench {
         let pb = bar(total as u64, "lag");
         let mut lags = Vec::new();
         for i in 0..total {
-            let lag = self.post_and_wait_for_the_feed().await?;
+            let lag = self.post_and_wait_for_the_feed(SETTLE_LIMIT).await?;
             // The first is a warm-up: the pump may still be waking from its idle sleep.
             if i > 0 {
                 lags.push(lag);
@@ -109,7 +113,7 @@ impl Bench {
         }
         let mut lags = Vec::new();
         while lags.is_empty() || Instant::now() < deadline {
-            lags.push(self.post_and_wait_for_the_feed().await?);
+            lags.push(self.post_and_wait_for_the_feed(SETTLE_LIMIT).await?);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let mut comments = 0;
@@ -201,7 +205,7 @@ impl Bench {
             if started.elapsed() > SETTLE_LIMIT {
                 bail!("{left} comments of the deleted post are still live");
             }
-            lags.push(self.post_and_wait_for_the_feed().await?);
+            lags.push(self.post_and_wait_for_the_feed(SETTLE_LIMIT).await?);
         };
         pb.finish_and_clear();
         let lag = Lag {

@@ -38,6 +38,9 @@
 //!   same while `--concurrency` clients comment on one hot post as fast as they can (not on the
 //!   emulated store, whose cost it would measure).
 //! - Throughput: `--concurrency` workers repeat Q2 (random posts) or Q6 for `--seconds`.
+//! - The scale rows (`scale`, `--scale-rows`): writes per like by audience, other users' lag
+//!   while an author with many followers acts, timeline pages, and a like's price on a post of
+//!   many likes, each at a scale its own options set (docs/scale.md builds on them).
 //! - Request units are reported where the store reports them (Cosmos DB, or the SDK's in-memory
 //!   emulator with `--store emulated`, whose charges follow its own RU model); the embedded
 //!   store reports none, shown as "—".
@@ -47,18 +50,21 @@ mod chart;
 mod dataset;
 mod fanout;
 mod lag;
+mod limit;
 mod measure;
 mod price;
 mod report;
+mod results;
 mod rows;
 mod runner;
+mod scale;
+mod scratch;
 mod snapshot;
 mod throughput;
 mod timeline;
 mod v1;
 mod versus;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,10 +79,11 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use tokio::net::TcpListener;
 
-use args::{Args, StoreArg, EMULATED_LARGE_DELETE_MAX};
+use args::{Args, ScaleRow, StoreArg, EMULATED_LARGE_DELETE_MAX};
 use measure::Client;
-use report::{Phase, Report};
+use results::{Phase, Report};
 use runner::Bench;
+use scratch::Scratch;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -98,25 +105,6 @@ async fn main() -> ExitCode {
             eprintln!("bench: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// A scratch directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(what: &str) -> anyhow::Result<Scratch> {
-        let nanos = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
-        let dir =
-            std::env::temp_dir().join(format!("blog-bench-{what}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -288,9 +276,36 @@ async fn run(args: Args) -> anyhow::Result<()> {
         phases.done("throughput");
         let feed_snapshot = bench.feed_snapshot(&q6).await?;
         phases.done("feed snapshot");
-        // Last: its many users and follows would weigh on nothing after it.
+        // Last but the scale rows: its many users and follows would weigh on nothing after it.
         let fanout = bench.fanout().await?;
         phases.done("fan-out");
+        let chosen = scale::chosen(&args.scale_rows);
+        let mut scale_rows = (!chosen.is_empty()).then(|| results::Scale {
+            rows: chosen.iter().map(|r| scale::name(*r).to_string()).collect(),
+            ..Default::default()
+        });
+        for row in chosen {
+            let s = scale_rows.as_mut().expect("rows chosen");
+            match row {
+                ScaleRow::Writes => {
+                    s.writes_per_like = Some(bench.writes_per_like().await?);
+                    phases.done("scale: writes per like");
+                }
+                ScaleRow::Lag => {
+                    s.others_lag = Some(bench.others_lag().await?);
+                    phases.done("scale: others' lag");
+                }
+                ScaleRow::Timeline => {
+                    s.timeline_pages = Some(bench.timeline_pages().await?);
+                    phases.done("scale: timeline pages");
+                }
+                ScaleRow::Price => {
+                    s.like_price = Some(bench.like_price().await?);
+                    phases.done("scale: like price");
+                }
+                ScaleRow::None => {}
+            }
+        }
         let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1];
         anyhow::Ok((
             baseline,
@@ -302,6 +317,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             throughput,
             feed_snapshot,
             fanout,
+            scale_rows,
         ))
     }
     .await;
@@ -317,6 +333,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         throughput,
         feed_snapshot,
         fanout,
+        scale,
     ) = measured?;
     let (change_feed_lag_under_load, change_feed_lag_under_load_skipped) =
         match change_feed_lag_under_load {
@@ -354,7 +371,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     let report = Report {
         generated_at: domain::now(),
-        machine: report::Machine::this(),
+        machine: results::Machine::this(),
         store: match args.store {
             StoreArg::Emulated => format!("{} (the SDK's in-memory emulator)", bench.store.kind()),
             _ => bench.store.kind().to_string(),
@@ -373,6 +390,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         throughput,
         feed_snapshot,
         fanout,
+        scale,
         versus,
         versus_skipped,
         phases: phases.list,

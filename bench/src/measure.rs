@@ -6,7 +6,7 @@
 //! (Longer than most files: the statistics, the partition-noting store wrapper and the HTTP client share
 //! the one `Sample` they all produce.)
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -66,7 +66,34 @@ fn note_query(c: Container, q: &Query) {
     }
 }
 
-/// A store that notes the partitions each operation touches, then delegates.
+/// Items written through the [`Tally`] store since the process started, by container: every
+/// successful create, upsert, replace, patch and delete, and every write of a successful
+/// transactional batch, by whoever made it (a request, any lane of the change feed, the bench's
+/// own loading). A figure read around a run divides by its commands.
+static WRITES: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
+
+/// The items written through [`Tally`] so far, by container.
+pub fn writes() -> BTreeMap<&'static str, u64> {
+    WRITES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The items written through [`Tally`] so far, all containers.
+pub fn writes_total() -> u64 {
+    writes().values().sum()
+}
+
+fn wrote<T>(c: Container, items: u64, result: &StoreResult<T>) {
+    if result.is_ok() && items > 0 {
+        *WRITES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(c.name())
+            .or_default() += items;
+    }
+}
+
+/// A store that notes the partitions each operation touches and counts the items it writes
+/// ([`writes`]), then delegates.
 pub struct Tally(pub Arc<dyn Store>);
 
 #[async_trait]
@@ -90,12 +117,16 @@ impl Store for Tally {
 
     async fn create(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
         note(c, Some(pk));
-        self.0.create(c, pk, item).await
+        let r = self.0.create(c, pk, item).await;
+        wrote(c, 1, &r);
+        r
     }
 
     async fn upsert(&self, c: Container, pk: &str, item: Value) -> StoreResult<Value> {
         note(c, Some(pk));
-        self.0.upsert(c, pk, item).await
+        let r = self.0.upsert(c, pk, item).await;
+        wrote(c, 1, &r);
+        r
     }
 
     async fn replace(
@@ -107,12 +138,16 @@ impl Store for Tally {
         if_match: Option<&str>,
     ) -> StoreResult<Value> {
         note(c, Some(pk));
-        self.0.replace(c, pk, id, item, if_match).await
+        let r = self.0.replace(c, pk, id, item, if_match).await;
+        wrote(c, 1, &r);
+        r
     }
 
     async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
         note(c, Some(pk));
-        self.0.delete(c, pk, id).await
+        let r = self.0.delete(c, pk, id).await;
+        wrote(c, 1, &r);
+        r
     }
 
     async fn patch(
@@ -124,7 +159,9 @@ impl Store for Tally {
         if_match: Option<&str>,
     ) -> StoreResult<Value> {
         note(c, Some(pk));
-        self.0.patch(c, pk, id, ops, if_match).await
+        let r = self.0.patch(c, pk, id, ops, if_match).await;
+        wrote(c, 1, &r);
+        r
     }
 
     async fn query(&self, c: Container, q: &Query) -> StoreResult<Page> {
@@ -139,7 +176,13 @@ impl Store for Tally {
 
     async fn batch(&self, c: Container, pk: &str, ops: Vec<BatchOp>) -> StoreResult<Vec<Value>> {
         note(c, Some(pk));
-        self.0.batch(c, pk, ops).await
+        let items = ops
+            .iter()
+            .filter(|op| !matches!(op, BatchOp::Read { .. }))
+            .count() as u64;
+        let r = self.0.batch(c, pk, ops).await;
+        wrote(c, items, &r);
+        r
     }
 
     async fn changes(
@@ -298,6 +341,14 @@ impl Req {
             method: Method::POST,
             path: path.into(),
             body: Some(body),
+        }
+    }
+
+    pub fn put(path: impl Into<String>, body: Option<Value>) -> Req {
+        Req {
+            method: Method::PUT,
+            path: path.into(),
+            body,
         }
     }
 

@@ -11,55 +11,14 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use blog::store::metrics::{self, Total};
+use blog::store::metrics;
 use indicatif::ProgressBar;
-use serde::Serialize;
 use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::measure::Req;
+use crate::results::{ChangeFeedPrice, PriceUnderLoad};
 use crate::runner::Bench;
-
-/// The change-feed work of a run of commands, per command.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChangeFeedPrice {
-    /// Commands the work is spread over.
-    pub commands: usize,
-    pub operations_per_command: f64,
-    /// Request units per command, where the store reports them.
-    pub request_charge_per_command: Option<f64>,
-}
-
-impl ChangeFeedPrice {
-    /// The projections' work since `before`, over `commands` commands.
-    pub fn since(before: Total, commands: usize) -> ChangeFeedPrice {
-        let now = metrics::projections();
-        let n = commands.max(1) as f64;
-        let charge = now.request_charge - before.request_charge;
-        ChangeFeedPrice {
-            commands,
-            operations_per_command: (now.operations - before.operations) as f64 / n,
-            request_charge_per_command: (charge > 0.0).then_some(charge / n),
-        }
-    }
-}
-
-/// One command under the hot-post load.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PriceUnderLoad {
-    /// `C3` (comment) or `C4` (like).
-    pub request: &'static str,
-    pub clients: usize,
-    pub seconds: f64,
-    pub commands_per_second: f64,
-    /// The requests' own store work, per command.
-    pub request_operations_per_command: f64,
-    pub request_charge_per_command: Option<f64>,
-    /// The change-feed work they set off, per command, once the change feed has settled.
-    pub change_feed: ChangeFeedPrice,
-}
 
 impl Bench {
     /// C3 and C4 under the hot-post load.
@@ -150,7 +109,7 @@ impl Bench {
     }
 
     /// Create `n` users over HTTP (C1, not measured), `--concurrency` at a time; their ids.
-    async fn fresh_users(&mut self, n: usize) -> anyhow::Result<Vec<String>> {
+    pub async fn fresh_users(&mut self, n: usize) -> anyhow::Result<Vec<String>> {
         let clients = self.args.concurrency;
         let mut workers = JoinSet::new();
         for c in 0..clients {

@@ -1,166 +1,12 @@
-//! The report: serialized whole to `--json`, and printed as markdown shaped like the article's
-//! conclusion table (one row per request, V1 and V3 side by side).
+//! The report as markdown, shaped like the article's conclusion table (one row per request, V1
+//! and V3 side by side), then the other figures of the run (`results`).
+
+mod scale;
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
-
-use crate::dataset::{DatasetSummary, Verification};
-use crate::fanout::Fanout;
 use crate::measure::{Spread, Stats};
-use crate::price::{ChangeFeedPrice, PriceUnderLoad};
-use crate::snapshot::FeedSnapshot;
-use crate::versus::Versus;
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Report {
-    pub generated_at: String,
-    pub machine: Machine,
-    pub store: String,
-    pub config: serde_json::Value,
-    pub dataset: DatasetSummary,
-    pub verification: Option<Verification>,
-    /// A request that does no store work (`GET /`): the HTTP share of every V3 latency.
-    pub http_baseline: Latency,
-    /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6; then the deletes D1–D4
-    /// and the timeline read T1 (V3 only).
-    pub rows: Vec<Row>,
-    pub change_feed_lag: Lag,
-    /// `None` where the run skips it (the emulated store), with the reason in the next field.
-    pub change_feed_lag_under_load: Option<LagUnderLoad>,
-    pub change_feed_lag_under_load_skipped: Option<String>,
-    /// `None` where the run skips it (the emulated store), with the reason in the next field.
-    pub change_feed_lag_during_large_delete: Option<LagDuringDelete>,
-    pub change_feed_lag_during_large_delete_skipped: Option<String>,
-    /// C3 and C4 under the hot-post load: request and change-feed work per command.
-    pub prices_under_load: Vec<PriceUnderLoad>,
-    pub throughput: Vec<Throughput>,
-    pub feed_snapshot: FeedSnapshot,
-    /// F1/F2: one post by an author with many followers, the fan-out threshold off and on.
-    pub fanout: Fanout,
-    /// The product against a bare axum server, as processes; `None` when a binary is missing.
-    pub versus: Option<Versus>,
-    pub versus_skipped: Option<String>,
-    /// Wall time of each phase of the run.
-    pub phases: Vec<Phase>,
-    pub total_seconds: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Phase {
-    pub name: &'static str,
-    pub seconds: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Machine {
-    pub cpus: usize,
-    pub cpu_model: String,
-    pub os: String,
-}
-
-impl Machine {
-    pub fn this() -> Machine {
-        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split(':').nth(1))
-                    .map(|m| m.trim().to_string())
-            })
-            .unwrap_or_else(|| "unknown".into());
-        Machine {
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            cpu_model,
-            os: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Latency {
-    pub samples: usize,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub mean_ms: f64,
-    pub max_ms: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Row {
-    /// `C1` … `Q6`, `D1` … `D4` (the deletes, which V1 does not have).
-    pub request: &'static str,
-    pub title: &'static str,
-    /// The V3 route measured.
-    pub route: String,
-    /// `None` for a request V1 has no counterpart of (the deletes).
-    pub v1: Option<Stats>,
-    pub v3: Stats,
-    /// Writes only: how long the change feed took to apply what each version's requests
-    /// set off (V1 writes trigger the product's projections too: they land in `posts`).
-    pub v1_settle_seconds: Option<f64>,
-    pub v3_settle_seconds: Option<f64>,
-    /// Writes only: the change-feed work V3's requests set off, per request (one at a time).
-    pub change_feed: Option<ChangeFeedPrice>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Lag {
-    #[serde(flatten)]
-    pub latency: Latency,
-    /// How often Q6 was polled while waiting: the resolution of each sample.
-    pub poll_interval_ms: f64,
-}
-
-/// The change-feed lag while clients comment on one hot post.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LagUnderLoad {
-    #[serde(flatten)]
-    pub lag: Lag,
-    /// Clients commenting on the hot post, each as fast as it can.
-    pub hot_clients: usize,
-    pub seconds: f64,
-    pub comments_per_second: f64,
-    /// From the end of the load until the hot post's `commentCount` was exact.
-    pub count_exact_after_ms: f64,
-}
-
-/// Other users' posts' change-feed lag while a post with many comments is deleted.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LagDuringDelete {
-    /// Comments on the deleted post.
-    pub comments: usize,
-    /// The `DELETE`'s answer.
-    pub delete_answered_ms: f64,
-    /// From the `DELETE` until every comment of the post was marked deleted.
-    pub all_marked_after_ms: f64,
-    /// C2 acknowledged → visible in Q6, for posts created by others meanwhile.
-    #[serde(flatten)]
-    pub lag: Lag,
-    /// The largest of those lags over the quiet lag's median: how much the delete held them up.
-    pub max_over_quiet_p50: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Throughput {
-    pub request: &'static str,
-    pub version: &'static str,
-    pub concurrency: usize,
-    pub seconds: f64,
-    pub requests: usize,
-    pub requests_per_second: f64,
-    #[serde(flatten)]
-    pub latency: Latency,
-}
+use crate::results::{Fanout, Report, Versus};
 
 fn num(x: f64) -> String {
     if x < 10.0 {
@@ -370,6 +216,9 @@ pub fn markdown(r: &Report) -> String {
         f.operations_saved_per_1000_reads
     );
     out.push_str(&fanout_markdown(&r.fanout));
+    if let Some(s) = &r.scale {
+        out.push_str(&scale::markdown(s));
+    }
     match (&r.versus, &r.versus_skipped) {
         (Some(v), _) => out.push_str(&versus_markdown(v)),
         (None, Some(why)) => {

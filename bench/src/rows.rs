@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::dataset;
 use crate::measure::Req;
-use crate::report::Row;
+use crate::results::Row;
 use crate::runner::Bench;
 use crate::v1;
 

@@ -13,23 +13,11 @@ use serde_json::Value;
 
 use crate::args::Args;
 use crate::dataset::{self, bar, Dataset, UserRef};
-use crate::measure::{self, measured, stats, Client, Req, Sample, Stats};
-use crate::price::ChangeFeedPrice;
-use crate::report::{Latency, Row};
+use crate::measure::{measured, stats, Client, Req, Sample, Stats};
+use crate::results::{latency_of, ChangeFeedPrice, Latency, Row};
 
 /// How long to wait for the change-feed pump before giving up.
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(120);
-
-pub fn latency_of(durations: &[Duration]) -> Latency {
-    let (p50_ms, p99_ms, mean_ms, max_ms) = measure::latency(durations);
-    Latency {
-        samples: durations.len(),
-        p50_ms,
-        p99_ms,
-        mean_ms,
-        max_ms,
-    }
-}
 
 /// Measure a V1 request: `warmup` discarded runs, then `samples` measured ones; `f(i)` does
 /// the `i`-th. Returns the figures and every answer.

@@ -10,34 +10,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use blog::startup::Application;
-use serde::Serialize;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::dataset;
 use crate::measure::{Client, Req};
-use crate::report::Row;
+use crate::results::{FeedSnapshot, Row};
 use crate::runner::Bench;
 
 /// How often a post is created while the feed is read.
 const POST_EVERY: Duration = Duration::from_millis(100);
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FeedSnapshot {
-    pub concurrency: usize,
-    pub seconds: f64,
-    /// Posts created meanwhile (each drops the snapshot on the embedded store).
-    pub posts_created: usize,
-    pub reads: u64,
-    /// Feed queries the reads made (the rest were answered from the snapshot).
-    pub store_operations: u64,
-    pub operations_saved_per_1000_reads: f64,
-    /// The request units of one feed query (Q6, V3); `None` where the store reports none.
-    pub request_units_per_query: Option<f64>,
-    pub request_units_saved_per_1000_reads: Option<f64>,
-}
 
 impl Bench {
     pub async fn feed_snapshot(&mut self, q6: &Row) -> anyhow::Result<FeedSnapshot> {

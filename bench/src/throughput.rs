@@ -11,8 +11,8 @@ use rand_pcg::Pcg64;
 use tokio::task::JoinSet;
 
 use crate::measure::Req;
-use crate::report::Throughput;
-use crate::runner::{latency_of, Bench};
+use crate::results::{latency_of, Throughput};
+use crate::runner::Bench;
 use crate::v1;
 
 impl Bench {

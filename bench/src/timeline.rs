@@ -6,7 +6,7 @@
 use reqwest::Method;
 
 use crate::measure::Req;
-use crate::report::Row;
+use crate::results::Row;
 use crate::runner::Bench;
 
 /// Authors each reader follows.

@@ -24,13 +24,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use crate::args::Args;
-use crate::report::Latency;
-use crate::runner::latency_of;
+use crate::results::{latency_of, ColdStart, FeedThroughput, HotPost, Load, Versus};
+use crate::scratch::Scratch;
 
 /// How long a process may take to answer its first 200.
 const START_LIMIT: Duration = Duration::from_secs(20);
@@ -39,59 +38,6 @@ type MakeRequest = Arc<dyn Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder
 
 /// A bound on each load worker besides the clock.
 const MAX_PER_WORKER: usize = 1_000_000;
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Versus {
-    pub handler: String,
-    pub handler_bytes: u64,
-    pub bare_bytes: u64,
-    pub cold_start: ColdStart,
-    pub feed_throughput: FeedThroughput,
-    pub hot_post: HotPost,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ColdStart {
-    pub product: Latency,
-    pub bare: Latency,
-    /// Product p50 / bare p50.
-    pub ratio: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Load {
-    pub requests: usize,
-    pub requests_per_second: f64,
-    pub latency: Latency,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FeedThroughput {
-    pub items: usize,
-    pub body_bytes: usize,
-    pub concurrency: usize,
-    pub seconds: f64,
-    pub product: Load,
-    pub bare: Load,
-    /// Product requests/s ÷ bare requests/s.
-    pub ratio: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HotPost {
-    pub concurrency: usize,
-    pub seconds: f64,
-    pub comments: Load,
-    /// The product's peak resident set over its life (`VmHWM`), MiB.
-    pub peak_rss_mib: f64,
-    /// The same for `bare` after its feed load, for scale.
-    pub bare_peak_rss_mib: f64,
-}
 
 /// The product and `bare` binaries, or why they cannot be measured.
 pub fn binaries(handler: Option<&Path>) -> Result<(PathBuf, PathBuf), String> {
@@ -117,7 +63,7 @@ struct Server {
     child: Child,
     origin: String,
     /// The product's database directory.
-    _dir: Option<crate::Scratch>,
+    _dir: Option<Scratch>,
 }
 
 impl Drop for Server {
@@ -149,8 +95,8 @@ fn free_port() -> anyhow::Result<u16> {
 /// The product as the Functions host or a person starts it: default settings but the port, a
 /// fresh embedded database and no per-caller write limit (the hot-post load is one address
 /// writing as fast as it can, which that limit exists to refuse); its log goes nowhere.
-fn handler_command(bin: &Path, port: u16) -> anyhow::Result<(Command, crate::Scratch)> {
-    let dir = crate::Scratch::new("versus")?;
+fn handler_command(bin: &Path, port: u16) -> anyhow::Result<(Command, Scratch)> {
+    let dir = Scratch::new("versus")?;
     let mut cmd = Command::new(bin);
     cmd.env_clear()
         .env("PORT", port.to_string())
@@ -302,7 +248,7 @@ async fn post_json(http: &reqwest::Client, url: String, body: Value) -> anyhow::
 }
 
 pub async fn run(args: &Args, handler: &Path, bare: &Path) -> anyhow::Result<Versus> {
-    let work = crate::Scratch::new("versus-work")?;
+    let work = Scratch::new("versus-work")?;
     let (h, b, n, w) = (
         handler.to_path_buf(),
         bare.to_path_buf(),

@@ -25,6 +25,12 @@ fn run_bench(args: &[&str]) -> (Value, String) {
     let svg =
         std::fs::read_to_string(json.with_extension("svg")).expect("a chart beside the report");
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    if report["scale"].is_object() {
+        assert!(
+            svg.contains("store writes per like"),
+            "no scale panels in the chart"
+        );
+    }
     for row in report["rows"].as_array().expect("rows") {
         let name = row["request"].as_str().unwrap();
         assert!(
@@ -59,6 +65,22 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "450",
         "--fanout-followers",
         "20",
+        "--audiences",
+        "0,3",
+        "--likes",
+        "3",
+        "--like-rate",
+        "50",
+        "--hot-followers",
+        "8",
+        "--hot-likes",
+        "2",
+        "--merged-authors",
+        "4",
+        "--timeline-readers",
+        "3",
+        "--price-likes",
+        "150",
     ]);
     let rows = report["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows
@@ -203,6 +225,79 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     for name in names {
         assert!(table.contains(&format!("**[{name}]**")), "{table}");
     }
+
+    // The scale rows, each group at its tiny scale: the shapes, and what a user would see (every
+    // like counted, every probe answered, the merged authors' posts on the page).
+    let s = &report["scale"];
+    assert_eq!(
+        s["rows"],
+        serde_json::json!(["writes", "lag", "timeline", "price"])
+    );
+    let runs = s["writesPerLike"]["runs"].as_array().expect("like runs");
+    let shape: Vec<(u64, &str)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["followers"].as_u64().unwrap(),
+                r["mode"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [(0, "steady"), (0, "burst"), (3, "steady"), (3, "burst")]
+    );
+    for r in runs {
+        assert_eq!(r["likes"], 3, "{r}");
+        assert_eq!(r["likeCount"], 3, "every like counted: {r}");
+        assert!(r["writesPerLike"].as_f64().unwrap() >= 1.0, "{r}");
+        assert!(
+            r["requestOperationsPerLike"].as_f64().unwrap() >= 1.0,
+            "{r}"
+        );
+    }
+    let l = &s["othersLag"];
+    assert_eq!(l["followers"], 8, "{l}");
+    let scenarios: Vec<&str> = l["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        scenarios,
+        ["liked", "renamed", "deleted a post", "crossed the limit"]
+    );
+    assert_eq!(l["quiet"]["feedLag"]["samples"], 5, "{l}");
+    let liked = &l["scenarios"][0]["what"];
+    assert!(
+        liked
+            .as_str()
+            .unwrap()
+            .contains("likes 2 of the author's posts"),
+        "{liked}"
+    );
+    for x in l["scenarios"].as_array().unwrap() {
+        assert!(x["feedLag"]["samples"].as_u64().unwrap() >= 1, "{x}");
+        assert!(x["followLag"]["samples"].as_u64().unwrap() >= 1, "{x}");
+    }
+    let t = &s["timelinePages"];
+    assert!(t["ordinary"]["operationsMax"].as_u64().unwrap() >= 1, "{t}");
+    assert_eq!(t["merged"]["mergedAuthors"], 4, "{t}");
+    assert_eq!(t["merged"]["items"], 20, "a full page of theirs: {t}");
+    assert_eq!(t["concurrent"]["answered"], 3, "{t}");
+    let p = &s["likePrice"];
+    assert_eq!(p["small"]["postLikes"], 10, "{p}");
+    assert_eq!(p["large"]["postLikes"], 150, "{p}");
+    assert!(p["operationsRatio"].as_f64().unwrap() > 0.0, "{p}");
+    for heading in [
+        "Writes per like by audience",
+        "Other users' lag while an author with 8 followers",
+        "**[T3]**",
+        "The price of a like by the post's total",
+    ] {
+        assert!(table.contains(heading), "{heading}: {table}");
+    }
 }
 
 /// Without the `emulator` feature (every default build) the emulated store is not built in, and
@@ -247,6 +342,22 @@ fn the_emulated_store_reports_request_units_everywhere() {
         "10",
         "--large-delete-comments",
         "200",
+        "--audiences",
+        "0,3",
+        "--likes",
+        "2",
+        "--like-rate",
+        "50",
+        "--hot-followers",
+        "5",
+        "--hot-likes",
+        "2",
+        "--merged-authors",
+        "3",
+        "--timeline-readers",
+        "2",
+        "--price-likes",
+        "50",
     ]);
     assert!(report["store"].as_str().unwrap().contains("emulator"));
     // A large delete of a few sweep pages is measured there.
@@ -260,6 +371,20 @@ fn the_emulated_store_reports_request_units_everywhere() {
             }
         }
     }
+    // The scale rows' request units: a like's, a timeline page's, the like price's.
+    let s = &report["scale"];
+    for r in s["writesPerLike"]["runs"].as_array().unwrap() {
+        assert!(r["requestChargePerLike"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let t = &s["timelinePages"];
+    assert!(
+        t["merged"]["requestChargeMean"].as_f64().unwrap() > 0.0,
+        "{t}"
+    );
+    assert!(
+        s["likePrice"]["requestChargeRatio"].as_f64().unwrap() > 0.0,
+        "{s}"
+    );
     let f = &report["feedSnapshot"];
     assert!(f["requestUnitsPerQuery"].as_f64().unwrap() > 0.0, "{f}");
     assert!(f["requestUnitsSavedPer1000Reads"].as_f64().is_some(), "{f}");
