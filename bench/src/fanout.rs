@@ -284,9 +284,12 @@ mod tests {
         assert_eq!(f.merged.fanout_limit, 1);
         assert_eq!(f.merged.timeline_copies, 0, "nothing copied: {f:?}");
         assert!(f.merged_read.shows_post, "{f:?}");
-        assert_eq!(
-            f.merged_read.operations, 2,
-            "the timeline, then the author's posts"
+        // The timeline, the merged authors' posts, and a read of the counts of each post shown
+        // (no snapshot here: the bench turns it off).
+        let bound = 2 + bench.args.feed_limit as u64;
+        assert!(
+            (3..=bound).contains(&(f.merged_read.operations as u64)),
+            "the timeline, the author's posts, their counts: {f:?}"
         );
         assert_eq!(f.merged_read.latency.samples, 2);
         assert_eq!(f.followers, 12);

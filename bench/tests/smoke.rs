@@ -106,12 +106,18 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
             assert!(r[v]["p50Ms"].as_f64().is_some(), "{r}");
             assert!(r[v]["operations"]["mean"].as_f64().unwrap() >= 1.0, "{r}");
         }
-        if r["request"].as_str().unwrap().starts_with(['Q', 'T']) {
+        if r["request"].as_str().unwrap().starts_with('Q') {
             assert_eq!(
                 r["v3"]["operations"]["max"], 1.0,
                 "one operation per query: {r}"
             );
             assert_eq!(r["v3"]["partitions"]["distinct"]["max"], 1.0, "{r}");
+        }
+        if r["request"] == "T1" {
+            // One query of the reader's partition, plus a read of the counts of each post shown
+            // (the bench keeps no snapshot of them): at most 2 + the page's limit.
+            let max = r["v3"]["operations"]["max"].as_f64().unwrap();
+            assert!((1.0..=22.0).contains(&max), "a bounded timeline page: {r}");
         }
     }
     // V1 fans out where the article says it does.
@@ -197,7 +203,9 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "{f}"
     );
     assert_eq!(f["merged"]["timelineCopies"], 0, "{f}");
-    assert_eq!(f["mergedRead"]["operations"], 2, "{f}");
+    // The timeline, the merged authors' posts, the counts of each post shown: at most 2 + 20.
+    let ops = f["mergedRead"]["operations"].as_u64().unwrap();
+    assert!((3..=22).contains(&ops), "{f}");
     assert_eq!(f["mergedRead"]["showsPost"], true, "{f}");
     assert!(table.contains("by an author with 20 followers"), "{table}");
 
