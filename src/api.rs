@@ -115,6 +115,7 @@ macro_rules! api_table {
             comments::create_comment,
             likes::list_likes,
             likes::create_like,
+            likes::get_like,
             users::delete_user,
             posts::delete_post,
             comments::delete_comment,
