@@ -27,10 +27,23 @@ pub const FEED_PK: &str = "post";
 /// Short-form content is at most this many characters (including the ellipsis).
 pub const SHORT_CONTENT_CHARS: usize = 200;
 
-/// Why an input was rejected; becomes a 400 with this text as `detail`.
+/// Why an input was rejected: the field at fault and what is wrong with it (a sentence naming
+/// the field); becomes a 400 naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Invalid(pub String);
+#[error("{detail}")]
+pub struct Invalid {
+    pub field: String,
+    pub detail: String,
+}
+
+impl Invalid {
+    pub fn new(field: &str, detail: impl Into<String>) -> Self {
+        Invalid {
+            field: field.to_string(),
+            detail: detail.into(),
+        }
+    }
+}
 
 fn count_chars(s: &str) -> usize {
     s.chars().count()
@@ -39,12 +52,13 @@ fn count_chars(s: &str) -> usize {
 fn check_length(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
     let n = count_chars(value);
     if n == 0 {
-        return Err(Invalid(format!("`{field}` must not be empty")));
+        return Err(Invalid::new(field, format!("`{field}` must not be empty")));
     }
     if n > max {
-        return Err(Invalid(format!(
-            "`{field}` must be at most {max} characters (got {n})"
-        )));
+        return Err(Invalid::new(
+            field,
+            format!("`{field}` must be at most {max} characters (got {n})"),
+        ));
     }
     Ok(())
 }
@@ -64,12 +78,16 @@ impl Id {
         if s.chars()
             .any(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control())
         {
-            return Err(Invalid(format!(
-                "`{field}` must not contain `/`, `\\`, `?`, `#` or control characters"
-            )));
+            return Err(Invalid::new(
+                field,
+                format!("`{field}` must not contain `/`, `\\`, `?`, `#` or control characters"),
+            ));
         }
         if s.chars().all(|c| c == '.') {
-            return Err(Invalid(format!("`{field}` must not be made only of dots")));
+            return Err(Invalid::new(
+                field,
+                format!("`{field}` must not be made only of dots"),
+            ));
         }
         Ok(Id(s.to_string()))
     }
@@ -108,18 +126,21 @@ impl Username {
         let s = s.trim();
         check_length("username", s, Self::MAX_CHARS)?;
         if s.chars().any(char::is_control) {
-            return Err(Invalid(
-                "`username` must not contain control characters".into(),
+            return Err(Invalid::new(
+                "username",
+                "`username` must not contain control characters",
             ));
         }
         if s.chars().any(chars::is_bidi_control) {
-            return Err(Invalid(
-                "`username` must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)".into(),
+            return Err(Invalid::new(
+                "username",
+                "`username` must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
             ));
         }
         if !s.chars().any(chars::is_visible) {
-            return Err(Invalid(
-                "`username` must contain at least one visible character".into(),
+            return Err(Invalid::new(
+                "username",
+                "`username` must contain at least one visible character",
             ));
         }
         Ok(Username(s.to_string()))
@@ -139,13 +160,16 @@ impl Text {
     pub fn parse(field: &str, s: &str, max: usize) -> Result<Self, Invalid> {
         check_length(field, s, max)?;
         if let Some(c) = s.chars().find(|&c| chars::is_forbidden_in_text(c)) {
-            return Err(Invalid(format!(
-                "`{field}` must not contain control characters other than line breaks and tabs (found U+{:04X})",
-                c as u32
-            )));
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "`{field}` must not contain control characters other than line breaks and tabs (found U+{:04X})",
+                    c as u32
+                ),
+            ));
         }
         if !s.chars().any(chars::is_visible) {
-            return Err(Invalid(format!("`{field}` must not be blank")));
+            return Err(Invalid::new(field, format!("`{field}` must not be blank")));
         }
         Ok(Text(s.to_string()))
     }

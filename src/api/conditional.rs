@@ -20,7 +20,7 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Place};
 
 /// `If-None-Match` as a header value: `*`, or one or more entity tags. Empty (or blank) is no
 /// condition.
@@ -120,18 +120,26 @@ fn parse_tags(text: &str) -> Option<Vec<(bool, String)>> {
 }
 
 /// The header's text; `None` when absent or empty (an empty condition is no condition).
-fn header_text<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&'a str>, ApiError> {
+fn header_text<'a>(
+    parts: &'a Parts,
+    name: &HeaderName,
+    shown: &str,
+) -> Result<Option<&'a str>, ApiError> {
     let mut values = parts.headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
     };
     if values.next().is_some() {
-        return Err(ApiError::BadRequest(format!("`{name}` must be sent once")));
+        return Err(bad_header(shown, format!("`{shown}` must be sent once")));
     }
     let text = first
         .to_str()
-        .map_err(|_| ApiError::BadRequest(format!("`{name}` must be ASCII")))?;
+        .map_err(|_| bad_header(shown, format!("`{shown}` must be ASCII")))?;
     Ok(Some(text).filter(|t| !t.trim().is_empty()))
+}
+
+fn bad_header(name: &str, detail: String) -> ApiError {
+    ApiError::invalid(Place::Header, name, detail)
 }
 
 /// An optional extractor: `Option<IfNoneMatch>` is `None` without the header.
@@ -139,14 +147,15 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for IfNoneMatch {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, ApiError> {
-        let Some(text) = header_text(parts, &header::IF_NONE_MATCH)? else {
+        let Some(text) = header_text(parts, &header::IF_NONE_MATCH, "If-None-Match")? else {
             return Ok(None);
         };
         if text.trim() == "*" {
             return Ok(Some(IfNoneMatch::Any));
         }
         let tags = parse_tags(text).ok_or_else(|| {
-            ApiError::BadRequest(
+            bad_header(
+                "If-None-Match",
                 "`If-None-Match` must be `*` or entity tags such as `\"abc\"`".into(),
             )
         })?;
@@ -161,7 +170,7 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for IfMatch {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, ApiError> {
-        let Some(text) = header_text(parts, &header::IF_MATCH)? else {
+        let Some(text) = header_text(parts, &header::IF_MATCH, "If-Match")? else {
             return Ok(None);
         };
         if text.trim() == "*" {
@@ -173,7 +182,8 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for IfMatch {
             } else {
                 tag.clone()
             }))),
-            _ => Err(ApiError::BadRequest(
+            _ => Err(bad_header(
+                "If-Match",
                 "`If-Match` must be `*` or one entity tag such as `\"abc\"`".into(),
             )),
         }

@@ -69,7 +69,7 @@ fn common_responses(write: bool, has_body: bool, has_input: bool) -> Vec<(&'stat
     if has_input {
         out.push((
             "400",
-            problem("Malformed or invalid input: a bad id, header, parameter or body (nothing is written)"),
+            problem("Malformed or invalid input (nothing is written): `invalid-input` names each bad id, header, parameter or body property in `errors`; `malformed-body` when the body is not a JSON object"),
         ));
     }
     if write {
@@ -166,6 +166,14 @@ fn complete(doc: &mut Value) {
             "description": "A token from the deployment's OpenID Connect issuer (`BLOG_AUTH=jwt`), or one App Service authentication accepts (`BLOG_AUTH=easyauth`)",
         }
     });
+    // Every problem type, so a client can list the kinds it handles.
+    let problem_type = &mut doc["components"]["schemas"]["Problem"]["properties"]["type"];
+    if problem_type.is_object() {
+        problem_type["examples"] = json!(crate::error::PROBLEM_TYPES
+            .iter()
+            .map(|k| k.uri())
+            .collect::<Vec<_>>());
+    }
     if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
         for (name, schema) in schemas.iter_mut() {
             let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {

@@ -33,6 +33,7 @@ mod identity;
 mod layers;
 mod model;
 mod openapi;
+mod problems;
 mod process;
 mod projection;
 mod schema;
