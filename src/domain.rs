@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
-mod chars;
+pub mod chars;
 mod deletion;
 pub mod follows;
 mod items;
@@ -125,10 +125,12 @@ impl Username {
     pub fn parse(s: &str) -> Result<Self, Invalid> {
         let s = s.trim();
         check_length("username", s, Self::MAX_CHARS)?;
-        if s.chars().any(char::is_control) {
+        if s.chars()
+            .any(|c| c.is_control() || chars::is_line_separator(c))
+        {
             return Err(Invalid::new(
                 "username",
-                "`username` must not contain control characters",
+                "`username` must not contain control characters or line breaks",
             ));
         }
         if s.chars().any(chars::is_bidi_control) {

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 
 use super::conditional::{IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN};
-use super::schema::{DATE_PATTERN, ID_PATTERN, TEXT_PATTERN, USERNAME_PATTERN};
+use super::schema::{username_pattern, DATE_PATTERN, ID_PATTERN, TEXT_PATTERN};
 use super::AppState;
 use crate::settings::AuthMode;
 
@@ -138,12 +138,12 @@ fn metering_headers() -> Value {
 }
 
 /// Patterns of properties by name, in request bodies and answers alike.
-fn property_pattern(schema: &str, property: &str) -> Option<&'static str> {
+fn property_pattern(schema: &str, property: &str) -> Option<String> {
     match (schema, property) {
-        (_, "id" | "userId" | "postId") => Some(ID_PATTERN),
-        (_, "creationDate") => Some(DATE_PATTERN),
-        ("UserBody", "username") => Some(USERNAME_PATTERN),
-        ("PostBody" | "CommentBody", "title" | "content") => Some(TEXT_PATTERN),
+        (_, "id" | "userId" | "postId") => Some(ID_PATTERN.into()),
+        (_, "creationDate") => Some(DATE_PATTERN.into()),
+        ("UserBody", "username") => Some(username_pattern()),
+        ("PostBody" | "CommentBody", "title" | "content") => Some(TEXT_PATTERN.into()),
         _ => None,
     }
 }
@@ -158,6 +158,8 @@ fn parameter_pattern(name: &str) -> Option<&'static str> {
 }
 
 fn complete(doc: &mut Value) {
+    // Relative: the API is under `/api` of whichever host serves this document.
+    doc["servers"] = json!([{ "url": "/", "description": "The host serving this document" }]);
     doc["components"]["securitySchemes"] = json!({
         "bearer": {
             "type": "http",

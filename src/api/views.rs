@@ -57,11 +57,11 @@ pub struct UserView {
     /// How many users follow this one; kept by the change feed, so it may lag a follow by a
     /// moment. Not on the entries of follow lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, nullable = false)]
     pub follower_count: Option<u64>,
     /// How many users this one follows; kept like `followerCount`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, nullable = false)]
     pub following_count: Option<u64>,
 }
 
