@@ -37,6 +37,7 @@ pub fn routes(config: &Config) -> Router<AppState> {
     let routes = routes
         // `/` (the Functions host's readiness probe, or the page for a browser) and the client.
         .merge(crate::web::routes())
+        .route("/api", axum::routing::get(api::index))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(DefaultBodyLimit::max(api::BODY_LIMIT))

@@ -163,8 +163,11 @@ pub async fn serve(
             _ = stopped => {}
         }
     };
+    let (url, api) = open_urls(settings.addr);
     tracing::info!(
         addr = %settings.addr,
+        url = %url,
+        api = %api,
         store = settings.store.as_str(),
         hosted = settings.hosted,
         pump = settings.pump,
@@ -317,4 +320,15 @@ impl Drop for NotifyOnDrop {
     fn drop(&mut self) {
         self.0.notify_one();
     }
+}
+/// The addresses to open once serving: the web client at `/` and the API's index at `/api`; an
+/// address that listens on every interface is opened as `localhost`.
+pub fn open_urls(addr: std::net::SocketAddr) -> (String, String) {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "localhost".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    let base = format!("http://{host}:{}", addr.port());
+    (format!("{base}/"), format!("{base}/api"))
 }

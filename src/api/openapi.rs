@@ -141,7 +141,7 @@ fn metering_headers() -> Value {
 fn property_pattern(schema: &str, property: &str) -> Option<String> {
     match (schema, property) {
         (_, "id" | "userId" | "postId") => Some(ID_PATTERN.into()),
-        (_, "creationDate") => Some(DATE_PATTERN.into()),
+        (_, "creationDate" | "updatedAt") => Some(DATE_PATTERN.into()),
         ("UserBody", "username") => Some(username_pattern()),
         ("PostBody" | "CommentBody", "title" | "content") => Some(TEXT_PATTERN.into()),
         _ => None,

@@ -116,6 +116,7 @@ pub async fn update_post(
     let ops = [
         PatchOp::set("/title", title.as_str()),
         PatchOp::set("/content", content.as_str()),
+        PatchOp::set("/updatedAt", crate::domain::now()),
     ];
     let store = &*s.store;
     let post = match if_match.as_ref().and_then(IfMatch::etag) {

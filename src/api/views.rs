@@ -121,6 +121,10 @@ pub struct PostView {
     pub like_count: u64,
     #[schema(example = "2026-11-21T10:00:00.123Z")]
     pub creation_date: String,
+    /// When the author last edited the post; absent on a post never edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, example = "2026-11-21T11:30:00.456Z")]
+    pub updated_at: Option<String>,
 }
 
 impl View for PostView {
@@ -138,6 +142,7 @@ impl View for PostView {
             comment_count: p.comment_count,
             like_count: p.like_count,
             creation_date: p.creation_date,
+            updated_at: p.updated_at,
         }
     }
 }

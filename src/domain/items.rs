@@ -108,6 +108,10 @@ pub struct Post {
     pub comment_count: u64,
     pub like_count: u64,
     pub creation_date: String,
+    /// When the post was last edited (`PUT`); absent on a post never edited. Not on the short
+    /// form: copies show what the feed lists, and an edit changes their title or content anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
 }
 
 impl Post {
@@ -125,6 +129,7 @@ impl Post {
             comment_count: 0,
             like_count: 0,
             creation_date: now(),
+            updated_at: None,
         }
     }
 
@@ -132,6 +137,7 @@ impl Post {
     pub fn summary(&self) -> Post {
         Post {
             content: short_content(&self.content),
+            updated_at: None,
             ..self.clone()
         }
     }

@@ -595,6 +595,7 @@ mod tests {
             comment_count: comments,
             like_count: likes,
             creation_date: date.into(),
+            updated_at: None,
         }
     }
 

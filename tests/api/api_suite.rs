@@ -163,6 +163,13 @@ pub async fn edit_a_post(app: &TestApp) {
     assert_eq!(r.body["content"], "c2");
     assert_eq!(r.body["likeCount"], 1, "an edit keeps the counters");
     assert_eq!(r.body["creationDate"], post["creationDate"]);
+    // A post never edited has no `updatedAt`; an edit sets it, and it stays on the post.
+    assert_eq!(post.get("updatedAt"), None);
+    let edited = r.body["updatedAt"]
+        .as_str()
+        .expect("`updatedAt` after an edit");
+    assert!(edited >= post["creationDate"].as_str().unwrap(), "{edited}");
+    assert_eq!(post_of(app, &id(&post)).await["updatedAt"], edited);
     app.put(
         "/api/posts/nope",
         json!({ "userId": id(&user), "title": "t", "content": "c" }),

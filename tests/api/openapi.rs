@@ -381,6 +381,24 @@ async fn the_served_document_asks_for_a_token_only_where_writes_need_one() {
     }
 }
 
+/// `GET /api` is where a client starts: links to the document and the web client, each served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_root_links_what_a_client_needs() {
+    let app = spawn_app().await;
+    let r = app.get("/api").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    for (name, path) in [
+        ("openapi", "/api/openapi.json"),
+        ("web", "/api/web/"),
+        ("feed", "/api/feed"),
+        ("config", "/api/config"),
+    ] {
+        assert_eq!(r.body["links"][name]["href"], path, "{name}");
+        assert_eq!(app.get(path).await.status, 200, "{path}");
+    }
+}
+
 /// The document as client generators read it: properties in the order the types declare them
 /// (a generated constructor takes them in that order), a relative server, counts that are left
 /// out but never `null`, and a `username` pattern that admits no name the server refuses.
@@ -408,7 +426,8 @@ async fn generators_read_the_document_as_the_server_behaves() {
                 "content",
                 "commentCount",
                 "likeCount",
-                "creationDate"
+                "creationDate",
+                "updatedAt"
             ]
         );
         assert_eq!(props("PostBody"), ["userId", "title", "content"]);

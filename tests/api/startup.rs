@@ -109,3 +109,27 @@ fn a_store_that_cannot_be_opened_stops_the_process() {
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("start-up failed"), "{log}");
 }
+
+/// The start-up log says which addresses to open: the web client and the API's index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_start_up_log_names_the_urls_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = crate::server::Handler::start(
+        dir.path(),
+        &[("BLOG_LOG_FORMAT", "json"), ("BLOG_BIND", "127.0.0.1")],
+    )
+    .await;
+    let base = handler.base.clone();
+    let out = handler.stdout();
+    let listening = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["message"] == "listening")
+        .unwrap_or_else(|| panic!("no `listening` line: {out}"));
+    assert_eq!(listening["url"], format!("{base}/"), "{listening}");
+    assert_eq!(listening["api"], format!("{base}/api"), "{listening}");
+    assert_eq!(
+        blog::startup::open_urls("0.0.0.0:7071".parse().unwrap()).0,
+        "http://localhost:7071/"
+    );
+}
