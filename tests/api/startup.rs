@@ -133,3 +133,41 @@ async fn the_start_up_log_names_the_urls_to_open() {
         "http://localhost:7071/"
     );
 }
+
+/// With no origins allowed, a refused preflight is logged with the setting that allows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_preflight_names_the_cors_setting_in_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = crate::server::Handler::start(
+        dir.path(),
+        &[("BLOG_LOG_FORMAT", "json"), ("BLOG_BIND", "127.0.0.1")],
+    )
+    .await;
+    let r = reqwest::Client::new()
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{}/api/users", handler.base),
+        )
+        .header("origin", "http://localhost:5173")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    let out = handler.stdout();
+    let hint = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("preflight"))
+        })
+        .unwrap_or_else(|| panic!("no hint: {out}"));
+    let message = hint["message"].as_str().unwrap();
+    assert!(
+        message.contains("BLOG_CORS_ORIGINS=http://localhost:5173"),
+        "{message}"
+    );
+    assert_eq!(hint["level"], "WARN");
+}
