@@ -28,7 +28,7 @@ use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::{Json, Router};
+use axum::Router;
 use serde::Serialize;
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -41,7 +41,7 @@ use crate::auth::{ActingUser, Auth};
 use crate::domain::Id;
 use crate::error::{ApiError, ApiResult, Failure};
 use crate::store::{metrics, Container, Page, Store, StoreResult};
-use conditional::{no_cache, IfNoneMatch};
+use conditional::{no_cache, tagged, IfNoneMatch};
 use counts_cache::CountsCache;
 use feed_cache::FeedCache;
 use views::{PageView, View};
@@ -123,6 +123,7 @@ macro_rules! api_table {
             comments::create_comment,
             likes::list_likes,
             likes::create_like,
+            likes::get_like,
             users::delete_user,
             posts::delete_post,
             comments::delete_comment,
@@ -223,6 +224,22 @@ pub fn timed_routes(request_timeout: Duration) -> Router<AppState> {
     ))
 }
 
+/// `GET /api`: where a client starts, the links to the OpenAPI document, the web client and the
+/// first reads. Not an operation of the document (it describes the document).
+pub async fn index() -> Response {
+    let link = |href: &str, title: &str| serde_json::json!({ "href": href, "title": title });
+    let body = serde_json::json!({
+        "title": "blog API",
+        "links": {
+            "openapi": link("/api/openapi.json", "The OpenAPI 3.1 document of this API"),
+            "web": link("/api/web/", "The web client"),
+            "feed": link("/api/feed", "The newest posts"),
+            "config": link("/api/config", "How clients sign in"),
+        },
+    });
+    no_cache(json_response(encode(&body)))
+}
+
 /// Answer an unknown route: 404 problem+json.
 pub async fn not_found() -> ApiError {
     ApiError::NotFound("no such resource".into())
@@ -311,63 +328,91 @@ fn json_response(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, json)], body).into_response()
 }
 
-/// What a point read of a user or post found.
-enum Read {
-    Item(Value),
-    /// The client's copy, with this `ETag`, is current.
-    NotModified(String),
-    Missing,
+/// Read the item `id` (its own partition key) in one store operation: `None` when there is
+/// none or it is deleted (a deleted item is no item whatever the request's conditions name).
+async fn read_item(store: &dyn Store, c: Container, id: &Id) -> StoreResult<Option<Value>> {
+    let id = id.as_str();
+    Ok(store
+        .read(c, id, id)
+        .await?
+        .filter(|item| !crate::domain::is_deleted(item)))
 }
 
-/// Read the item `id` (its own partition key) in one store operation, honouring
-/// `If-None-Match` after the read: a deleted item is no item whatever the condition names (not
-/// even the tag its deletion wrote), so the store is never asked to compare tags it would answer
-/// 304 for without saying whether the item is a tombstone.
-async fn read_item(
+/// 200 with the item's view `V` and its `ETag`, or 304 with only the `ETag` when
+/// `If-None-Match` names it (compared after the read, on the answer's tag); `None` when there
+/// is no item of the kind asked for.
+fn item_response<V: View + Serialize>(
+    item: Option<Value>,
+    is_kind: impl Fn(&Value) -> bool,
+    if_none_match: Option<IfNoneMatch>,
+) -> ApiResult<Option<Response>> {
+    let Some(item) = item.filter(|i| is_kind(i)) else {
+        return Ok(None);
+    };
+    let body = encode(&V::from_stored(item)?);
+    let tag = conditional::tag_of(&body);
+    if if_none_match.is_some_and(|m| m.matches(&tag)) {
+        return Ok(Some(tagged(StatusCode::NOT_MODIFIED.into_response(), &tag)));
+    }
+    Ok(Some(tagged(json_response(body), &tag)))
+}
+
+/// `status` with the view `V` of a stored item, tagged with its `ETag`.
+fn view_response<V: View + Serialize>(status: StatusCode, item: Value) -> ApiResult<Response> {
+    let body = encode(&V::from_stored(item)?);
+    let tag = conditional::tag_of(&body);
+    let mut resp = json_response(body);
+    *resp.status_mut() = status;
+    Ok(tagged(resp, &tag))
+}
+
+/// Add `Location: <path>` (a create's answer).
+fn set_location(resp: &mut Response, path: &str) {
+    if let Ok(v) = HeaderValue::from_str(path) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+}
+
+/// The `ETag` the view `V` of `item` is answered with.
+fn view_tag<V: View + Serialize>(item: &Value) -> ApiResult<String> {
+    Ok(conditional::tag_of(&encode(&V::from_stored(item.clone())?)))
+}
+
+/// Times an `If-Match` update re-reads an item whose store version moved without a change to
+/// its view (the change feed's bookkeeping) before it gives up with 412.
+const IF_MATCH_ATTEMPTS: usize = 4;
+
+/// Patch the item `id` (its own partition key) with `ops` while its view `V` still has the tag
+/// `if_match` names: `item` is the item as last read. The tag is compared with the view of the
+/// item read, and the patch is conditional on the store version of that read, so a change made
+/// in between is never overwritten; when that version has moved but the view is the same, the
+/// item is read again and the patch retried. 412 when the view differs, 404 when the item is
+/// gone.
+async fn patch_if_match<V: View + Serialize>(
     store: &dyn Store,
     c: Container,
     id: &Id,
-    if_none_match: Option<IfNoneMatch>,
-) -> StoreResult<Read> {
-    let id = id.as_str();
-    Ok(match store.read(c, id, id).await? {
-        None => Read::Missing,
-        Some(item) if crate::domain::is_deleted(&item) => Read::Missing,
-        Some(item) => match item.get("_etag").and_then(Value::as_str) {
-            Some(etag) if if_none_match.as_ref().is_some_and(|m| m.matches(etag)) => {
-                Read::NotModified(etag.to_string())
-            }
-            _ => Read::Item(item),
-        },
-    })
-}
-
-/// 200 with the item's view `V` and its `ETag`, or 304 with only the `ETag`; `None` when there
-/// is no item of the kind asked for.
-fn item_response<V: View + Serialize>(
-    read: Read,
-    is_kind: impl Fn(&Value) -> bool,
-) -> ApiResult<Option<Response>> {
-    Ok(match read {
-        Read::Item(item) if is_kind(&item) => Some(view_response::<V>(StatusCode::OK, item)?),
-        Read::NotModified(etag) => {
-            let mut resp = StatusCode::NOT_MODIFIED.into_response();
-            if let Ok(v) = HeaderValue::from_str(&etag) {
-                resp.headers_mut().insert(header::ETAG, v);
-            }
-            Some(no_cache(resp))
+    mut item: Value,
+    if_match: &str,
+    ops: &[crate::store::PatchOp],
+) -> ApiResult<Value> {
+    for _ in 0..IF_MATCH_ATTEMPTS {
+        if view_tag::<V>(&item)? != if_match {
+            return Err(crate::store::StoreError::PreconditionFailed.into());
         }
-        _ => None,
-    })
-}
-
-/// `status` with the view `V` of a stored item, tagged with the item's `ETag`.
-fn view_response<V: View + Serialize>(status: StatusCode, item: Value) -> ApiResult<Response> {
-    // The tag is taken first, so the item itself moves into its view (no copy of a long post).
-    let etag = conditional::etag_of(&item);
-    let mut resp = (status, Json(V::from_stored(item)?)).into_response();
-    if let Some(etag) = etag {
-        resp.headers_mut().insert(header::ETAG, etag);
+        let etag = item.get("_etag").and_then(Value::as_str);
+        match store.patch(c, id.as_str(), id.as_str(), ops, etag).await {
+            Ok(written) => return Ok(written),
+            Err(crate::store::StoreError::PreconditionFailed) => {
+                item = read_item(store, c, id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found(V::KIND, id.as_str()))?;
+            }
+            Err(crate::store::StoreError::NotFound) => {
+                return Err(ApiError::not_found(V::KIND, id.as_str()))
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    Ok(no_cache(resp))
+    Err(crate::store::StoreError::PreconditionFailed.into())
 }

@@ -37,6 +37,7 @@ pub fn routes(config: &Config) -> Router<AppState> {
     let routes = routes
         // `/` (the Functions host's readiness probe, or the page for a browser) and the client.
         .merge(crate::web::routes())
+        .route("/api", axum::routing::get(api::index))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(DefaultBodyLimit::max(api::BODY_LIMIT))
@@ -46,7 +47,7 @@ pub fn routes(config: &Config) -> Router<AppState> {
         ))
         .layer(axum::middleware::from_fn(api::meter));
     let Some(cors) = api::cors::layer(&config.cors_origins) else {
-        return routes;
+        return routes.layer(axum::middleware::from_fn(api::cors::hint_when_refused));
     };
     // Outermost, so that preflights are answered before routing and every answer under `/api/`,
     // errors included, carries the CORS headers; any other path passes by it untouched.

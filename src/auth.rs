@@ -248,7 +248,11 @@ impl Caller {
         match self {
             Caller::Unverified => {
                 let named = named.ok_or_else(|| {
-                    ApiError::BadRequest("`userId` is required (`BLOG_AUTH=none`)".into())
+                    ApiError::invalid(
+                        crate::error::Place::Body,
+                        "userId",
+                        "`userId` is required (`BLOG_AUTH=none`)",
+                    )
                 })?;
                 Ok(Id::parse("userId", named)?)
             }
@@ -280,7 +284,7 @@ impl Caller {
             (None, Caller::Verified(_)) => Err(ApiError::Forbidden(
                 "the signed-in caller has no user yet: create it with `POST /api/users`".into(),
             )),
-            (None, Caller::Unverified) => Err(ApiError::Unprocessable(format!(
+            (None, Caller::Unverified) => Err(ApiError::UnknownUser(format!(
                 "user `{user_id}` (`userId`) does not exist"
             ))),
         }
@@ -321,9 +325,9 @@ impl Caller {
     pub fn user_exists(&self, id: &Id) -> ApiError {
         match self {
             Caller::Verified(_) => {
-                ApiError::Conflict(format!("the signed-in caller already has user `{id}`"))
+                ApiError::UserExists(format!("the signed-in caller already has user `{id}`"))
             }
-            Caller::Unverified => ApiError::Conflict(format!("user `{id}` already exists")),
+            Caller::Unverified => ApiError::UserExists(format!("user `{id}` already exists")),
         }
     }
 
@@ -418,10 +422,10 @@ mod tests {
     fn an_unverified_caller_is_whoever_the_body_names() {
         let c = Caller::Unverified;
         assert_eq!(c.acts_as(Some("ana")).unwrap().as_str(), "ana");
-        assert!(matches!(c.acts_as(None), Err(ApiError::BadRequest(_))));
+        assert!(matches!(c.acts_as(None), Err(ApiError::InvalidInput(_))));
         assert!(matches!(
             c.acts_as(Some("a/b")),
-            Err(ApiError::BadRequest(_))
+            Err(ApiError::InvalidInput(_))
         ));
         assert!(c.may_rename(&Id::parse("id", "x").unwrap()).is_ok());
         assert!(matches!(

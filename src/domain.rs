@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
-mod chars;
+pub mod chars;
 mod deletion;
 pub mod follows;
 mod items;
@@ -28,10 +28,23 @@ pub const FEED_PK: &str = "post";
 /// Short-form content is at most this many characters (including the ellipsis).
 pub const SHORT_CONTENT_CHARS: usize = 200;
 
-/// Why an input was rejected; becomes a 400 with this text as `detail`.
+/// Why an input was rejected: the field at fault and what is wrong with it (a sentence naming
+/// the field); becomes a 400 naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Invalid(pub String);
+#[error("{detail}")]
+pub struct Invalid {
+    pub field: String,
+    pub detail: String,
+}
+
+impl Invalid {
+    pub fn new(field: &str, detail: impl Into<String>) -> Self {
+        Invalid {
+            field: field.to_string(),
+            detail: detail.into(),
+        }
+    }
+}
 
 fn count_chars(s: &str) -> usize {
     s.chars().count()
@@ -40,12 +53,13 @@ fn count_chars(s: &str) -> usize {
 fn check_length(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
     let n = count_chars(value);
     if n == 0 {
-        return Err(Invalid(format!("`{field}` must not be empty")));
+        return Err(Invalid::new(field, format!("`{field}` must not be empty")));
     }
     if n > max {
-        return Err(Invalid(format!(
-            "`{field}` must be at most {max} characters (got {n})"
-        )));
+        return Err(Invalid::new(
+            field,
+            format!("`{field}` must be at most {max} characters (got {n})"),
+        ));
     }
     Ok(())
 }
@@ -72,12 +86,16 @@ impl Id {
         if s.chars()
             .any(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control())
         {
-            return Err(Invalid(format!(
-                "`{field}` must not contain `/`, `\\`, `?`, `#` or control characters"
-            )));
+            return Err(Invalid::new(
+                field,
+                format!("`{field}` must not contain `/`, `\\`, `?`, `#` or control characters"),
+            ));
         }
         if s.chars().all(|c| c == '.') {
-            return Err(Invalid(format!("`{field}` must not be made only of dots")));
+            return Err(Invalid::new(
+                field,
+                format!("`{field}` must not be made only of dots"),
+            ));
         }
         Ok(())
     }
@@ -115,19 +133,24 @@ impl Username {
     pub fn parse(s: &str) -> Result<Self, Invalid> {
         let s = s.trim();
         check_length("username", s, Self::MAX_CHARS)?;
-        if s.chars().any(char::is_control) {
-            return Err(Invalid(
-                "`username` must not contain control characters".into(),
+        if s.chars()
+            .any(|c| c.is_control() || chars::is_line_separator(c))
+        {
+            return Err(Invalid::new(
+                "username",
+                "`username` must not contain control characters or line breaks",
             ));
         }
         if s.chars().any(chars::is_bidi_control) {
-            return Err(Invalid(
-                "`username` must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)".into(),
+            return Err(Invalid::new(
+                "username",
+                "`username` must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
             ));
         }
         if !s.chars().any(chars::is_visible) {
-            return Err(Invalid(
-                "`username` must contain at least one visible character".into(),
+            return Err(Invalid::new(
+                "username",
+                "`username` must contain at least one visible character",
             ));
         }
         Ok(Username(s.to_string()))
@@ -147,13 +170,16 @@ impl Text {
     pub fn parse(field: &str, s: &str, max: usize) -> Result<Self, Invalid> {
         check_length(field, s, max)?;
         if let Some(c) = s.chars().find(|&c| chars::is_forbidden_in_text(c)) {
-            return Err(Invalid(format!(
-                "`{field}` must not contain control characters other than line breaks and tabs (found U+{:04X})",
-                c as u32
-            )));
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "`{field}` must not contain control characters other than line breaks and tabs (found U+{:04X})",
+                    c as u32
+                ),
+            ));
         }
         if !s.chars().any(chars::is_visible) {
-            return Err(Invalid(format!("`{field}` must not be blank")));
+            return Err(Invalid::new(field, format!("`{field}` must not be blank")));
         }
         Ok(Text(s.to_string()))
     }

@@ -1,5 +1,10 @@
 //! The one error type of the HTTP API, rendered as `application/problem+json` (RFC 9457).
 //!
+//! Each kind of problem has its own `type` URI ([`PROBLEM_TYPES`], listed in docs/api.md and in
+//! the OpenAPI document), so a program can tell them apart without reading `detail`; a rejected
+//! input names the field(s) at fault in the `errors` extension member. A `detail` is always the
+//! service's own sentence (a parser's message never reaches it).
+//!
 //! Rendering never logs: a response for a server-side failure carries a [`Failure`] in its
 //! extensions, and the request middleware (`api::meter`) logs it inside the request's span, with
 //! its method and path.
@@ -11,6 +16,7 @@ use std::time::{Duration, Instant};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::domain::Invalid;
 use crate::store::StoreError;
@@ -18,7 +24,13 @@ use crate::store::StoreError;
 /// Every way a request can fail, each with the status it answers.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    /// 400: malformed or invalid input (bad JSON, a field out of its limits, a bad id or query).
+    /// 400: one or more fields, parameters or headers are missing or out of their limits.
+    #[error("{}", join_details(.0))]
+    InvalidInput(Vec<FieldError>),
+    /// 400: the body is not JSON, or not a JSON object.
+    #[error("{0}")]
+    MalformedBody(String),
+    /// 400: the request is malformed in a way no field names (an undecodable query string).
     #[error("{0}")]
     BadRequest(String),
     /// 401: a write without a valid identity. `challenge` is the `WWW-Authenticate` value when
@@ -37,9 +49,12 @@ pub enum ApiError {
     /// 405: the path exists but not with this method.
     #[error("method not allowed")]
     MethodNotAllowed,
-    /// 409: the write conflicts with the current state.
+    /// 409: the write conflicts with a concurrent one; retry.
     #[error("{0}")]
     Conflict(String),
+    /// 409: the caller (or the id) already has a user.
+    #[error("{0}")]
+    UserExists(String),
     /// 409 with `Retry-After`: the account is still being erased; its identity may create a
     /// user again once the erasure is complete.
     #[error("{0}")]
@@ -53,9 +68,9 @@ pub enum ApiError {
     /// 415: the body is not declared as JSON.
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// 422: a well-formed body names a user that does not exist.
+    /// 422: a well-formed body's `userId` names a user that does not exist.
     #[error("{0}")]
-    Unprocessable(String),
+    UnknownUser(String),
     /// 429: the store throttles; retry after the given time.
     #[error("the store is busy; retry later")]
     Throttled { retry_after: Duration },
@@ -139,34 +154,160 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// Where a rejected input was: the part of the request a [`FieldError`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Place {
+    Body,
+    Path,
+    Query,
+    Header,
+}
+
+/// One rejected input: which field (a body property, path or query parameter, or header, as
+/// the API names it) and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// The field's name: `username`, `title`, `userId`, `limit`, `If-Match`, …
+    pub field: String,
+    /// Where it is.
+    #[serde(rename = "in")]
+    pub place: Place,
+    /// What is wrong with it, naming it (`` `title` must not be empty ``).
+    pub detail: String,
+}
+
+impl FieldError {
+    pub fn new(place: Place, field: &str, detail: impl Into<String>) -> Self {
+        FieldError {
+            field: field.to_string(),
+            place,
+            detail: detail.into(),
+        }
+    }
+}
+
+fn join_details(errors: &[FieldError]) -> String {
+    errors
+        .iter()
+        .map(|e| e.detail.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What every problem `type` starts with: a `tag:` URI (RFC 4151), an identifier to compare as a
+/// string, not an address to fetch.
+pub const PROBLEM_TYPE_BASE: &str = "tag:blog-api,2026:problems/";
+
+/// A kind of problem: its `type` is [`PROBLEM_TYPE_BASE`] followed by `slug`, its `title` the
+/// same for every problem of the kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProblemType {
+    pub slug: &'static str,
+    pub title: &'static str,
+    pub status: u16,
+}
+
+impl ProblemType {
+    pub fn uri(&self) -> String {
+        format!("{PROBLEM_TYPE_BASE}{}", self.slug)
+    }
+}
+
+const fn kind(slug: &'static str, title: &'static str, status: u16) -> ProblemType {
+    ProblemType {
+        slug,
+        title,
+        status,
+    }
+}
+
+pub const INVALID_INPUT: ProblemType = kind("invalid-input", "Invalid input", 400);
+pub const MALFORMED_BODY: ProblemType = kind("malformed-body", "Malformed body", 400);
+pub const BAD_REQUEST: ProblemType = kind("bad-request", "Bad request", 400);
+pub const UNAUTHORIZED: ProblemType = kind("unauthorized", "Sign-in required", 401);
+pub const FORBIDDEN: ProblemType = kind("forbidden", "Not allowed", 403);
+pub const NOT_FOUND: ProblemType = kind("not-found", "Not found", 404);
+pub const METHOD_NOT_ALLOWED: ProblemType = kind("method-not-allowed", "Method not allowed", 405);
+pub const CONFLICT: ProblemType = kind("conflict", "Concurrent change", 409);
+pub const USER_EXISTS: ProblemType = kind("user-exists", "User exists", 409);
+pub const ERASING: ProblemType = kind("erasing", "Account being erased", 409);
+pub const STALE_VERSION: ProblemType = kind("stale-version", "Stale version", 412);
+pub const BODY_TOO_LARGE: ProblemType = kind("body-too-large", "Body too large", 413);
+pub const NOT_JSON: ProblemType = kind("unsupported-media-type", "Body not JSON", 415);
+pub const UNKNOWN_USER: ProblemType = kind("unknown-user", "Unknown user", 422);
+pub const HEADERS_TOO_LARGE: ProblemType = kind("headers-too-large", "Headers too large", 431);
+pub const TOO_MANY_WRITES: ProblemType = kind("too-many-writes", "Too many writes", 429);
+pub const STORE_BUSY: ProblemType = kind("store-busy", "Store busy", 429);
+pub const UNAVAILABLE: ProblemType = kind("unavailable", "Store unavailable", 503);
+pub const IDENTITY_UNAVAILABLE: ProblemType =
+    kind("identity-unavailable", "Identity provider unavailable", 503);
+pub const TIMED_OUT: ProblemType = kind("timed-out", "Timed out", 503);
+pub const INTERNAL: ProblemType = kind("internal", "Internal error", 500);
+
+/// Every kind of problem the API answers.
+pub const PROBLEM_TYPES: [ProblemType; 21] = [
+    INVALID_INPUT,
+    MALFORMED_BODY,
+    BAD_REQUEST,
+    UNAUTHORIZED,
+    FORBIDDEN,
+    NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    CONFLICT,
+    USER_EXISTS,
+    ERASING,
+    STALE_VERSION,
+    BODY_TOO_LARGE,
+    NOT_JSON,
+    UNKNOWN_USER,
+    HEADERS_TOO_LARGE,
+    TOO_MANY_WRITES,
+    STORE_BUSY,
+    UNAVAILABLE,
+    IDENTITY_UNAVAILABLE,
+    TIMED_OUT,
+    INTERNAL,
+];
+
 /// An error (RFC 9457 problem details), sent as `application/problem+json`.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct Problem<'a> {
-    /// Always `about:blank`: the status says what kind of error it is.
+#[derive(Serialize, ToSchema)]
+pub struct Problem {
+    /// The kind of problem: one of the URIs listed in `examples` (docs/api.md, "Errors"), each
+    /// `tag:blog-api,2026:problems/` and a name. Compare it as a string; it is not fetched. A
+    /// client should treat a type it does not know by its `status`.
     #[serde(rename = "type")]
-    kind: &'a str,
-    /// The status's reason phrase.
-    title: &'a str,
+    kind: String,
+    /// The kind's title, the same for every problem of that kind.
+    title: &'static str,
     /// The HTTP status code.
     #[schema(minimum = 400, maximum = 599)]
     status: u16,
     /// What went wrong, for a human.
     detail: String,
+    /// The rejected inputs, each named (`invalid-input`, `unknown-user`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    errors: Option<Vec<FieldError>>,
 }
 
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::InvalidInput(_) | ApiError::MalformedBody(_) | ApiError::BadRequest(_) => {
+                StatusCode::BAD_REQUEST
+            }
             ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict(_) | ApiError::Erasing(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::UserExists(_) | ApiError::Erasing(_) => {
+                StatusCode::CONFLICT
+            }
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::UnknownUser(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Throttled { .. } | ApiError::TooManyWrites { .. } => {
                 StatusCode::TOO_MANY_REQUESTS
             }
@@ -175,6 +316,37 @@ impl ApiError {
             | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Misconfigured(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
+    }
+
+    /// The kind of problem this is.
+    pub fn problem_type(&self) -> ProblemType {
+        match self {
+            ApiError::InvalidInput(_) => INVALID_INPUT,
+            ApiError::MalformedBody(_) => MALFORMED_BODY,
+            ApiError::BadRequest(_) => BAD_REQUEST,
+            ApiError::Unauthorized { .. } => UNAUTHORIZED,
+            ApiError::Forbidden(_) => FORBIDDEN,
+            ApiError::NotFound(_) => NOT_FOUND,
+            ApiError::MethodNotAllowed => METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => CONFLICT,
+            ApiError::UserExists(_) => USER_EXISTS,
+            ApiError::Erasing(_) => ERASING,
+            ApiError::PreconditionFailed(_) => STALE_VERSION,
+            ApiError::PayloadTooLarge => BODY_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => NOT_JSON,
+            ApiError::UnknownUser(_) => UNKNOWN_USER,
+            ApiError::TooManyWrites { .. } => TOO_MANY_WRITES,
+            ApiError::Throttled { .. } => STORE_BUSY,
+            ApiError::Unavailable { .. } => UNAVAILABLE,
+            ApiError::IdentityUnavailable { .. } => IDENTITY_UNAVAILABLE,
+            ApiError::TimedOut(_) => TIMED_OUT,
+            ApiError::Misconfigured(_) | ApiError::Internal(_) => INTERNAL,
+        }
+    }
+
+    /// One rejected input.
+    pub fn invalid(place: Place, field: &str, detail: impl Into<String>) -> Self {
+        ApiError::InvalidInput(vec![FieldError::new(place, field, detail)])
     }
 
     pub fn not_found(what: &str, id: &str) -> Self {
@@ -187,9 +359,11 @@ impl ApiError {
     }
 }
 
+/// A domain rule a body property broke (path ids are checked by the extractors, which name
+/// the parameter).
 impl From<Invalid> for ApiError {
     fn from(e: Invalid) -> Self {
-        ApiError::BadRequest(e.0)
+        ApiError::invalid(Place::Body, &e.field, e.detail)
     }
 }
 
@@ -197,7 +371,9 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e.root() {
             StoreError::NotFound => ApiError::NotFound("the resource does not exist".into()),
-            StoreError::Conflict => ApiError::Conflict("the resource already exists".into()),
+            StoreError::Conflict => {
+                ApiError::Conflict("the item was written concurrently; retry".into())
+            }
             StoreError::PreconditionFailed => ApiError::PreconditionFailed(
                 "the item changed since the version `If-Match` names; read it again".into(),
             ),
@@ -207,9 +383,11 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(_) => ApiError::Unavailable {
                 retry_after: Duration::from_secs(1),
             },
-            StoreError::BadContinuation(_) => {
-                ApiError::BadRequest("`continuationToken` is not valid".into())
-            }
+            StoreError::BadContinuation(_) => ApiError::invalid(
+                Place::Query,
+                "continuationToken",
+                "`continuationToken` is not valid",
+            ),
             StoreError::Forbidden(m) => ApiError::Misconfigured(m.clone()),
             _ => ApiError::internal(e),
         }
@@ -234,11 +412,20 @@ impl IntoResponse for ApiError {
             Some(_) => "an unexpected error occurred".to_string(),
             None => self.to_string(),
         };
+        let kind = self.problem_type();
+        let errors = match &self {
+            ApiError::InvalidInput(errors) => Some(errors.clone()),
+            ApiError::UnknownUser(detail) => {
+                Some(vec![FieldError::new(Place::Body, "userId", detail.clone())])
+            }
+            _ => None,
+        };
         let body = Problem {
-            kind: "about:blank",
-            title: status.canonical_reason().unwrap_or("Error"),
+            kind: kind.uri(),
+            title: kind.title,
             status: status.as_u16(),
             detail,
+            errors,
         };
         let mut resp = (status, axum::Json(body)).into_response();
         resp.headers_mut().insert(

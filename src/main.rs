@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use blog::settings::Settings;
 use blog::startup::StoreOpening;
 use tokio::net::TcpListener;
@@ -35,10 +34,13 @@ fn main() -> ExitCode {
     if let Some(limit) = settings.timeline_fanout_limit {
         blog::projection::timeline::set_fanout_limit(limit);
     }
+    // Whether the embedded store's file is there before this start: a start that fails leaves
+    // no file of its own behind.
+    let new_file = blog::startup::new_database_file(&settings);
     // First of all, so that a new database's file and schema are created while the runtime
     // starts, logging is set up, the port is bound and the routes are built.
     let opening = StoreOpening::start(&settings);
-    runtime().block_on(serve(settings, opening))
+    runtime().block_on(serve(settings, opening, new_file))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -49,14 +51,35 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("the async runtime starts")
 }
 
-async fn serve(settings: Settings, opening: anyhow::Result<StoreOpening>) -> ExitCode {
+async fn serve(
+    settings: Settings,
+    opening: anyhow::Result<StoreOpening>,
+    new_file: Option<std::path::PathBuf>,
+) -> ExitCode {
     blog::telemetry::init(&settings.log);
     let served = async {
         let opening = opening?;
-        let listener = TcpListener::bind(settings.addr)
-            .await
-            .with_context(|| format!("cannot listen on {}", settings.addr))?;
-        blog::startup::serve(listener, &settings, opening.finish(), shutdown_signal()).await
+        let listener = match TcpListener::bind(settings.addr).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                // The store may be creating its file meanwhile: let it finish, then take the file
+                // away again, so the failed start leaves nothing behind.
+                if let Some(path) = &new_file {
+                    drop(opening.finish().await);
+                    blog::startup::remove_database_file(path);
+                }
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot listen on {}", settings.addr))
+                );
+            }
+        };
+        // One handler per database file: its pump is the file's only one.
+        let store = async {
+            let store = opening.finish().await?;
+            blog::startup::hold_database_file(&settings)?;
+            Ok(store)
+        };
+        blog::startup::serve(listener, &settings, store, shutdown_signal()).await
     };
     match served.await {
         Ok(()) => ExitCode::SUCCESS,

@@ -312,9 +312,10 @@ fn header_block_len<B>(req: &hyper::Request<B>) -> usize {
 /// 431 problem+json, closing the connection.
 fn headers_too_large() -> axum::response::Response {
     let status = hyper::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+    let kind = crate::error::HEADERS_TOO_LARGE;
     let body = serde_json::json!({
-        "type": "about:blank",
-        "title": status.canonical_reason(),
+        "type": kind.uri(),
+        "title": kind.title,
         "status": status.as_u16(),
         "detail": format!("the request's header block is larger than {MAX_HEADER_BYTES} bytes"),
     });

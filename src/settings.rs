@@ -127,6 +127,10 @@ impl Settings {
         let get: &Lookup<'_> = &get;
         let (addr, hosted) = server::listen(get)?;
         let cosmos = store::cosmos_settings(get)?;
+        let auth = auth::auth_settings(get, hosted, addr)?;
+        // Standalone on loopback without sign-in only this machine's processes can write: a
+        // developer's scripts, which the default budget would trip.
+        let local_only = !hosted && addr.ip().is_loopback() && auth.mode == AuthMode::None;
         Ok(Settings {
             addr,
             hosted,
@@ -136,10 +140,10 @@ impl Settings {
             cosmos,
             cors_origins: server::cors_origins(get)?,
             log: logging::log_settings(get)?,
-            auth: auth::auth_settings(get, hosted, addr)?,
+            auth,
             server: ServerLimits::from_lookup(get, hosted)?,
             feed_cache: store::feed_cache(get)?,
-            writes_per_minute: server::writes_per_minute(get)?,
+            writes_per_minute: server::writes_per_minute(get, local_only)?,
             timeline_fanout_limit: change_feed::timeline_fanout_limit(get)?,
         })
     }
@@ -170,7 +174,25 @@ mod tests {
         assert_eq!(s.feed_cache, Duration::from_millis(250));
         let s = parse(&[("BLOG_FEED_CACHE_MS", "0")]).unwrap();
         assert_eq!(s.feed_cache, Duration::ZERO);
+        // Standalone on loopback without sign-in: no write budget unless one is set.
+        assert_eq!(s.writes_per_minute, 0);
+        let s = parse(&[("BLOG_WRITES_PER_MINUTE", "60")]).unwrap();
         assert_eq!(s.writes_per_minute, 60);
+        // Any address others can reach, or any identity, keeps the default budget.
+        for pairs in [
+            &[
+                ("BLOG_BIND", "0.0.0.0"),
+                ("BLOG_INSECURE_OPEN_WRITES", "true"),
+            ][..],
+            &[
+                ("BLOG_AUTH", "jwt"),
+                ("BLOG_AUTH_ISSUER", "https://issuer.example"),
+                ("BLOG_AUTH_AUDIENCE", "api://x"),
+            ][..],
+        ] {
+            let s = parse(pairs).unwrap_or_else(|e| panic!("{pairs:?}: {e}"));
+            assert_eq!(s.writes_per_minute, 60, "{pairs:?}");
+        }
         let s = parse(&[("BLOG_WRITES_PER_MINUTE", " 0 ")]).unwrap();
         assert_eq!(s.writes_per_minute, 0);
         assert_eq!(s.timeline_fanout_limit, None);

@@ -163,8 +163,11 @@ pub async fn serve(
             _ = stopped => {}
         }
     };
+    let (url, api) = open_urls(settings.addr);
     tracing::info!(
         addr = %settings.addr,
+        url = %url,
+        api = %api,
         store = settings.store.as_str(),
         hosted = settings.hosted,
         pump = settings.pump,
@@ -317,4 +320,59 @@ impl Drop for NotifyOnDrop {
     fn drop(&mut self) {
         self.0.notify_one();
     }
+}
+/// The embedded store's file when this start is about to create it (`None`: it exists, or the
+/// store is Cosmos DB).
+pub fn new_database_file(settings: &Settings) -> Option<std::path::PathBuf> {
+    (settings.store == StoreKind::Embedded && !settings.db_path.exists())
+        .then(|| settings.db_path.clone())
+}
+
+/// Remove a database file this start created (with its WAL and shared-memory files).
+pub fn remove_database_file(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(std::path::PathBuf::from(name));
+    }
+}
+
+/// Hold the embedded store's file for this process: an exclusive advisory lock (`flock`, which
+/// SQLite's own locks do not touch) taken by serving handlers only, so a second `handler` on a
+/// file in use refuses to start (two pumps on one file would project every change twice), while
+/// `handler verify` and `handler backup` may still open it. Released when the process ends.
+pub fn hold_database_file(settings: &Settings) -> anyhow::Result<()> {
+    if settings.store != StoreKind::Embedded {
+        return Ok(());
+    }
+    let path = &settings.db_path;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open {} to hold it", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {
+            // Held until the process exits.
+            std::mem::forget(file);
+            Ok(())
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Err(anyhow::anyhow!(
+            "the database file {} is in use by another handler: run one handler per database \
+             file (stop the other one, or set BLOG_DB_PATH to another file)",
+            path.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(anyhow::Error::new(e).context(format!("cannot lock {}", path.display())))
+        }
+    }
+}
+
+/// The addresses to open once serving: the web client at `/` and the API's index at `/api`; an
+/// address that listens on every interface is opened as `localhost`.
+pub fn open_urls(addr: std::net::SocketAddr) -> (String, String) {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "localhost".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    let base = format!("http://{host}:{}", addr.port());
+    (format!("{base}/"), format!("{base}/api"))
 }

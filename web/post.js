@@ -47,9 +47,21 @@ export async function post(ctx, id) {
   const likeNote = status();
   const likeButton = h('button', { type: 'button', id: 'like', 'aria-pressed': 'false' }, 'Like');
   let liked = false;
+  // Whether the caller likes the post is one read of their own like (its id is derived from
+  // theirs), however many others liked it; the list only names who liked.
+  async function likedByMe() {
+    if (!session.user) return false;
+    try {
+      await api('GET', `posts/${seg(id)}/likes/${seg(session.user.id)}`);
+      return true;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return false;
+      throw e;
+    }
+  }
   async function loadLikes() {
-    const { data } = await api('GET', listPath(`posts/${seg(id)}/likes`, null, 100));
-    liked = Boolean(session.user && data.items.some((l) => l.userId === session.user.id));
+    const [{ data }, mine] = await Promise.all([api('GET', listPath(`posts/${seg(id)}/likes`, null, 100)), likedByMe()]);
+    liked = mine;
     likeButton.setAttribute('aria-pressed', String(liked));
     put(likeButton, liked ? 'Liked' : 'Like');
     put(likedBy, data.items.length ? ['Liked by ', data.items.map((l) => l.userUsername).join(', '), data.continuationToken ? ' and others' : ''] : 'No likes yet.');

@@ -263,6 +263,7 @@ impl Generator {
                     comment_count: comments.len() as u64,
                     like_count: likes.len() as u64,
                     creation_date: date(post_ms),
+                    updated_at: None,
                 };
                 PostData {
                     post,

@@ -296,6 +296,7 @@ impl Bench {
                         comment_count: 0,
                         like_count: 0,
                         creation_date: domain::now(),
+                        updated_at: None,
                     };
                     v1::create_post(&*store, &post).await
                 }

@@ -1,5 +1,13 @@
-//! Entity tags and conditional requests: `ETag` on users and posts (the stored item's `_etag`,
-//! already a quoted string), `If-None-Match` on their reads and `If-Match` on their updates.
+//! Entity tags and conditional requests: `ETag` on users and posts, `If-None-Match` on their
+//! reads and `If-Match` on their updates.
+//!
+//! The tag is a digest of the answer's body ([`tag_of`]), not the store's `_etag`: the change
+//! feed writes bookkeeping of its own on items (a rename's fan-out records that it is done on the
+//! user), which changes `_etag` but nothing a client sees, and must not make the tag a write
+//! answered stale. An update with `If-Match` compares the tag with the view of the item read and
+//! then writes only while the store's `_etag` is still the one read (retrying after a change that
+//! left the view as it was), so a change made between the check and the write is never
+//! overwritten.
 //!
 //! Both headers take one entity tag or `*`; `If-None-Match` also takes a comma-separated list.
 //! An empty value is no condition; any other value not in that form answers 400. Reads compare weakly (`W/"x"` matches `"x"`),
@@ -9,10 +17,10 @@ use axum::extract::OptionalFromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::Response;
-use serde_json::Value;
+use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Place};
 
 /// `If-None-Match` as a header value: `*`, or one or more entity tags. Empty (or blank) is no
 /// condition.
@@ -54,7 +62,7 @@ pub enum IfNoneMatch {
 }
 
 impl IfNoneMatch {
-    /// Whether an item with this stored `_etag` matches (weak comparison).
+    /// Whether an answer with this tag matches (weak comparison).
     pub fn matches(&self, etag: &str) -> bool {
         match self {
             IfNoneMatch::Any => true,
@@ -68,12 +76,12 @@ impl IfNoneMatch {
 pub enum IfMatch {
     /// `*`: the item must exist, which an update requires anyway.
     Any,
-    /// One tag, quotes included (`W/` kept: a weak tag never matches a stored `_etag`).
+    /// One tag, quotes included (`W/` kept: a weak tag never matches an answer's tag).
     Tag(String),
 }
 
 impl IfMatch {
-    /// The `_etag` the store must still see, if any.
+    /// The tag the item's current answer must have, if any.
     pub fn etag(&self) -> Option<&str> {
         match self {
             IfMatch::Any => None,
@@ -112,18 +120,26 @@ fn parse_tags(text: &str) -> Option<Vec<(bool, String)>> {
 }
 
 /// The header's text; `None` when absent or empty (an empty condition is no condition).
-fn header_text<'a>(parts: &'a Parts, name: &HeaderName) -> Result<Option<&'a str>, ApiError> {
+fn header_text<'a>(
+    parts: &'a Parts,
+    name: &HeaderName,
+    shown: &str,
+) -> Result<Option<&'a str>, ApiError> {
     let mut values = parts.headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
     };
     if values.next().is_some() {
-        return Err(ApiError::BadRequest(format!("`{name}` must be sent once")));
+        return Err(bad_header(shown, format!("`{shown}` must be sent once")));
     }
     let text = first
         .to_str()
-        .map_err(|_| ApiError::BadRequest(format!("`{name}` must be ASCII")))?;
+        .map_err(|_| bad_header(shown, format!("`{shown}` must be ASCII")))?;
     Ok(Some(text).filter(|t| !t.trim().is_empty()))
+}
+
+fn bad_header(name: &str, detail: String) -> ApiError {
+    ApiError::invalid(Place::Header, name, detail)
 }
 
 /// An optional extractor: `Option<IfNoneMatch>` is `None` without the header.
@@ -131,14 +147,15 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for IfNoneMatch {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, ApiError> {
-        let Some(text) = header_text(parts, &header::IF_NONE_MATCH)? else {
+        let Some(text) = header_text(parts, &header::IF_NONE_MATCH, "If-None-Match")? else {
             return Ok(None);
         };
         if text.trim() == "*" {
             return Ok(Some(IfNoneMatch::Any));
         }
         let tags = parse_tags(text).ok_or_else(|| {
-            ApiError::BadRequest(
+            bad_header(
+                "If-None-Match",
                 "`If-None-Match` must be `*` or entity tags such as `\"abc\"`".into(),
             )
         })?;
@@ -153,7 +170,7 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for IfMatch {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Option<Self>, ApiError> {
-        let Some(text) = header_text(parts, &header::IF_MATCH)? else {
+        let Some(text) = header_text(parts, &header::IF_MATCH, "If-Match")? else {
             return Ok(None);
         };
         if text.trim() == "*" {
@@ -165,24 +182,27 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for IfMatch {
             } else {
                 tag.clone()
             }))),
-            _ => Err(ApiError::BadRequest(
+            _ => Err(bad_header(
+                "If-Match",
                 "`If-Match` must be `*` or one entity tag such as `\"abc\"`".into(),
             )),
         }
     }
 }
 
-/// The stored item's `_etag`, as an `ETag` header value.
-pub fn etag_of(item: &Value) -> Option<HeaderValue> {
-    item.get("_etag")
-        .and_then(Value::as_str)
-        .and_then(|e| HeaderValue::from_str(e).ok())
+/// The `ETag` of an answer whose body is `body`: a quoted digest of the bytes (128 bits of
+/// SHA-256, in hex), so it changes exactly when what a client sees changes, is the same on every
+/// instance, and tells nothing of other items or of how much was written.
+pub fn tag_of(body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
 }
 
-/// Add the item's `ETag` and `Cache-Control: no-cache` (cache, but revalidate every time).
-pub fn tagged(mut resp: Response, item: &Value) -> Response {
-    if let Some(etag) = etag_of(item) {
-        resp.headers_mut().insert(header::ETAG, etag);
+/// Add the `ETag` `tag` and `Cache-Control: no-cache` (cache, but revalidate every time).
+pub fn tagged(mut resp: Response, tag: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(tag) {
+        resp.headers_mut().insert(header::ETAG, v);
     }
     no_cache(resp)
 }
@@ -224,6 +244,15 @@ mod tests {
         ] {
             assert_eq!(parse_tags(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn tags_are_digests_of_the_body() {
+        let a = tag_of(br#"{"id":"u1","username":"ana"}"#);
+        assert_eq!(a, tag_of(br#"{"id":"u1","username":"ana"}"#));
+        assert_ne!(a, tag_of(br#"{"id":"u1","username":"bea"}"#));
+        assert_eq!(a.len(), 34);
+        assert!(parse_tags(&a).is_some(), "{a}");
     }
 
     #[test]

@@ -5,23 +5,42 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
 use crate::auth::{ActingUser, Caller};
 use crate::domain::Id;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, FieldError, Place};
 use crate::settings::AuthMode;
 
 use super::write_limit::Writer;
 use super::AppState;
 
 /// A JSON request body: 415 when not declared JSON, 413 over the body limit, 400 when malformed
-/// (the rejections map to [`ApiError`] in `From<JsonRejection>`).
-#[derive(FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// (not JSON, or not a JSON object: `malformed-body`) or not the request's shape (a property
+/// missing or of the wrong type: `invalid-input`, naming it).
 pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let axum::Json(value) = axum::Json::<Value>::from_request(req, state).await?;
+        // An array would read as a struct's fields in order: only an object is a body.
+        if !value.is_object() {
+            return Err(ApiError::MalformedBody(
+                "the body must be a JSON object".into(),
+            ));
+        }
+        serde_path_to_error::deserialize(value)
+            .map(JsonBody)
+            .map_err(|e| body_data_error(&e))
+    }
+}
 
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
@@ -29,15 +48,83 @@ impl From<JsonRejection> for ApiError {
             JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
                 "the body must be JSON with `Content-Type: application/json`".into(),
             ),
-            JsonRejection::JsonSyntaxError(e) => {
-                ApiError::BadRequest(format!("malformed JSON: {}", e.body_text()))
-            }
-            JsonRejection::JsonDataError(e) => ApiError::BadRequest(e.body_text()),
             JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 ApiError::PayloadTooLarge
             }
-            e => ApiError::BadRequest(e.body_text()),
+            JsonRejection::JsonSyntaxError(_) | JsonRejection::JsonDataError(_) => {
+                ApiError::MalformedBody("the body is not valid JSON".into())
+            }
+            _ => ApiError::MalformedBody("the body could not be read".into()),
         }
+    }
+}
+
+/// A body that is JSON but not the request's shape, in the service's words, naming the
+/// property at fault: `` `username` is required ``, `` `title` must be a string ``. The
+/// parser's own message is read only to tell the cases apart, never answered.
+fn body_data_error(e: &serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    use serde_path_to_error::Segment;
+    let path: Vec<String> = e
+        .path()
+        .iter()
+        .filter_map(|s| match s {
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Seq { index } => Some(index.to_string()),
+            _ => None,
+        })
+        .collect();
+    let message = e.inner().to_string();
+    // `missing field `x`` is reported at the object that lacks it.
+    if let Some(missing) = between(&message, "missing field `", "`") {
+        let field = path
+            .iter()
+            .map(String::as_str)
+            .chain([missing])
+            .collect::<Vec<_>>()
+            .join(".");
+        return ApiError::invalid(Place::Body, &field, format!("`{field}` is required"));
+    }
+    if path.is_empty() {
+        return ApiError::MalformedBody("the body must be a JSON object".into());
+    }
+    let field = path.join(".");
+    let expected = message
+        .split_once(", expected ")
+        .map(|(_, rest)| rest.split(" at line ").next().unwrap_or(rest));
+    let detail = match expected {
+        Some("a string") => format!("`{field}` must be a string"),
+        Some(e) if e.starts_with("u32") || e.starts_with("u64") || e.contains("integer") => {
+            format!("`{field}` must be an integer")
+        }
+        Some(e) if e.starts_with("a boolean") => format!("`{field}` must be `true` or `false`"),
+        _ => format!("`{field}` does not have the type the request takes"),
+    };
+    ApiError::invalid(Place::Body, &field, detail)
+}
+
+/// The text between `start` and the next `end` in `s`.
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let rest = &s[s.find(start)? + start.len()..];
+    Some(&rest[..rest.find(end)?])
+}
+
+/// The path's parameters, named as the route names them (`{userId}`, …), each checked as an id.
+async fn path_ids<S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<Vec<Id>, ApiError> {
+    let Path(params) = Path::<Vec<(String, String)>>::from_request_parts(parts, state)
+        .await
+        .map_err(|_| ApiError::BadRequest("the path's parameters could not be read".into()))?;
+    let mut ids = Vec::with_capacity(params.len());
+    let mut errors = Vec::new();
+    for (name, raw) in &params {
+        match Id::parse(name, raw) {
+            Ok(id) => ids.push(id),
+            Err(e) => errors.push(FieldError::new(Place::Path, name, e.detail)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(ids)
+    } else {
+        Err(ApiError::InvalidInput(errors))
     }
 }
 
@@ -48,10 +135,10 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
-        Ok(PathId(Id::parse("id in the path", &raw)?))
+        match <[Id; 1]>::try_from(path_ids(parts, state).await?) {
+            Ok([id]) => Ok(PathId(id)),
+            Err(_) => Err(ApiError::internal("the route has not exactly one id")),
+        }
     }
 }
 
@@ -62,13 +149,10 @@ impl<S: Send + Sync> FromRequestParts<S> for PathIds {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path((a, b)) = Path::<(String, String)>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
-        Ok(PathIds(
-            Id::parse("id in the path", &a)?,
-            Id::parse("id in the path", &b)?,
-        ))
+        match <[Id; 2]>::try_from(path_ids(parts, state).await?) {
+            Ok([a, b]) => Ok(PathIds(a, b)),
+            Err(_) => Err(ApiError::internal("the route has not exactly two ids")),
+        }
     }
 }
 
@@ -91,16 +175,19 @@ impl Paging {
                 .ok()
                 .filter(|n| (1..=Self::MAX_LIMIT).contains(n))
                 .ok_or_else(|| {
-                    ApiError::BadRequest(format!(
-                        "`limit` must be an integer from 1 to {}",
-                        Self::MAX_LIMIT
-                    ))
+                    ApiError::invalid(
+                        Place::Query,
+                        "limit",
+                        format!("`limit` must be an integer from 1 to {}", Self::MAX_LIMIT),
+                    )
                 })?,
         };
         let continuation = match params.get("continuationToken") {
             Some(t) if t.is_empty() || t.len() > 4096 => {
-                return Err(ApiError::BadRequest(
-                    "`continuationToken` is not valid".into(),
+                return Err(ApiError::invalid(
+                    Place::Query,
+                    "continuationToken",
+                    "`continuationToken` is not valid",
                 ))
             }
             other => other.cloned(),
@@ -117,8 +204,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Paging {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let axum::extract::Query(params) =
-            axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
-                .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+            axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri).map_err(
+                |_| ApiError::BadRequest("the query string could not be decoded".into()),
+            )?;
         Paging::parse(&params)
     }
 }

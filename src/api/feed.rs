@@ -38,8 +38,13 @@ pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Re
     let body = match paging.continuation.as_deref() {
         None => first_page(&s, limit).await?,
         Some(token) => {
-            let after = Cursor::decode(token)
-                .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?;
+            let after = Cursor::decode(token).ok_or_else(|| {
+                ApiError::invalid(
+                    crate::error::Place::Query,
+                    "continuationToken",
+                    "`continuationToken` is not valid",
+                )
+            })?;
             let shown = first_page(&s, FEED_SIZE as u32).await?;
             let shown: PostSummaryPage = serde_json::from_slice(&shown).map_err(|e| {
                 ApiError::internal(format!("the feed's page does not read as one: {e}"))

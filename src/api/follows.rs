@@ -66,8 +66,10 @@ pub async fn follow(
 ) -> ApiResult<Response> {
     acts_as(&caller, &user)?;
     if user == followee {
-        return Err(ApiError::BadRequest(
-            "a user cannot follow themselves".into(),
+        return Err(ApiError::invalid(
+            crate::error::Place::Path,
+            "followeeId",
+            "`followeeId` must be another user: a user cannot follow themselves",
         ));
     }
     let store = &*s.store;
@@ -267,7 +269,13 @@ pub async fn get_timeline(
             .parse::<usize>()
             .ok()
             .filter(|n| (1..TIMELINE_SIZE).contains(n))
-            .ok_or_else(|| ApiError::BadRequest("`continuationToken` is not valid".into()))?,
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    crate::error::Place::Query,
+                    "continuationToken",
+                    "`continuationToken` is not valid",
+                )
+            })?,
     };
     let want = (served + paging.limit as usize).min(TIMELINE_SIZE);
     let q = Query::partition(user.as_str())

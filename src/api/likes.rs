@@ -148,6 +148,42 @@ pub async fn list_likes(
     list::<LikePage>(s.store.query(Container::Posts, &q).await?)
 }
 
+/// `GET /api/posts/{postId}/likes/{userId}`: whether the user likes the post, in one point read
+/// (the like's id is derived from its user): the like, or 404.
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/likes/{userId}",
+    tag = "posts",
+    summary = "Read a user's like of a post (does that user like it?)",
+    description = "One point read: the like's id is derived from its user. 404 when the user does not like the post, or there is no such post or user.",
+    params(
+        ("postId" = String, Path, description = "The post's id"),
+        ("userId" = String, Path, description = "The user's id"),
+    ),
+    responses(
+        (status = 200, description = "The user likes the post: the like", body = LikeView,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+        (status = 404, description = "The user does not like the post (or there is no such post)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_like(
+    State(s): State<AppState>,
+    PathIds(post_id, user_id): PathIds,
+) -> ApiResult<Response> {
+    let id = Like::id_of(user_id.as_str());
+    let like = s
+        .store
+        .read(Container::Posts, post_id.as_str(), &id)
+        .await?
+        .filter(|l| is_live(l, Kind::Like))
+        .ok_or_else(|| {
+            ApiError::NotFound(format!("user `{user_id}` does not like post `{post_id}`"))
+        })?;
+    Ok(super::conditional::no_cache(
+        Json(LikeView::from_stored(like)?).into_response(),
+    ))
+}
+
 /// `DELETE /api/posts/{postId}/likes/{userId}`: the user no longer likes the post. Idempotent.
 #[utoipa::path(
     delete,

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 
 use super::conditional::{IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN};
-use super::schema::{DATE_PATTERN, ID_PATTERN, TEXT_PATTERN, USERNAME_PATTERN};
+use super::schema::{username_pattern, DATE_PATTERN, ID_PATTERN, TEXT_PATTERN};
 use super::AppState;
 use crate::settings::AuthMode;
 
@@ -69,7 +69,7 @@ fn common_responses(write: bool, has_body: bool, has_input: bool) -> Vec<(&'stat
     if has_input {
         out.push((
             "400",
-            problem("Malformed or invalid input: a bad id, header, parameter or body (nothing is written)"),
+            problem("Malformed or invalid input (nothing is written): `invalid-input` names each bad id, header, parameter or body property in `errors`; `malformed-body` when the body is not a JSON object"),
         ));
     }
     if write {
@@ -138,12 +138,12 @@ fn metering_headers() -> Value {
 }
 
 /// Patterns of properties by name, in request bodies and answers alike.
-fn property_pattern(schema: &str, property: &str) -> Option<&'static str> {
+fn property_pattern(schema: &str, property: &str) -> Option<String> {
     match (schema, property) {
-        (_, "id" | "userId" | "postId") => Some(ID_PATTERN),
-        (_, "creationDate") => Some(DATE_PATTERN),
-        ("UserBody", "username") => Some(USERNAME_PATTERN),
-        ("PostBody" | "CommentBody", "title" | "content") => Some(TEXT_PATTERN),
+        (_, "id" | "userId" | "postId") => Some(ID_PATTERN.into()),
+        (_, "creationDate" | "updatedAt") => Some(DATE_PATTERN.into()),
+        ("UserBody", "username") => Some(username_pattern()),
+        ("PostBody" | "CommentBody", "title" | "content") => Some(TEXT_PATTERN.into()),
         _ => None,
     }
 }
@@ -158,6 +158,8 @@ fn parameter_pattern(name: &str) -> Option<&'static str> {
 }
 
 fn complete(doc: &mut Value) {
+    // Relative: the API is under `/api` of whichever host serves this document.
+    doc["servers"] = json!([{ "url": "/", "description": "The host serving this document" }]);
     doc["components"]["securitySchemes"] = json!({
         "bearer": {
             "type": "http",
@@ -166,6 +168,14 @@ fn complete(doc: &mut Value) {
             "description": "A token from the deployment's OpenID Connect issuer (`BLOG_AUTH=jwt`), or one App Service authentication accepts (`BLOG_AUTH=easyauth`)",
         }
     });
+    // Every problem type, so a client can list the kinds it handles.
+    let problem_type = &mut doc["components"]["schemas"]["Problem"]["properties"]["type"];
+    if problem_type.is_object() {
+        problem_type["examples"] = json!(crate::error::PROBLEM_TYPES
+            .iter()
+            .map(|k| k.uri())
+            .collect::<Vec<_>>());
+    }
     if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
         for (name, schema) in schemas.iter_mut() {
             let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {

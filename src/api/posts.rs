@@ -1,16 +1,15 @@
 //! C2 and Q2: posts (in `posts`, partition `postId`, with their comments and likes).
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
+use super::conditional::{IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
 use super::deletion::no_content;
-use super::views::{PostView, View};
+use super::views::PostView;
 use super::{AppState, JsonBody, PathId};
 use crate::auth::Caller;
 use crate::domain::{is_live, to_value, Id, Kind, Post, Text};
@@ -74,18 +73,14 @@ pub async fn create_post(
         .store
         .create(Container::Posts, id.as_str(), to_value(&post))
         .await?;
-    let resp = (
-        StatusCode::CREATED,
-        [(header::LOCATION, format!("/api/posts/{id}"))],
-        Json(PostView::from_stored(stored.clone())?),
-    )
-        .into_response();
-    Ok(tagged(resp, &stored))
+    let mut resp = super::view_response::<PostView>(StatusCode::CREATED, stored)?;
+    super::set_location(&mut resp, &format!("/api/posts/{id}"));
+    Ok(resp)
 }
 
 /// C2 `PUT /api/posts/{postId}`: read the post (its author), then patch title and content, so a
 /// concurrent counter change is never overwritten (two operations). With `If-Match`, the patch
-/// is conditional on the post's `_etag`, checked by the store itself.
+/// is made only while the post's answer has that tag and the post is still as read.
 #[utoipa::path(
     put,
     path = "/api/posts/{postId}",
@@ -118,27 +113,27 @@ pub async fn update_post(
             "only the author may edit post `{id}`"
         )));
     }
-    let etag = if_match.as_ref().and_then(IfMatch::etag);
-    if etag.is_some() && etag != post["_etag"].as_str() {
-        return Err(StoreError::PreconditionFailed.into());
-    }
     let ops = [
         PatchOp::set("/title", title.as_str()),
         PatchOp::set("/content", content.as_str()),
+        PatchOp::set("/updatedAt", crate::domain::now()),
     ];
-    match s
-        .store
-        .patch(Container::Posts, id.as_str(), id.as_str(), &ops, etag)
-        .await
-    {
-        Ok(post) => {
-            super::deletion::refuse_if_deleted(&*s.store, Container::Posts, &id, &post, Kind::Post)
-                .await?;
-            super::view_response::<PostView>(StatusCode::OK, post)
+    let store = &*s.store;
+    let post = match if_match.as_ref().and_then(IfMatch::etag) {
+        Some(tag) => {
+            super::patch_if_match::<PostView>(store, Container::Posts, &id, post, tag, &ops).await?
         }
-        Err(StoreError::NotFound) => Err(ApiError::not_found("post", id.as_str())),
-        Err(e) => Err(e.into()),
-    }
+        None => match store
+            .patch(Container::Posts, id.as_str(), id.as_str(), &ops, None)
+            .await
+        {
+            Ok(post) => post,
+            Err(StoreError::NotFound) => return Err(ApiError::not_found("post", id.as_str())),
+            Err(e) => return Err(e.into()),
+        },
+    };
+    super::deletion::refuse_if_deleted(store, Container::Posts, &id, &post, Kind::Post).await?;
+    super::view_response::<PostView>(StatusCode::OK, post)
 }
 
 async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
@@ -175,8 +170,8 @@ pub async fn get_post(
     PathId(id): PathId,
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
-    let read = super::read_item(&*s.store, Container::Posts, &id, if_none_match).await?;
-    super::item_response::<PostView>(read, |post| is_live(post, Kind::Post))?
+    let read = super::read_item(&*s.store, Container::Posts, &id).await?;
+    super::item_response::<PostView>(read, |post| is_live(post, Kind::Post), if_none_match)?
         .ok_or_else(|| ApiError::not_found("post", id.as_str()))
 }
 

@@ -6,6 +6,8 @@
 
 use utoipa::IntoParams;
 
+use crate::domain::chars;
+
 /// An item id: 1 to 128 characters, none of `/ \ ? #`, no control characters, not only dots.
 pub const ID_PATTERN: &str = r"^(?!\.+$)[^/\\?#\u0000-\u001F\u007F-\u009F]{1,128}$";
 
@@ -36,35 +38,45 @@ macro_rules! ignorable {
 }
 
 /// A username as sent: surrounding white space (trimmed away), then 1 to 64 characters without
-/// control characters or bidirectional overrides, neither starting nor ending with white space,
-/// at least one of them visible.
-pub const USERNAME_PATTERN: &str = concat!(
-    "^[",
-    ws!(),
-    "]*",
-    "(?=.*[^",
-    ws!(),
-    cc!(),
-    ignorable!(),
-    "])",
-    "[^",
-    ws!(),
-    cc!(),
-    bidi!(),
-    "]",
-    "(?:[^",
-    cc!(),
-    bidi!(),
-    "]{0,62}",
-    "[^",
-    ws!(),
-    cc!(),
-    bidi!(),
-    "])?",
-    "[",
-    ws!(),
-    "]*$",
-);
+/// control characters, line breaks or bidirectional overrides, neither starting nor ending with
+/// white space, at least one of them visible: one of the Basic Multilingual Plane's that
+/// [`chars::is_visible`] accepts, or any character beyond it (which a portable pattern cannot
+/// name one by one: an emoji is visible, a lone tag character is not, and only the server tells).
+pub fn username_pattern() -> String {
+    let invisible = bmp_ranges(|c| !chars::is_visible(c));
+    let ws = ws!();
+    let cc = cc!();
+    let bidi = bidi!();
+    let breaks = r"\u2028\u2029";
+    format!(
+        "^[{ws}]*(?=.*[^{invisible}])[^{ws}{cc}{bidi}](?:[^{cc}{bidi}{breaks}]{{0,62}}[^{ws}{cc}{bidi}])?[{ws}]*$"
+    )
+}
+
+/// The characters of the Basic Multilingual Plane (surrogates aside) for which `pick` holds, as
+/// the inside of a pattern's character class (`\u0300-\u036F…`).
+fn bmp_ranges(pick: impl Fn(char) -> bool) -> String {
+    let mut out = String::new();
+    let mut start: Option<u32> = None;
+    let flush = |from: u32, to: u32, out: &mut String| {
+        out.push_str(&format!("\\u{from:04X}"));
+        if to > from {
+            out.push_str(&format!("-\\u{to:04X}"));
+        }
+    };
+    for cp in 0..=0x1_0000u32 {
+        let picked = char::from_u32(cp).is_some_and(|c| cp < 0x1_0000 && pick(c));
+        match (picked, start) {
+            (true, None) => start = Some(cp),
+            (false, Some(from)) => {
+                flush(from, cp - 1, &mut out);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
 
 /// A title or content: no control characters but line breaks and tabs, and at least one
 /// visible character.

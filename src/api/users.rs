@@ -1,16 +1,15 @@
 //! C1, Q1, Q3: users and a user's posts (all in `users`, partition `userId`).
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::conditional::{tagged, IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
+use super::conditional::{IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
 use super::deletion::no_content;
 use super::schema::PagingParams;
-use super::views::{PostSummaryPage, UserView, View};
+use super::views::{PostSummaryPage, UserView};
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::tombstone_ops;
@@ -68,13 +67,9 @@ pub async fn create_user(
         Err(StoreError::Conflict) => recreate(&*s.store, &caller, &id, &user).await?,
         Err(e) => return Err(e.into()),
     };
-    let resp = (
-        StatusCode::CREATED,
-        [(header::LOCATION, format!("/api/users/{id}"))],
-        Json(UserView::from_stored(stored.clone())?),
-    )
-        .into_response();
-    Ok(tagged(resp, &stored))
+    let mut resp = super::view_response::<UserView>(StatusCode::CREATED, stored)?;
+    super::set_location(&mut resp, &format!("/api/users/{id}"));
+    Ok(resp)
 }
 
 /// The id is taken: by a live user (409), or by an erased one. An erasure is complete once the
@@ -113,8 +108,9 @@ async fn recreate(
     }
 }
 
-/// C1 `PUT /api/users/{userId}`: one server-side patch (conditional on `If-Match`) that sets the
-/// name and bumps the rename version; the users change feed fans the name out.
+/// C1 `PUT /api/users/{userId}`: one server-side patch that sets the name and bumps the rename
+/// version; the users change feed fans the name out. With an `If-Match` tag, the user is read
+/// first and the patch made only while the user is as read (two operations).
 #[utoipa::path(
     put,
     path = "/api/users/{userId}",
@@ -143,20 +139,27 @@ pub async fn rename_user(
         PatchOp::set("/username", username.as_str()),
         PatchOp::incr("/renameVersion", 1),
     ];
-    let etag = if_match.as_ref().and_then(IfMatch::etag);
-    match s
-        .store
-        .patch(Container::Users, id.as_str(), id.as_str(), &ops, etag)
-        .await
-    {
-        Ok(user) => {
-            super::deletion::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User)
-                .await?;
-            super::view_response::<UserView>(StatusCode::OK, user)
+    let user = match if_match.as_ref().and_then(IfMatch::etag) {
+        Some(tag) => {
+            let store = &*s.store;
+            let user = super::read_item(store, Container::Users, &id)
+                .await?
+                .filter(|u| is_live(u, Kind::User))
+                .ok_or_else(|| ApiError::not_found("user", id.as_str()))?;
+            super::patch_if_match::<UserView>(store, Container::Users, &id, user, tag, &ops).await?
         }
-        Err(StoreError::NotFound) => Err(ApiError::not_found("user", id.as_str())),
-        Err(e) => Err(e.into()),
-    }
+        None => match s
+            .store
+            .patch(Container::Users, id.as_str(), id.as_str(), &ops, None)
+            .await
+        {
+            Ok(user) => user,
+            Err(StoreError::NotFound) => return Err(ApiError::not_found("user", id.as_str())),
+            Err(e) => return Err(e.into()),
+        },
+    };
+    super::deletion::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User).await?;
+    super::view_response::<UserView>(StatusCode::OK, user)
 }
 
 /// Q1 `GET /api/users/{userId}`: one point read (conditional on `If-None-Match`).
@@ -182,8 +185,8 @@ pub async fn get_user(
     PathId(id): PathId,
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
-    let read = super::read_item(&*s.store, Container::Users, &id, if_none_match).await?;
-    super::item_response::<UserView>(read, |user| is_live(user, Kind::User))?
+    let read = super::read_item(&*s.store, Container::Users, &id).await?;
+    super::item_response::<UserView>(read, |user| is_live(user, Kind::User), if_none_match)?
         .ok_or_else(|| ApiError::not_found("user", id.as_str()))
 }
 

@@ -57,11 +57,11 @@ pub struct UserView {
     /// How many users follow this one; kept by the change feed, so it may lag a follow by a
     /// moment. Not on the entries of follow lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, nullable = false)]
     pub follower_count: Option<u64>,
     /// How many users this one follows; kept like `followerCount`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, nullable = false)]
     pub following_count: Option<u64>,
 }
 
@@ -121,6 +121,10 @@ pub struct PostView {
     pub like_count: u64,
     #[schema(example = "2026-11-21T10:00:00.123Z")]
     pub creation_date: String,
+    /// When the author last edited the post; absent on a post never edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, example = "2026-11-21T11:30:00.456Z")]
+    pub updated_at: Option<String>,
 }
 
 impl View for PostView {
@@ -138,6 +142,7 @@ impl View for PostView {
             comment_count: p.comment_count,
             like_count: p.like_count,
             creation_date: p.creation_date,
+            updated_at: p.updated_at,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Which characters a name or a text may hold.
 //!
-//! - A name (username) is refused when it holds a control character or a bidirectional
+//! - A name (username) is refused when it holds a control character, a line or paragraph
+//!   separator (U+2028, U+2029: line breaks, as `\n` is), or a bidirectional
 //!   override or isolate (U+202A–U+202E, U+2066–U+2069: they make a name display as another),
 //!   and when nothing in it is visible: it must hold at least one character that shows on its
 //!   own ([`is_visible`]: not white space, default-ignorable, a control, format or unassigned
@@ -18,6 +19,11 @@ use icu_properties::{CodePointMapData, CodePointSetData};
 /// A bidirectional embedding, override or isolate control (not the plain LRM/RLM marks).
 pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A line or paragraph separator (U+2028, U+2029): a line break, refused in a name as `\n` is.
+pub fn is_line_separator(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 /// Unicode's `Default_Ignorable_Code_Point` property: characters that render as nothing when

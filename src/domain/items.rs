@@ -112,6 +112,10 @@ pub struct Post {
     #[serde(deserialize_with = "at_least_zero")]
     pub like_count: u64,
     pub creation_date: String,
+    /// When the post was last edited (`PUT`); absent on a post never edited. Not on the short
+    /// form: copies show what the feed lists, and an edit changes their title or content anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
 }
 
 fn at_least_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -134,6 +138,7 @@ impl Post {
             comment_count: 0,
             like_count: 0,
             creation_date: now(),
+            updated_at: None,
         }
     }
 
@@ -141,6 +146,7 @@ impl Post {
     pub fn summary(&self) -> Post {
         Post {
             content: short_content(&self.content),
+            updated_at: None,
             ..self.clone()
         }
     }

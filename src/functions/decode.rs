@@ -94,12 +94,12 @@ pub fn check_document(doc: &Value, now: OffsetDateTime) -> Result<(), String> {
             "`id` has {id_chars} characters (1 to {MAX_DOCUMENT_ID_CHARS})"
         ));
     }
-    Id::check_chars("id", id).map_err(|e| e.0)?;
+    Id::check_chars("id", id).map_err(|e| format!("`{}` {}", e.field, e.detail))?;
     for field in ID_REFERENCES {
         match doc.get(field) {
             None | Some(Value::Null) => {}
             Some(Value::String(v)) => {
-                Id::parse(field, v).map_err(|e| e.0)?;
+                Id::parse(field, v).map_err(|e| format!("`{}` {}", e.field, e.detail))?;
             }
             Some(_) => return Err(format!("`{field}` is not a string")),
         }

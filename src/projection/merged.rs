@@ -263,6 +263,7 @@ mod tests {
             comment_count: 3,
             like_count: 7,
             creation_date: format!("2026-01-01T{:02}:{:02}:00.000Z", n / 60, n % 60),
+            updated_at: None,
         }
     }
 

@@ -643,6 +643,7 @@ mod tests {
             comment_count: comments,
             like_count: likes,
             creation_date: date.into(),
+            updated_at: None,
         }
     }
 

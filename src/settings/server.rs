@@ -83,9 +83,15 @@ pub(super) fn cors_origins(get: &Lookup) -> Result<Vec<String>, SettingError> {
 }
 
 /// `BLOG_WRITES_PER_MINUTE`: 0 (no limit) to 1000000.
-pub(super) fn writes_per_minute(get: &Lookup) -> Result<u32, SettingError> {
+/// `BLOG_WRITES_PER_MINUTE`; unset, [`DEFAULT_WRITES_PER_MINUTE`], or no limit when
+/// `local_only` (standalone on loopback without sign-in, where only this machine can write).
+pub(super) fn writes_per_minute(get: &Lookup, local_only: bool) -> Result<u32, SettingError> {
     let Some(v) = get("BLOG_WRITES_PER_MINUTE") else {
-        return Ok(DEFAULT_WRITES_PER_MINUTE);
+        return Ok(if local_only {
+            0
+        } else {
+            DEFAULT_WRITES_PER_MINUTE
+        });
     };
     v.trim()
         .parse::<u32>()

@@ -22,7 +22,8 @@ macro_rules! api_suite {
             a_username_change_reaches_every_copy, a_rename_racing_new_items_converges,
             concurrent_comments_and_likes_count_exactly, concurrent_repeat_likes_count_once,
             counters_heal_after_a_crash_between_writes, errors_are_problem_json,
-            system_properties_are_not_returned);
+            system_properties_are_not_returned,
+            a_like_is_read_by_its_user);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -162,6 +163,13 @@ pub async fn edit_a_post(app: &TestApp) {
     assert_eq!(r.body["content"], "c2");
     assert_eq!(r.body["likeCount"], 1, "an edit keeps the counters");
     assert_eq!(r.body["creationDate"], post["creationDate"]);
+    // A post never edited has no `updatedAt`; an edit sets it, and it stays on the post.
+    assert_eq!(post.get("updatedAt"), None);
+    let edited = r.body["updatedAt"]
+        .as_str()
+        .expect("`updatedAt` after an edit");
+    assert!(edited >= post["creationDate"].as_str().unwrap(), "{edited}");
+    assert_eq!(post_of(app, &id(&post)).await["updatedAt"], edited);
     app.put(
         "/api/posts/nope",
         json!({ "userId": id(&user), "title": "t", "content": "c" }),
@@ -298,6 +306,49 @@ pub async fn likes_and_repeat_likes(app: &TestApp) {
             && app.get("/api/feed").await.body["items"][0]["likeCount"] == 2
     })
     .await;
+}
+
+/// `GET /api/posts/{postId}/likes/{userId}` answers whether that user likes the post: the like
+/// (one point read, its id derived from the user) or 404.
+pub async fn a_like_is_read_by_its_user(app: &TestApp) {
+    let ana = app.create_user("ana").await;
+    let bob = app.create_user("bob").await;
+    let post = app.create_post(&id(&ana), "t", "c").await;
+    let like_path = |user: &Value| format!("/api/posts/{}/likes/{}", id(&post), id(user));
+    let r = app.get(&like_path(&bob)).await;
+    r.assert_problem(404);
+    assert_eq!(r.store_operations(), 1);
+    let liked = app.like(&id(&post), &id(&bob)).await;
+    assert_eq!(liked.status, 201);
+    let r = app.get(&like_path(&bob)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body, liked.body, "the like as its create answered");
+    assert_eq!(r.store_operations(), 1);
+    assert_eq!(r.header("cache-control"), Some("no-cache"));
+    // Someone else's like is not ana's.
+    app.get(&like_path(&ana)).await.assert_problem(404);
+    // Taken back: no like any more (its deletion mark is no like).
+    let r = app.delete(&like_path(&bob)).await;
+    assert_eq!(r.status, 204);
+    app.get(&like_path(&bob)).await.assert_problem(404);
+    // Liked again: there again.
+    assert_eq!(app.like(&id(&post), &id(&bob)).await.status, 201);
+    assert_eq!(app.get(&like_path(&bob)).await.status, 200);
+    // An unknown post, or a bad id.
+    app.get(&format!("/api/posts/nothing/likes/{}", id(&bob)))
+        .await
+        .assert_problem(404);
+    app.get(&format!("/api/posts/{}/likes/a%5Cb", id(&post)))
+        .await
+        .assert_problem(400);
+    // A deleted post's likes are gone with it.
+    assert_eq!(
+        app.delete(&format!("/api/posts/{}", id(&post)))
+            .await
+            .status,
+        204
+    );
+    app.get(&like_path(&bob)).await.assert_problem(404);
 }
 
 pub async fn writes_naming_unknown_users_or_posts(app: &TestApp) {

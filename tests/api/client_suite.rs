@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{id, Resp, TestApp};
+use crate::helpers::{eventually, id, Resp, TestApp};
 
 /// The origins the suite's app allows (`BLOG_CORS_ORIGINS`).
 pub const ORIGINS: [&str; 2] = ["https://app.example", "http://localhost:5173"];
@@ -15,7 +15,8 @@ macro_rules! client_suite {
             reads_answer_an_etag_and_304_when_unchanged, updates_honour_if_match,
             malformed_conditions_are_bad_requests, lists_are_revalidated,
             preflights_allow_the_configured_origins, cross_origin_answers_expose_the_api_headers,
-            answers_match_the_document, etags_are_opaque_and_deleted_items_have_none);
+            answers_match_the_document, etags_are_opaque_and_deleted_items_have_none,
+            a_renames_etag_outlives_its_fan_out);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -237,6 +238,52 @@ pub async fn updates_honour_if_match(app: &TestApp) {
     .assert_problem(403);
     // Without If-Match an update is unconditional.
     assert_eq!(app.put(&post_path, edit("third")).await.status, 200);
+}
+
+/// Whether the change feed has carried the user's latest rename to every copy (its bookkeeping
+/// written on the user item).
+async fn rename_fanned_out(app: &TestApp, user: &str) -> bool {
+    let item = app
+        .store
+        .read(blog::store::Container::Users, user, user)
+        .await
+        .unwrap()
+        .expect("the user");
+    item.get("propagatedVersion").is_some()
+        && item.get("propagatedVersion") == item.get("renameVersion")
+}
+
+/// The tag a rename answers stays the user's tag once the change feed has carried the name to
+/// the user's posts: the feed's own bookkeeping is no change a client can see.
+pub async fn a_renames_etag_outlives_its_fan_out(app: &TestApp) {
+    let user = app.create_user("ana").await;
+    let uid = id(&user);
+    app.create_post(&uid, "t", "c").await;
+    let user_path = format!("/api/users/{uid}");
+    let mut tag = etag(&app.get(&user_path).await);
+    for name in ["bea", "cy", "dee"] {
+        let r = put_with(app, &user_path, &tag, json!({ "username": name })).await;
+        assert_eq!(r.status, 200, "{name}: {:?}", r.body);
+        tag = etag(&r);
+        let posts_path = format!("{user_path}/posts");
+        eventually("the rename's fan-out", || async {
+            let posts = app.get(&posts_path).await;
+            rename_fanned_out(app, &uid).await
+                && posts.items().first().map(|p| &p["userUsername"]) == Some(&json!(name))
+        })
+        .await;
+        let r = get_with(app, &user_path, "if-none-match", &tag).await;
+        assert_eq!(r.status, 304, "{name}: the rename's tag is current");
+        assert_eq!(r.header("etag"), Some(tag.as_str()));
+    }
+    // A change a client can see still changes the tag.
+    let r = app.put(&user_path, json!({ "username": "eve" })).await;
+    assert_eq!(r.status, 200);
+    assert_ne!(etag(&r), tag);
+    put_with(app, &user_path, &tag, json!({ "username": "lost" }))
+        .await
+        .assert_problem(412);
+    assert_eq!(app.get(&user_path).await.body["username"], "eve");
 }
 
 pub async fn malformed_conditions_are_bad_requests(app: &TestApp) {

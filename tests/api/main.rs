@@ -37,6 +37,7 @@ mod identity;
 mod layers;
 mod model;
 mod openapi;
+mod problems;
 mod process;
 mod projection;
 mod schema;

@@ -380,3 +380,98 @@ async fn the_served_document_asks_for_a_token_only_where_writes_need_one() {
         assert_eq!(user_id["type"], "string", "{body}: never null there");
     }
 }
+
+/// `GET /api` is where a client starts: links to the document and the web client, each served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_root_links_what_a_client_needs() {
+    let app = spawn_app().await;
+    let r = app.get("/api").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    for (name, path) in [
+        ("openapi", "/api/openapi.json"),
+        ("web", "/api/web/"),
+        ("feed", "/api/feed"),
+        ("config", "/api/config"),
+    ] {
+        assert_eq!(r.body["links"][name]["href"], path, "{name}");
+        assert_eq!(app.get(path).await.status, 200, "{path}");
+    }
+}
+
+/// The document as client generators read it: properties in the order the types declare them
+/// (a generated constructor takes them in that order), a relative server, counts that are left
+/// out but never `null`, and a `username` pattern that admits no name the server refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generators_read_the_document_as_the_server_behaves() {
+    let app = spawn_app().await;
+    let served = app.get("/api/openapi.json").await.body;
+    for doc in [&document(), &served] {
+        let props = |schema: &str| -> Vec<String> {
+            doc["components"]["schemas"][schema]["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            props("Post"),
+            [
+                "id",
+                "postId",
+                "userId",
+                "userUsername",
+                "title",
+                "content",
+                "commentCount",
+                "likeCount",
+                "creationDate",
+                "updatedAt"
+            ]
+        );
+        assert_eq!(props("PostBody"), ["userId", "title", "content"]);
+        assert_eq!(
+            props("User")[..3],
+            ["id".to_string(), "userId".into(), "username".into()]
+        );
+        assert_eq!(doc["servers"][0]["url"], "/", "{}", doc["servers"]);
+        for count in ["followerCount", "followingCount"] {
+            assert_eq!(
+                doc["components"]["schemas"]["User"]["properties"][count]["type"],
+                "integer"
+            );
+        }
+    }
+    // The pattern refuses every name the server refuses that a portable pattern can describe
+    // (the Basic Multilingual Plane's), and admits every name the server keeps.
+    let pattern = document()["components"]["schemas"]["UserBody"]["properties"]["username"]
+        ["pattern"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let schema = serde_json::json!({ "type": "string", "pattern": pattern });
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let admitted: Vec<&str> = crate::validation::BAD_USERNAMES
+        .iter()
+        .filter(|(name, _)| name.chars().all(|c| (c as u32) < 0x10000))
+        // The pattern names U+E000–U+F8FF among the invisible, and ECMAScript and Python
+        // refuse a private-use name by it; this validator's regex engine admits it regardless.
+        .filter(|(name, _)| !name.chars().any(|c| ('\u{E000}'..='\u{F8FF}').contains(&c)))
+        .filter(|(name, _)| validator.is_valid(&serde_json::json!(name)))
+        .map(|(_, why)| *why)
+        .collect();
+    assert!(admitted.is_empty(), "the pattern admits {admitted:?}");
+    for name in crate::validation::GOOD_USERNAMES {
+        assert!(validator.is_valid(&serde_json::json!(name)), "{name:?}");
+    }
+    for (name, why) in [
+        ("a\u{2028}b", "a line separator inside"),
+        ("a\u{2029}b", "a paragraph separator inside"),
+    ] {
+        assert!(!validator.is_valid(&serde_json::json!(name)), "{why}");
+        app.post("/api/users", serde_json::json!({ "username": name }))
+            .await
+            .assert_problem(400);
+    }
+}

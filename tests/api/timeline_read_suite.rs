@@ -48,6 +48,7 @@ fn post(author: &str, n: usize, likes: u64) -> Post {
         comment_count: likes / 2,
         like_count: likes,
         creation_date: String::new(),
+        updated_at: None,
     }
 }
 

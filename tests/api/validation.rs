@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use crate::helpers::{id, spawn_app};
 
 /// `(username, why)`: each must be refused.
-const BAD_USERNAMES: &[(&str, &str)] = &[
+pub const BAD_USERNAMES: &[(&str, &str)] = &[
     ("\u{200B}", "zero-width space only"),
     ("\u{200B}\u{200B}\u{200B}", "zero-width spaces only"),
     ("\u{FEFF}", "byte-order mark only"),
@@ -47,7 +47,7 @@ const BAD_USERNAMES: &[(&str, &str)] = &[
 ];
 
 /// Each must be accepted, and kept as given (trimmed).
-const GOOD_USERNAMES: &[&str] = &[
+pub const GOOD_USERNAMES: &[&str] = &[
     "ana",
     "👩\u{200D}💻",
     "👨\u{200D}👩\u{200D}👧",

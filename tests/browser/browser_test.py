@@ -3,7 +3,7 @@
 Usage: [JWT_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
-like twice, edit, rename, visit the author's page, erase the account), checks that user text is
+like twice (and past the 100th like), edit, rename, visit the author's page, erase the account), checks that user text is
 shown as text and never run, and saves one screenshot per screen. With JWT_BASE (a handler with
 BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user.
 """
@@ -236,6 +236,34 @@ try:
     until("the like count after a reload", lambda: text("#like-count") == "1 like")
     controls_are_labelled()
     shot("post")
+
+    # A like past the 100th: taken back, then 100 others like the post, then the caller again.
+    # The button knows from the caller's own like (one read), not from the first 100 in the list.
+    q("#like").click()
+    until("the like taken back", lambda: text("#like-count") == "0 likes" and q("#like").text == "Like")
+    d.set_script_timeout(120)
+    fans = d.execute_async_script(
+        "const [postId, done] = arguments;"
+        "const post = (path, body) => fetch('/api/' + path, {method: 'POST',"
+        " headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)})"
+        ".then((r) => { if (!r.ok) throw new Error(path + ': ' + r.status); return r.json(); });"
+        "(async () => { for (let i = 0; i < 100; i++) {"
+        " const u = await post('users', {username: 'fan ' + i});"
+        " await post('posts/' + encodeURIComponent(postId) + '/likes', {userId: u.id}); }"
+        " return 100; })().then(done, (e) => done(String(e)));",
+        post_id,
+    )
+    assert fans == 100, fans
+    d.refresh()
+    h1_is("Hello from Chromium")
+    until("100 likes, none the caller's", lambda: text("#like-count") == "100 likes" and q("#like").text == "Like")
+    q("#like").click()
+    until("the 101st like", lambda: text("#like-count") == "101 likes" and q("#like").text == "Liked")
+    d.refresh()
+    h1_is("Hello from Chromium")
+    until("the 101st like after a reload", lambda: text("#like-count") == "101 likes" and q("#like").text == "Liked")
+    q("#like").click()
+    until("the 101st like taken back", lambda: text("#like-count") == "100 likes" and q("#like").text == "Like")
 
     # Edit one's own post, sending If-Match with the ETag it was read with.
     etag = d.execute_script("return fetch('/api/posts/' + arguments[0]).then(r => r.headers.get('ETag'))", post_id)
