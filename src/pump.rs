@@ -4,7 +4,8 @@
 //! lane), hands each batch to its lane's projections, then checkpoints in `leases` (at most every
 //! [`CHECKPOINT_EVERY`], and when it stops). It resumes from its checkpoint after a restart,
 //! replaying what came after it (harmless: the projections write the present state); an
-//! unapplied batch is retried, never skipped. Posts whose counter a projection deferred are
+//! unapplied batch is retried, never skipped, until it has failed `quarantine::ATTEMPTS` times:
+//! then what still fails of it is quarantined (`crate::quarantine`) and the follower moves on. Posts whose counter a projection deferred are
 //! projected again once due, and are kept in the checkpoint so that a restart does not forget
 //! them.
 //!
@@ -25,6 +26,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::projection::{self, Lane, INCREMENT_GRACE};
+use crate::quarantine;
 use crate::store::{metrics, ChangeNotifier, Container, Store, StoreResult};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
@@ -281,7 +283,14 @@ async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
     let mut wake = store.change_notifier(container);
+    let attempts = quarantine::Attempts::default();
+    let mut quarantine_at = Instant::now() + quarantine::RETRY_EVERY;
     while !stopping(&stopped) {
+        if Instant::now() >= quarantine_at {
+            let deferred = metrics::projecting(quarantine::retry_lane(&*store, lane, container));
+            rechecks.defer(deferred.await);
+            quarantine_at = Instant::now() + quarantine::RETRY_EVERY;
+        }
         let due = rechecks.take_due();
         if !due.is_empty() {
             let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
@@ -341,11 +350,16 @@ async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver
             continue;
         }
         metrics::charge_projections(read_usage);
-        match metrics::projecting(projection::project_lane(
+        // A batch that keeps failing at this position is split and what fails is quarantined.
+        let key = quarantine::batch_key(lane, container, &[json!({ "id": continuation })]);
+        let tried = (key, &attempts);
+        match metrics::projecting(quarantine::project(
             &*store,
             lane,
             container,
             &page.items,
+            tried,
+            0,
         ))
         .await
         {

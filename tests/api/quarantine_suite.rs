@@ -1,0 +1,207 @@
+//! The quarantine (`docs/operations.md`, "Quarantined changes"): a change whose projection always
+//! fails is kept after `quarantine::ATTEMPTS` failed attempts of its batch, the lane applies the
+//! changes after it, `verify` reports it, a replay once the cause is gone applies it, a drop
+//! removes it. Both drivers: the pump and the Functions triggers. Written once and instantiated
+//! per store with `quarantine_suite!(path::to::fixture_fn);`.
+
+use std::sync::{Arc, Mutex};
+
+use blog::ops::progress::Progress;
+use blog::ops::verify_and_repair;
+use blog::quarantine;
+use blog::store::{Container, Store, StoreError};
+use serde_json::Value;
+
+use crate::helpers::{eventually, id, Fixture, TestApp};
+use crate::hooks::Hooked;
+
+#[macro_export]
+macro_rules! quarantine_suite {
+    ($fixture:path) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_pump_quarantines_a_change_that_always_fails_and_moves_on() {
+            $crate::quarantine_suite::pump($fixture().await).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_trigger_quarantines_a_change_that_always_fails_and_moves_on() {
+            $crate::quarantine_suite::trigger($fixture().await).await;
+        }
+    };
+}
+
+/// Every write of the feed entry of the post named in `poison` fails (not a transient error: the
+/// store retry gives up at once), as a projection bug or a bad item would.
+fn poisoned(fixture: Fixture) -> (Fixture, Arc<Mutex<Option<String>>>) {
+    let poison: Arc<Mutex<Option<String>>> = Arc::default();
+    let p = poison.clone();
+    let fixture = fixture.wrapped(move |inner| {
+        Arc::new(Hooked::new(inner).before(move |call| {
+            let hit = call.container == Container::Feed
+                && call.op != "read"
+                && call.op != "query"
+                && p.lock().unwrap().as_deref() == Some(call.id.as_str());
+            Box::pin(async move {
+                if hit {
+                    Err(StoreError::Other(
+                        "injected: this entry cannot be written".into(),
+                    ))
+                } else {
+                    Ok(())
+                }
+            })
+        }))
+    });
+    (fixture, poison)
+}
+
+async fn feed_ids(app: &TestApp) -> Vec<String> {
+    app.get("/api/feed").await.items().iter().map(id).collect()
+}
+
+async fn entries(store: &dyn Store) -> Vec<quarantine::Entry> {
+    quarantine::list(store, None).await.unwrap()
+}
+
+/// A user, a post that cannot be projected and one after it.
+async fn two_posts(app: &TestApp) -> (String, String, String) {
+    let ana = id(&app.create_user("ana").await);
+    let bad = id(&app.create_post(&ana, "bad", "c").await);
+    let good = id(&app.create_post(&ana, "good", "c").await);
+    (ana, bad, good)
+}
+
+/// After the change is quarantined: `verify` shows it, a replay once the cause is gone applies
+/// it and empties the quarantine; a second poison change is dropped.
+async fn replay_then_drop(app: &TestApp, poison: &Mutex<Option<String>>, bad: &str) {
+    let store = &*app.store;
+    let checked = verify_and_repair(store, false, std::time::Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(!checked.is_clean(), "{}", checked.render());
+    assert_eq!(checked.quarantined.len(), 1, "{}", checked.render());
+    assert!(
+        checked
+            .render()
+            .contains(&format!("quarantined: quarantine.main.posts.{bad}.{bad}")),
+        "{}",
+        checked.render()
+    );
+
+    // Still failing: the replay keeps it, one more attempt counted.
+    let before = entries(store).await;
+    let again = quarantine::replay(store, &before).await.unwrap();
+    assert_eq!(again.failed.len(), 1, "{again:?}");
+    let after = entries(store).await;
+    assert_eq!(after[0].attempts, before[0].attempts + 1);
+    assert_eq!(after[0].first_failure, before[0].first_failure);
+
+    // The cause fixed, the replay applies the item as it is now and empties the quarantine.
+    *poison.lock().unwrap() = None;
+    let done = quarantine::replay(store, &after).await.unwrap();
+    assert_eq!(done.applied, vec![after[0].id.clone()], "{done:?}");
+    assert!(entries(store).await.is_empty());
+    // (On Cosmos DB the feed's snapshot may serve the feed as it was for a moment.)
+    eventually("the replayed post reaches the feed", || async {
+        feed_ids(app).await.contains(&bad.to_string())
+    })
+    .await;
+
+    // Drop: the entry goes, the item stays unapplied.
+    let entry = quarantine::entry_id(blog::projection::Lane::Main, Container::Posts, "x", "x");
+    assert!(!quarantine::drop_entry(store, &entry).await.unwrap());
+    let ops = blog::ops::quarantine::act(store, blog::ops::quarantine::Action::List)
+        .await
+        .unwrap();
+    assert_eq!(ops, ("quarantine: 0 changes\n".to_string(), true));
+}
+
+/// The pump: the poison change is quarantined, the change after it applied.
+pub async fn pump(fixture: Fixture) {
+    let (fixture, poison) = poisoned(fixture);
+    let app = TestApp::spawn(fixture, false).await;
+    let (ana, bad, good) = two_posts(&app).await;
+    *poison.lock().unwrap() = Some(bad.clone());
+    let pump = blog::pump::spawn(app.store.clone());
+    // Every follower checkpoints past the failing change: no lane is held up by it.
+    eventually("the pump moves past the failing change", || async {
+        blog::pump::caught_up(&*app.store).await.unwrap()
+    })
+    .await;
+    assert!(feed_ids(&app).await.contains(&good));
+    let kept = entries(&*app.store).await;
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let e = &kept[0];
+    assert_eq!(
+        (
+            e.lane.as_str(),
+            e.container.as_str(),
+            e.pk.as_str(),
+            e.item_id.as_str()
+        ),
+        ("main", "posts", bad.as_str(), bad.as_str())
+    );
+    assert!(e.attempts >= u64::from(quarantine::ATTEMPTS), "{e:?}");
+    assert!(e.error.contains("injected"), "{e:?}");
+    assert!(!feed_ids(&app).await.contains(&bad));
+
+    // The lane is not blocked: a post written afterwards is applied too.
+    let later = id(&app.create_post(&ana, "later", "c").await);
+    eventually("a post after the quarantine reaches the feed", || async {
+        feed_ids(&app).await.contains(&later)
+    })
+    .await;
+    pump.stop().await;
+    replay_then_drop(&app, &poison, &bad).await;
+
+    // A second poison change, dropped by the operator.
+    let worse = id(&app.create_post(&ana, "worse", "c").await);
+    *poison.lock().unwrap() = Some(worse.clone());
+    let pump = blog::pump::spawn(app.store.clone());
+    eventually("the second failing change is quarantined", || async {
+        entries(&*app.store).await.len() == 1
+    })
+    .await;
+    pump.stop().await;
+    let (text, ok) = blog::ops::quarantine::act(
+        &*app.store,
+        blog::ops::quarantine::Action::Drop {
+            id: Some(entries(&*app.store).await[0].id.clone()),
+            all: false,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(ok, "{text}");
+    assert!(text.contains(&worse), "{text}");
+    assert!(entries(&*app.store).await.is_empty());
+    assert!(!feed_ids(&app).await.contains(&worse));
+    app.stop().await;
+}
+
+/// The Functions triggers: the host redelivers the failing batch; the attempt that exhausts
+/// the bound answers 200 with the poison change quarantined and the rest applied.
+pub async fn trigger(fixture: Fixture) {
+    let (fixture, poison) = poisoned(fixture);
+    let app = TestApp::spawn_with(fixture, false, |a| a.hosted(true)).await;
+    let (_, bad, good) = two_posts(&app).await;
+    *poison.lock().unwrap() = Some(bad.clone());
+    let docs: Vec<Value> = vec![
+        app.current(Container::Posts, &bad, &bad).await,
+        app.current(Container::Posts, &good, &good).await,
+    ];
+    for attempt in 1..quarantine::ATTEMPTS {
+        let r = app.deliver("PostsChangeFeed", &docs).await;
+        assert_eq!(r.status, 500, "attempt {attempt}: {:#}", r.body);
+        assert!(entries(&*app.store).await.is_empty());
+    }
+    app.deliver("PostsChangeFeed", &docs).await.assert_applied();
+    let kept = entries(&*app.store).await;
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].item_id, bad);
+    assert_eq!(kept[0].attempts, u64::from(quarantine::ATTEMPTS));
+    let feed = feed_ids(&app).await;
+    assert!(feed.contains(&good) && !feed.contains(&bad), "{feed:?}");
+    replay_then_drop(&app, &poison, &bad).await;
+    app.stop().await;
+}
