@@ -205,3 +205,83 @@ pub async fn trigger(fixture: Fixture) {
     replay_then_drop(&app, &poison, &bad).await;
     app.stop().await;
 }
+
+/// The binary: `verify` exits 1 while a change is quarantined; `quarantine list`, `replay` and
+/// `drop` as an operator runs them (embedded store).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_lists_replays_and_drops_quarantined_changes() {
+    use crate::ops_suite::{data, handler, stdout};
+    let d = data(crate::helpers::embedded_fixture().await).await;
+    let db = d.dir.as_ref().unwrap().path().join("blog.db");
+    // Every feed query fails in this process, so the post's projection cannot run here.
+    let failing: Arc<dyn Store> = Arc::new(Hooked::new(d.store.clone()).before(|call| {
+        Box::pin(async move {
+            if call.container == Container::Feed && call.op == "query" {
+                return Err(StoreError::Other("injected".into()));
+            }
+            Ok(())
+        })
+    }));
+    let post = &d.posts[0];
+    let doc = d
+        .store
+        .read(Container::Posts, post, post)
+        .await
+        .unwrap()
+        .unwrap();
+    let attempts = quarantine::Attempts::default();
+    let key = quarantine::batch_key(
+        blog::projection::Lane::Main,
+        Container::Posts,
+        std::slice::from_ref(&doc),
+    );
+    for _ in 1..quarantine::ATTEMPTS {
+        assert!(quarantine::project(
+            &*failing,
+            blog::projection::Lane::Main,
+            Container::Posts,
+            std::slice::from_ref(&doc),
+            (key, &attempts),
+            0,
+        )
+        .await
+        .is_err());
+    }
+    quarantine::project(
+        &*failing,
+        blog::projection::Lane::Main,
+        Container::Posts,
+        std::slice::from_ref(&doc),
+        (key, &attempts),
+        0,
+    )
+    .await
+    .expect("quarantined, so answered as applied");
+    let entry = format!("quarantine.main.posts.{post}.{post}");
+
+    let verify = handler(&db, &["verify", "--settle", "0"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", stdout(&verify));
+    assert!(
+        stdout(&verify).contains("quarantine: 1 changes not applied"),
+        "{}",
+        stdout(&verify)
+    );
+    let list = handler(&db, &["quarantine", "list"]);
+    assert_eq!(list.status.code(), Some(0), "{}", stdout(&list));
+    assert!(stdout(&list).contains(&entry), "{}", stdout(&list));
+    assert!(stdout(&list).ends_with("quarantine: 1 changes\n"));
+
+    let nothing = handler(&db, &["quarantine", "drop"]);
+    assert_eq!(nothing.status.code(), Some(2), "drop needs an id or --all");
+    let unknown = handler(&db, &["quarantine", "replay", "quarantine.main.posts.x.x"]);
+    assert_eq!(unknown.status.code(), Some(1), "{}", stdout(&unknown));
+
+    // The binary's store is not failing: the replay applies the post.
+    let replay = handler(&db, &["quarantine", "replay", &entry]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    assert!(stdout(&replay).contains(&format!("applied: {entry}")));
+    let list = handler(&db, &["quarantine", "list"]);
+    assert_eq!(stdout(&list), "quarantine: 0 changes\n");
+    let verify = handler(&db, &["verify", "--settle", "0"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+}
