@@ -75,6 +75,16 @@ pub fn spawn_after(
     store: Arc<dyn Store>,
     start: impl Future<Output = ()> + Send + 'static,
 ) -> Pump {
+    spawn_replaying_every(store, start, quarantine::RETRY_EVERY)
+}
+
+/// [`spawn_after`], each follower replaying its lane's quarantined changes every `every` (rather
+/// than [`quarantine::RETRY_EVERY`]: for tests).
+pub fn spawn_replaying_every(
+    store: Arc<dyn Store>,
+    start: impl Future<Output = ()> + Send + 'static,
+    every: Duration,
+) -> Pump {
     let (stop, stopped) = watch::channel(false);
     let start = start.shared();
     let supervisors = FOLLOWERS
@@ -84,7 +94,7 @@ pub fn spawn_after(
             let mut waiting = stopped.clone();
             tokio::spawn(async move {
                 tokio::select! {
-                    () = start => supervise(store, c, stopped).await,
+                    () = start => supervise(store, c, stopped, every).await,
                     () = async { drop(waiting.wait_for(|stop| *stop).await) } => {}
                 }
             })
@@ -105,11 +115,16 @@ impl Pump {
 }
 
 /// Run `follow` for `c` until told to stop, restarting it (with backoff) whenever it fails.
-async fn supervise(store: Arc<dyn Store>, c: Follower, stopped: watch::Receiver<bool>) {
+async fn supervise(
+    store: Arc<dyn Store>,
+    c: Follower,
+    stopped: watch::Receiver<bool>,
+    every: Duration,
+) {
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = std::time::Instant::now();
-        let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone()))
+        let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone(), every))
             .catch_unwind()
             .await;
         if stopping(&stopped) {
@@ -258,7 +273,12 @@ impl Rechecks {
 
 /// Follow `c` from its checkpoint until told to stop; between batches only, so a batch being
 /// applied is finished and checkpointed first.
-async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver<bool>) {
+async fn follow(
+    store: Arc<dyn Store>,
+    f: Follower,
+    mut stopped: watch::Receiver<bool>,
+    replay_every: Duration,
+) {
     let c = f;
     let (lane, container) = (f.lane, f.c);
     let mut backoff = FIRST_BACKOFF;
@@ -284,12 +304,12 @@ async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
     let mut wake = store.change_notifier(container);
     let attempts = quarantine::Attempts::default();
-    let mut quarantine_at = Instant::now() + quarantine::RETRY_EVERY;
+    let mut quarantine_at = Instant::now() + replay_every;
     while !stopping(&stopped) {
         if Instant::now() >= quarantine_at {
             let deferred = metrics::projecting(quarantine::retry_lane(&*store, lane, container));
             rechecks.defer(deferred.await);
-            quarantine_at = Instant::now() + quarantine::RETRY_EVERY;
+            quarantine_at = Instant::now() + replay_every;
         }
         let due = rechecks.take_due();
         if !due.is_empty() {

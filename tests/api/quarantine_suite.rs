@@ -24,6 +24,11 @@ macro_rules! quarantine_suite {
         }
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_pump_replays_a_quarantined_change_on_its_own() {
+            $crate::quarantine_suite::pump_replays($fixture().await).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn a_trigger_quarantines_a_change_that_always_fails_and_moves_on() {
             $crate::quarantine_suite::trigger($fixture().await).await;
         }
@@ -176,6 +181,38 @@ pub async fn pump(fixture: Fixture) {
     assert!(text.contains(&worse), "{text}");
     assert!(entries(&*app.store).await.is_empty());
     assert!(!feed_ids(&app).await.contains(&worse));
+    app.stop().await;
+}
+
+/// The pump replays its lane's quarantine on its own: once the cause is gone, the change is
+/// applied and its entry removed, without an operator.
+pub async fn pump_replays(fixture: Fixture) {
+    let (fixture, poison) = poisoned(fixture);
+    let app = TestApp::spawn(fixture, false).await;
+    let (_, bad, _) = two_posts(&app).await;
+    *poison.lock().unwrap() = Some(bad.clone());
+    let every = std::time::Duration::from_millis(200);
+    let pump = blog::pump::spawn_replaying_every(app.store.clone(), std::future::ready(()), every);
+    eventually("the failing change is quarantined", || async {
+        entries(&*app.store).await.len() == 1
+    })
+    .await;
+    // Replays that fail again count their attempts.
+    let first = entries(&*app.store).await[0].attempts;
+    eventually("a replay fails again", || async {
+        entries(&*app.store).await[0].attempts > first
+    })
+    .await;
+    *poison.lock().unwrap() = None;
+    eventually("the pump replays it once the cause is gone", || async {
+        entries(&*app.store).await.is_empty()
+    })
+    .await;
+    eventually("the replayed post reaches the feed", || async {
+        feed_ids(&app).await.contains(&bad)
+    })
+    .await;
+    pump.stop().await;
     app.stop().await;
 }
 

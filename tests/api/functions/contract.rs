@@ -238,11 +238,7 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
             t.function
         );
         let count = retry["maxRetryCount"].as_i64().unwrap();
-        assert!(
-            count == -1,
-            "{}: maxRetryCount {count}",
-            t.function
-        );
+        assert!(count == -1, "{}: maxRetryCount {count}", t.function);
         let min = seconds(retry["minimumInterval"].as_str().unwrap());
         let max = seconds(retry["maximumInterval"].as_str().unwrap());
         assert!(0 < min && min < max, "{}: {retry}", t.function);
