@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tracing::Instrument as _;
 
-use crate::projection::{self, Lane, ProjectionError, Report};
+use crate::projection::{self, Lane, ProjectionError};
 use crate::quarantine;
 use crate::store::{metrics, Container};
 use crate::AppState;
@@ -258,15 +258,16 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
     static ATTEMPTS: std::sync::LazyLock<quarantine::Attempts> =
         std::sync::LazyLock::new(Default::default);
     let key = quarantine::batch_key(trigger.lane, container, &batch.documents);
-    let result: Result<Report, ProjectionError> = metrics::projecting(quarantine::project(
-        &*state.store,
-        trigger.lane,
-        container,
-        &batch.documents,
-        (key, &ATTEMPTS),
-        batch.retry_count.saturating_add(1),
-    ))
-    .await;
+    let result: Result<quarantine::Projected, ProjectionError> =
+        metrics::projecting(quarantine::project(
+            &*state.store,
+            trigger.lane,
+            container,
+            &batch.documents,
+            (key, &ATTEMPTS),
+            batch.retry_count.saturating_add(1),
+        ))
+        .await;
     if quarantine::due(trigger.lane, container) {
         let store = state.store.clone();
         let lane = trigger.lane;
@@ -276,7 +277,10 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
         });
     }
     match result {
-        Ok(report) => {
+        Ok(quarantine::Projected {
+            report,
+            quarantined,
+        }) => {
             projection::recheck_later(state.store.clone(), report.deferred.clone());
             let lag = lag_ms(&batch.documents, SystemTime::now());
             tracing::info!(
@@ -287,14 +291,21 @@ async fn run(trigger: Trigger, state: AppState, body: &[u8]) -> Response {
             );
             // The host writes these lines to the function's log (Application Insights traces in
             // Azure), where a query reads `lag_ms=<n>` back out.
+            // One line per quarantined change, which an alert counts (`quarantined=`).
             let lag_text = lag.map(|ms| format!("; lag_ms={ms}")).unwrap_or_default();
-            answer(
-                StatusCode::OK,
-                vec![format!(
-                    "{}: {} changes applied with {} writes{lag_text}",
-                    trigger.function, report.changes, report.writes
-                )],
-            )
+            let mut logs = vec![format!(
+                "{}: {} changes applied with {} writes{lag_text}",
+                trigger.function, report.changes, report.writes
+            )];
+            logs.extend(quarantined.iter().map(|e| {
+                format!(
+                    "{}: quarantined={} attempts={}",
+                    trigger.function,
+                    e.label(),
+                    e.attempts
+                )
+            }));
+            answer(StatusCode::OK, logs)
         }
         Err(e) => {
             // Logged here as well as answered: the host does not read the body of a failure.

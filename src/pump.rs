@@ -383,7 +383,7 @@ async fn follow(
         ))
         .await
         {
-            Ok(report) => {
+            Ok(quarantine::Projected { report, .. }) => {
                 rechecks.settle(&report.settled);
                 rechecks.defer(report.deferred);
                 tracing::debug!(

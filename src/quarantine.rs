@@ -146,6 +146,13 @@ pub fn batch_key(lane: Lane, container: Container, changes: &[Value]) -> u64 {
     h.finish()
 }
 
+/// A batch projected: what the projections did, and the changes quarantined on the way.
+#[derive(Debug, Default)]
+pub struct Projected {
+    pub report: Report,
+    pub quarantined: Vec<Entry>,
+}
+
 /// Project a batch in `lane` ([`projection::project_lane`]). `key` names the batch across its
 /// attempts, `attempts` counts them; `delivered` is the attempt number the driver knows of
 /// otherwise (the host's retry count plus one; 0 when it does not know). Once the batch has
@@ -158,11 +165,14 @@ pub async fn project(
     changes: &[Value],
     (key, attempts): (u64, &Attempts),
     delivered: u64,
-) -> Result<Report, ProjectionError> {
+) -> Result<Projected, ProjectionError> {
     let e = match projection::project_lane(store, lane, container, changes).await {
         Ok(report) => {
             attempts.forget(key);
-            return Ok(report);
+            return Ok(Projected {
+                report,
+                quarantined: Vec::new(),
+            });
         }
         Err(e) => e,
     };
@@ -170,9 +180,9 @@ pub async fn project(
     if failed < u64::from(ATTEMPTS) {
         return Err(e);
     }
-    let report = isolate(store, lane, container, changes, failed).await?;
+    let projected = isolate(store, lane, container, changes, failed).await?;
     attempts.forget(key);
-    Ok(report)
+    Ok(projected)
 }
 
 /// Apply `changes` one at a time; quarantine each that fails (after the batch failed `failed`
@@ -183,8 +193,9 @@ async fn isolate(
     container: Container,
     changes: &[Value],
     failed: u64,
-) -> Result<Report, ProjectionError> {
+) -> Result<Projected, ProjectionError> {
     let mut report = Report::default();
+    let mut quarantined = Vec::new();
     for change in changes {
         match projection::project_lane(store, lane, container, std::slice::from_ref(change)).await {
             Ok(r) => {
@@ -208,11 +219,15 @@ async fn isolate(
                     error = %e.reason,
                     "change not applied; quarantined (handler quarantine list)"
                 );
+                quarantined.push(entry);
             }
         }
     }
     report.changes = changes.len();
-    Ok(report)
+    Ok(Projected {
+        report,
+        quarantined,
+    })
 }
 
 /// Write (or update) the entry for one change that failed `failed` more times.

@@ -232,7 +232,16 @@ pub async fn trigger(fixture: Fixture) {
         assert_eq!(r.status, 500, "attempt {attempt}: {:#}", r.body);
         assert!(entries(&*app.store).await.is_empty());
     }
-    app.deliver("PostsChangeFeed", &docs).await.assert_applied();
+    let done = app.deliver("PostsChangeFeed", &docs).await;
+    done.assert_applied();
+    // The line the host writes to the function's log, which an alert counts.
+    assert!(
+        done.logs().contains(&format!(
+            "PostsChangeFeed: quarantined=main.posts/{bad}/{bad} attempts=5"
+        )),
+        "{}",
+        done.logs()
+    );
     let kept = entries(&*app.store).await;
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert_eq!(kept[0].item_id, bad);
