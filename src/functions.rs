@@ -11,7 +11,9 @@
 //! A batch is acknowledged (200) only once it is applied: any other status makes the host fail the
 //! invocation, and the function's `retry` policy redelivers the batch instead of the trigger
 //! checkpointing past it. Redelivery is safe because the projections are idempotent and re-read
-//! the source of truth.
+//! the source of truth. A batch that has failed `quarantine::ATTEMPTS` times is applied change by
+//! change and what still fails is quarantined (`crate::quarantine`), then acknowledged: the lease
+//! moves on and nothing is lost.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -27,7 +29,8 @@ use serde_json::{json, Value};
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tracing::Instrument as _;
 
-use crate::projection::{self, Lane, ProjectionError, Report};
+use crate::projection::{self, Lane, ProjectionError};
+use crate::quarantine;
 use crate::store::{metrics, Container};
 use crate::AppState;
 
@@ -279,15 +282,35 @@ async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
         ChangeFeed::Posts => Container::Posts,
         ChangeFeed::Users => Container::Users,
     };
-    let result: Result<Report, ProjectionError> = metrics::projecting(projection::project_lane(
-        &*state.store,
-        trigger.lane,
-        container,
-        &batch.documents,
-    ))
-    .await;
+    // A batch redelivered `quarantine::ATTEMPTS` times is split and what fails is quarantined,
+    // so the lease moves on; its attempts are counted here (by its ids and `_lsn`s), the host's
+    // retry count standing in where this process saw fewer.
+    static ATTEMPTS: std::sync::LazyLock<quarantine::Attempts> =
+        std::sync::LazyLock::new(Default::default);
+    let key = quarantine::batch_key(trigger.lane, container, &batch.documents);
+    let result: Result<quarantine::Projected, ProjectionError> =
+        metrics::projecting(quarantine::project(
+            &*state.store,
+            trigger.lane,
+            container,
+            &batch.documents,
+            (key, &ATTEMPTS),
+            batch.retry_count.saturating_add(1),
+        ))
+        .await;
+    if quarantine::due(trigger.lane, container) {
+        let store = state.store.clone();
+        let lane = trigger.lane;
+        tokio::spawn(async move {
+            let deferred = quarantine::retry_lane(&*store, lane, container).await;
+            projection::recheck_later(store, deferred);
+        });
+    }
     match result {
-        Ok(report) => {
+        Ok(quarantine::Projected {
+            report,
+            quarantined,
+        }) => {
             projection::recheck_later(state.store.clone(), report.deferred.clone());
             let lag = lag_ms(&batch.documents, SystemTime::now());
             tracing::info!(
@@ -298,14 +321,21 @@ async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
             );
             // The host writes these lines to the function's log (Application Insights traces in
             // Azure), where a query reads `lag_ms=<n>` back out.
+            // One line per quarantined change, which an alert counts (`quarantined=`).
             let lag_text = lag.map(|ms| format!("; lag_ms={ms}")).unwrap_or_default();
-            answer(
-                StatusCode::OK,
-                vec![format!(
-                    "{}: {} changes applied with {} writes{lag_text}",
-                    trigger.function, report.changes, report.writes
-                )],
-            )
+            let mut logs = vec![format!(
+                "{}: {} changes applied with {} writes{lag_text}",
+                trigger.function, report.changes, report.writes
+            )];
+            logs.extend(quarantined.iter().map(|e| {
+                format!(
+                    "{}: quarantined={} attempts={}",
+                    trigger.function,
+                    e.label(),
+                    e.attempts
+                )
+            }));
+            answer(StatusCode::OK, logs)
         }
         Err(e) => {
             // Logged here as well as answered: the host does not read the body of a failure.

@@ -4,6 +4,8 @@
 //!   ([`verify`], from [`expected`]); with `--repair`, mend it through the projections
 //!   ([`repair`]) and check again; [`newest`] is the feed as it should be. Exit 0 without drift, 1 with drift, 2 when it cannot run.
 //! - `handler backup PATH`: an online copy of the embedded store ([`backup`]).
+//! - `handler quarantine list|replay|drop`: the changes a projection lane could not apply
+//!   ([`quarantine`]).
 //!
 //! They read the same settings as the service. Without a subcommand the binary serves.
 
@@ -11,6 +13,7 @@ pub mod backup;
 pub mod expected;
 pub mod newest;
 pub mod progress;
+pub mod quarantine;
 pub mod repair;
 pub mod report;
 pub mod timeline;
@@ -53,6 +56,12 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 5)]
         settle: u64,
     },
+    /// The changes a projection lane could not apply: list them, replay them (each item's
+    /// current state through its lane's projections) or drop them.
+    Quarantine {
+        #[command(subcommand)]
+        action: quarantine::Action,
+    },
     /// Copy the embedded store to PATH (SQLite online backup; safe while the service runs).
     Backup {
         /// Where to write the copy (must not exist).
@@ -89,6 +98,10 @@ pub async fn run(command: Command) -> ExitCode {
             run_verify(&settings, repair, Duration::from_secs(settle)).await
         }
         Command::Backup { path } => run_backup(&settings, path).await,
+        Command::Quarantine { action } => match open(&settings).await {
+            Ok(store) => quarantine::run(&*store, action).await,
+            Err(e) => cannot_run("quarantine", e),
+        },
     }
 }
 
@@ -128,8 +141,7 @@ async fn run_verify(settings: &Settings, repair: bool, settle: Duration) -> Exit
         Err(e) => return cannot_run("verify", e),
     };
     print!("{}", outcome.render());
-    let clean = outcome.last().is_clean() && outcome.timelines.last().is_clean();
-    ExitCode::from(if clean { 0 } else { DRIFT })
+    ExitCode::from(if outcome.is_clean() { 0 } else { DRIFT })
 }
 
 fn cannot_run(what: &str, e: impl std::fmt::Display) -> ExitCode {
@@ -144,12 +156,19 @@ pub struct Outcome {
     pub repair: Option<(Repaired, Report)>,
     /// Follows and timelines, checked (and repaired) after the rest.
     pub timelines: timeline::Outcome,
+    /// Changes a projection lane could not apply: a finding while any is kept.
+    pub quarantined: Vec<crate::quarantine::Entry>,
 }
 
 impl Outcome {
     /// The state the database was left in.
     pub fn last(&self) -> &Report {
         self.repair.as_ref().map_or(&self.before, |(_, r)| r)
+    }
+
+    /// Nothing drifted (after the repair, if any) and nothing is quarantined.
+    pub fn is_clean(&self) -> bool {
+        self.last().is_clean() && self.timelines.last().is_clean() && self.quarantined.is_empty()
     }
 
     /// The report as printed; its last line is `verify: N items checked, M drifted`.
@@ -176,6 +195,7 @@ impl Outcome {
             charge += done.usage.request_charge + after.usage.request_charge;
         }
         out.push_str(&self.timelines.render());
+        out.push_str(&quarantine::render(&self.quarantined));
         if charge > 0.0 {
             let _ = writeln!(out, "request units: {charge:.2}");
         }
@@ -208,10 +228,12 @@ pub async fn verify_and_repair(
         None
     };
     let timelines = timeline::verify_and_repair(store, mend, settle).await?;
+    let quarantined = crate::quarantine::list(store, None).await?;
     Ok(Outcome {
         before,
         repair,
         timelines,
+        quarantined,
     })
 }
 

@@ -4,7 +4,8 @@
 //! lane), hands each batch to its lane's projections, then checkpoints in `leases` (at most every
 //! [`CHECKPOINT_EVERY`], and when it stops). It resumes from its checkpoint after a restart,
 //! replaying what came after it (harmless: the projections write the present state); an
-//! unapplied batch is retried, never skipped. Posts whose counter a projection deferred are
+//! unapplied batch is retried, never skipped, until it has failed `quarantine::ATTEMPTS` times:
+//! then what still fails of it is quarantined (`crate::quarantine`) and the follower moves on. Posts whose counter a projection deferred are
 //! projected again once due, and are kept in the checkpoint so that a restart does not forget
 //! them.
 //!
@@ -25,6 +26,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::projection::{self, Lane, INCREMENT_GRACE};
+use crate::quarantine;
 use crate::store::{metrics, ChangeNotifier, Container, Store, StoreResult};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
@@ -73,6 +75,16 @@ pub fn spawn_after(
     store: Arc<dyn Store>,
     start: impl Future<Output = ()> + Send + 'static,
 ) -> Pump {
+    spawn_replaying_every(store, start, quarantine::RETRY_EVERY)
+}
+
+/// [`spawn_after`], each follower replaying its lane's quarantined changes every `every` (rather
+/// than [`quarantine::RETRY_EVERY`]: for tests).
+pub fn spawn_replaying_every(
+    store: Arc<dyn Store>,
+    start: impl Future<Output = ()> + Send + 'static,
+    every: Duration,
+) -> Pump {
     let (stop, stopped) = watch::channel(false);
     let start = start.shared();
     let supervisors = FOLLOWERS
@@ -82,7 +94,7 @@ pub fn spawn_after(
             let mut waiting = stopped.clone();
             tokio::spawn(async move {
                 tokio::select! {
-                    () = start => supervise(store, c, stopped).await,
+                    () = start => supervise(store, c, stopped, every).await,
                     () = async { drop(waiting.wait_for(|stop| *stop).await) } => {}
                 }
             })
@@ -103,11 +115,16 @@ impl Pump {
 }
 
 /// Run `follow` for `c` until told to stop, restarting it (with backoff) whenever it fails.
-async fn supervise(store: Arc<dyn Store>, c: Follower, stopped: watch::Receiver<bool>) {
+async fn supervise(
+    store: Arc<dyn Store>,
+    c: Follower,
+    stopped: watch::Receiver<bool>,
+    every: Duration,
+) {
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = std::time::Instant::now();
-        let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone()))
+        let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone(), every))
             .catch_unwind()
             .await;
         if stopping(&stopped) {
@@ -292,7 +309,12 @@ impl Rechecks {
 
 /// Follow `c` from its checkpoint until told to stop; between batches only, so a batch being
 /// applied is finished and checkpointed first.
-async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver<bool>) {
+async fn follow(
+    store: Arc<dyn Store>,
+    f: Follower,
+    mut stopped: watch::Receiver<bool>,
+    replay_every: Duration,
+) {
     let c = f;
     let (lane, container) = (f.lane, f.c);
     let mut backoff = FIRST_BACKOFF;
@@ -317,7 +339,14 @@ async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
     let mut wake = store.change_notifier(container);
+    let attempts = quarantine::Attempts::default();
+    let mut quarantine_at = Instant::now() + replay_every;
     while !stopping(&stopped) {
+        if Instant::now() >= quarantine_at {
+            let deferred = metrics::projecting(quarantine::retry_lane(&*store, lane, container));
+            rechecks.defer(deferred.await);
+            quarantine_at = Instant::now() + replay_every;
+        }
         let due = rechecks.take_due();
         if !due.is_empty() {
             let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
@@ -377,15 +406,20 @@ async fn follow(store: Arc<dyn Store>, f: Follower, mut stopped: watch::Receiver
             continue;
         }
         metrics::charge_projections(read_usage);
-        match metrics::projecting(projection::project_lane(
+        // A batch that keeps failing at this position is split and what fails is quarantined.
+        let key = quarantine::batch_key(lane, container, &[json!({ "id": continuation })]);
+        let tried = (key, &attempts);
+        match metrics::projecting(quarantine::project(
             &*store,
             lane,
             container,
             &page.items,
+            tried,
+            0,
         ))
         .await
         {
-            Ok(report) => {
+            Ok(quarantine::Projected { report, .. }) => {
                 rechecks.settle(&report.settled);
                 rechecks.defer(report.deferred);
                 tracing::debug!(

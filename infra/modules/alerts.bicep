@@ -1,5 +1,6 @@
 // Alerts on what goes wrong in production, to one action group (e-mail optional): failed
-// function executions, HTTP 5xx answers, Cosmos DB throttling (429) and change-feed lag.
+// function executions, HTTP 5xx answers, Cosmos DB throttling (429), change-feed lag and
+// quarantined changes (the `quarantined=` line an applied batch hands the host per change).
 // Deployed only when main.bicep's alertsEnabled is true.
 //
 // The function-level alerts query Application Insights, where the Functions host records every
@@ -80,6 +81,16 @@ var logAlerts = [
     timeAggregation: 'Maximum'
     measure: 'lag_ms'
     threshold: changeFeedLagThresholdMs
+  }
+  {
+    name: 'quarantined'
+    displayName: 'Quarantined change-feed changes'
+    description: 'A change could not be applied after 5 deliveries of its batch and was quarantined (the lane moved on). See it with handler verify or handler quarantine list; replay or drop it (docs/operations.md).'
+    severity: 2
+    query: 'traces | where message has "quarantined="'
+    timeAggregation: 'Count'
+    measure: ''
+    threshold: 0
   }
 ]
 

@@ -113,6 +113,13 @@ var notebook = {
         query: 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User") | where message contains "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)), function = tostring(split(tostring(customDimensions.Category), ".")[1]) | where isnotnull(lag_ms) | summarize max(lag_ms) by function, bin(timestamp, 5m)'
       })
     })
+    union(queryTile, {
+      name: 'quarantined'
+      content: union(queryTile.content, {
+        title: 'Quarantined changes (per 5 minutes, by function)'
+        query: 'traces | where message has "quarantined=" | extend function = tostring(split(message, ":")[0]) | summarize count() by function, bin(timestamp, 5m)'
+      })
+    })
   ]
 }
 

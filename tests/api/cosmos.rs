@@ -109,6 +109,11 @@ mod lane {
     crate::lane_suite!(cosmos_fixture);
 }
 
+mod quarantine {
+    use super::*;
+    crate::quarantine_suite!(cosmos_fixture);
+}
+
 mod timeline_read {
     use super::*;
     crate::timeline_read_suite!(cosmos_fixture);

@@ -32,6 +32,11 @@ mod lane {
     crate::lane_suite!(embedded_fixture);
 }
 
+mod quarantine {
+    use super::*;
+    crate::quarantine_suite!(embedded_fixture);
+}
+
 mod timeline_read {
     use super::*;
     crate::timeline_read_suite!(embedded_fixture);

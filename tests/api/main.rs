@@ -24,6 +24,7 @@ mod client_suite;
 mod deletes_suite;
 mod lane_suite;
 mod ops_suite;
+mod quarantine_suite;
 mod store_suite;
 mod timeline_read_suite;
 mod timeline_suite;

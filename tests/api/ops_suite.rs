@@ -274,7 +274,7 @@ pub async fn verify_while_writing(fixture: Fixture) {
 }
 
 /// `handler <args>` on the embedded store at `db`.
-fn handler(db: &Path, args: &[&str]) -> Output {
+pub fn handler(db: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_handler"))
         .env_clear()
         .env("BLOG_DB_PATH", db)
@@ -284,7 +284,7 @@ fn handler(db: &Path, args: &[&str]) -> Output {
         .expect("handler runs")
 }
 
-fn stdout(o: &Output) -> String {
+pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 

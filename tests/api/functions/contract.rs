@@ -228,7 +228,8 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
             t.function
         );
 
-        // Without a retry policy the trigger checkpoints past a failed batch and it is lost.
+        // Without a retry policy, or with a limit, the trigger checkpoints past a failed batch
+        // and it is lost; the handler bounds the attempts itself and quarantines what fails.
         let retry = &f["retry"];
         assert_eq!(
             retry["strategy"], "exponentialBackoff",
@@ -236,11 +237,7 @@ fn the_change_feed_triggers_are_declared_as_the_contract_requires() {
             t.function
         );
         let count = retry["maxRetryCount"].as_i64().unwrap();
-        assert!(
-            count == -1 || count >= 100,
-            "{}: maxRetryCount {count}",
-            t.function
-        );
+        assert!(count == -1, "{}: maxRetryCount {count}", t.function);
         let min = seconds(retry["minimumInterval"].as_str().unwrap());
         let max = seconds(retry["maximumInterval"].as_str().unwrap());
         assert!(0 < min && min < max, "{}: {retry}", t.function);
