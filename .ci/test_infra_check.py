@@ -51,7 +51,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("the documented registration defines another scope",
      "docs/identity.md", '\\"value\\":\\"Blog.Write\\"', '\\"value\\":\\"Blog.Writer\\"', "does not define"),
     ("the lag alert reads the handler's stdout too",
-     "infra/modules/alerts.bicep", 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User") | ', "traces | ", "reads every category"),
+     "infra/modules/alerts.bicep", 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User", "Function.PostsTimeline.User", "Function.UsersTimeline.User") | ', "traces | ", "reads every category"),
     ("the lag tile misses a trigger",
      "infra/modules/workbook.bicep", '"Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User"', '"Function.PostsChangeFeed.User"', "must read only the categories"),
     ("the lag tile matches terms with `has`",

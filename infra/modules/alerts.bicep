@@ -77,7 +77,7 @@ var logAlerts = [
     displayName: 'Change-feed lag'
     description: 'An applied change-feed batch was further behind its newest change than the threshold: the projections (feed, post copies, counters) are falling behind the writes.'
     severity: 2
-    query: 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User") | where message contains "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)) | where isnotnull(lag_ms)'
+    query: 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User", "Function.PostsTimeline.User", "Function.UsersTimeline.User") | where message contains "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)) | where isnotnull(lag_ms)'
     timeAggregation: 'Maximum'
     measure: 'lag_ms'
     threshold: changeFeedLagThresholdMs

@@ -110,7 +110,7 @@ var notebook = {
       name: 'lag'
       content: union(queryTile.content, {
         title: 'Change-feed lag, ms (largest per 5 minutes, by function)'
-        query: 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User") | where message contains "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)), function = tostring(split(tostring(customDimensions.Category), ".")[1]) | where isnotnull(lag_ms) | summarize max(lag_ms) by function, bin(timestamp, 5m)'
+        query: 'traces | where tostring(customDimensions.Category) in ("Function.PostsChangeFeed.User", "Function.UsersChangeFeed.User", "Function.PostsTimeline.User", "Function.UsersTimeline.User") | where message contains "lag_ms=" | extend lag_ms = tolong(extract(@"lag_ms=(\\d+)", 1, message)), function = tostring(split(tostring(customDimensions.Category), ".")[1]) | where isnotnull(lag_ms) | summarize max(lag_ms) by function, bin(timestamp, 5m)'
       })
     })
     union(queryTile, {
