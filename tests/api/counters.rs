@@ -422,42 +422,14 @@ pub async fn a_redelivered_feed_changes_no_counter(fixture: Fixture) {
 /// first, the post stays readable (the counter reads 0, not below), and once the increment
 /// lands the count is exact, with nothing left to recount.
 pub async fn a_delete_racing_a_like_leaves_the_count_exact(fixture: Fixture) {
-    let setup = TestApp::spawn(fixture, false).await;
-    let ana = id(&setup.create_user("ana").await);
-    let bo = id(&setup.create_user("bo").await);
-    let p = id(&setup.create_post(&ana, "t", "c").await);
-    let store = setup.store.clone();
-    let dir = setup.stop().await;
-    // The like's increment (the first patch of the post) waits at a gate.
-    let (reached, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let first = Arc::new(AtomicU32::new(0));
-    let (r, g, post) = (reached.clone(), release.clone(), p.clone());
-    let app = Arc::new(
-        TestApp::spawn(
-            Fixture { store, dir }.wrapped(move |inner| {
-                Arc::new(Hooked::new(inner).before(move |call| {
-                    let hold = call.op == "patch"
-                        && call.id == post
-                        && first.fetch_add(1, Ordering::SeqCst) == 0;
-                    let (r, g) = (r.clone(), g.clone());
-                    async move {
-                        if hold {
-                            r.notify_one();
-                            g.notified().await;
-                        }
-                        Ok(())
-                    }
-                    .boxed()
-                }))
-            }),
-            true,
-        )
-        .await,
-    );
-    let liking = tokio::spawn({
-        let (app, p, bo) = (app.clone(), p.clone(), bo.clone());
-        async move { app.like(&p, &bo).await.status }
-    });
+    let Gated {
+        app,
+        p,
+        bo,
+        reached,
+        release,
+        liking,
+    } = like_with_its_increment_gated(fixture).await;
     reached.notified().await;
     assert_eq!(
         app.delete(&format!("/api/posts/{p}/likes/{bo}"))
@@ -493,41 +465,14 @@ pub async fn a_delete_racing_a_like_leaves_the_count_exact(fixture: Fixture) {
 /// the grace): the request finds its pending count gone and files another, and the next
 /// recount takes the count back to the number of likes.
 pub async fn an_increment_landing_after_the_recount_is_recounted(fixture: Fixture) {
-    let setup = TestApp::spawn(fixture, false).await;
-    let ana = id(&setup.create_user("ana").await);
-    let bo = id(&setup.create_user("bo").await);
-    let p = id(&setup.create_post(&ana, "t", "c").await);
-    let store = setup.store.clone();
-    let dir = setup.stop().await;
-    let (reached, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let first = Arc::new(AtomicU32::new(0));
-    let (r, g, post) = (reached.clone(), release.clone(), p.clone());
-    let app = Arc::new(
-        TestApp::spawn(
-            Fixture { store, dir }.wrapped(move |inner| {
-                Arc::new(Hooked::new(inner).before(move |call| {
-                    let hold = call.op == "patch"
-                        && call.id == post
-                        && first.fetch_add(1, Ordering::SeqCst) == 0;
-                    let (r, g) = (r.clone(), g.clone());
-                    async move {
-                        if hold {
-                            r.notify_one();
-                            g.notified().await;
-                        }
-                        Ok(())
-                    }
-                    .boxed()
-                }))
-            }),
-            true,
-        )
-        .await,
-    );
-    let liking = tokio::spawn({
-        let (app, p, bo) = (app.clone(), p.clone(), bo.clone());
-        async move { app.like(&p, &bo).await.status }
-    });
+    let Gated {
+        app,
+        p,
+        bo: _,
+        reached,
+        release,
+        liking,
+    } = like_with_its_increment_gated(fixture).await;
     reached.notified().await;
     // The pump takes the increment as lost and counts the like.
     eventually("the recount counts the like", || async {
@@ -617,5 +562,62 @@ mod cosmos {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_increment_landing_after_the_recount_is_recounted() {
         super::an_increment_landing_after_the_recount_is_recounted(cosmos_fixture().await).await;
+    }
+}
+
+/// A post by ana that bo likes, the like's increment (the first patch of the post) held at a
+/// gate: `reached` is notified when it arrives there, `release` lets it go on.
+struct Gated {
+    app: Arc<TestApp>,
+    p: String,
+    bo: String,
+    reached: Arc<Notify>,
+    release: Arc<Notify>,
+    liking: tokio::task::JoinHandle<u16>,
+}
+
+async fn like_with_its_increment_gated(fixture: Fixture) -> Gated {
+    let setup = TestApp::spawn(fixture, false).await;
+    let ana = id(&setup.create_user("ana").await);
+    let bo = id(&setup.create_user("bo").await);
+    let p = id(&setup.create_post(&ana, "t", "c").await);
+    let store = setup.store.clone();
+    let dir = setup.stop().await;
+    let (reached, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let first = Arc::new(AtomicU32::new(0));
+    let (r, g, post) = (reached.clone(), release.clone(), p.clone());
+    let app = Arc::new(
+        TestApp::spawn(
+            Fixture { store, dir }.wrapped(move |inner| {
+                Arc::new(Hooked::new(inner).before(move |call| {
+                    let hold = call.op == "patch"
+                        && call.id == post
+                        && first.fetch_add(1, Ordering::SeqCst) == 0;
+                    let (r, g) = (r.clone(), g.clone());
+                    async move {
+                        if hold {
+                            r.notify_one();
+                            g.notified().await;
+                        }
+                        Ok(())
+                    }
+                    .boxed()
+                }))
+            }),
+            true,
+        )
+        .await,
+    );
+    let liking = tokio::spawn({
+        let (app, p, bo) = (app.clone(), p.clone(), bo.clone());
+        async move { app.like(&p, &bo).await.status }
+    });
+    Gated {
+        app,
+        p,
+        bo,
+        reached,
+        release,
+        liking,
     }
 }
