@@ -49,7 +49,7 @@ pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 pub const INVOCATION_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 /// How many invocations are read and applied at once; more wait their turn. The host runs at
-/// most one invocation per lease at a time; this bounds the memory whatever arrives (the README
+/// most one invocation per lease at a time; this bounds the memory whatever arrives (`docs/functions-host.md`
 /// states the bound, which a test holds with this many bodies at the limit decoded at once).
 pub const INVOCATION_CONCURRENCY: usize = 2;
 

@@ -4,7 +4,7 @@
 //!
 //! Where each part lives, from the bottom up (each module imports only those above it in this
 //! list; `tests/api/layers.rs` checks there is no cycle):
-//! - [`settings`]: environment variables (the README's settings table), the server's limits and
+//! - [`settings`]: environment variables (`docs/settings.md`), the server's limits and
 //!   the log's levels among them; [`telemetry`]: logging to stdout; [`tls`]: TLS and token
 //!   signatures on ring.
 //! - [`domain`]: validated inputs, the kinds of item and their shapes, soft deletes (the mark a

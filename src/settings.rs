@@ -1,4 +1,4 @@
-//! Settings from the environment: the README's "Settings" table is the one user-facing copy of
+//! Settings from the environment: the table of `docs/settings.md` is the one user-facing copy of
 //! what each means and its default; each setting's doc comment here states its rule. The
 //! environment is read once, through one lookup, in [`Settings::from_lookup`], which assembles
 //! [`Settings`] from one file per concern:
@@ -273,15 +273,10 @@ mod tests {
         );
     }
 
-    /// The README's settings table: each row's variables and its default (the last column).
-    fn readme_rows() -> Vec<(Vec<String>, String)> {
-        let readme = include_str!("../README.md");
-        let table = readme
-            .split("\n## Settings\n")
-            .nth(1)
-            .expect("the README has a Settings section");
-        let table = table.split("\n## ").next().unwrap_or_default();
-        table
+    /// The settings table of `docs/settings.md`: each row's variables and its default (the last
+    /// column).
+    fn documented_rows() -> Vec<(Vec<String>, String)> {
+        include_str!("../docs/settings.md")
             .lines()
             .filter(|l| l.starts_with("| `"))
             .map(|row| {
@@ -301,13 +296,16 @@ mod tests {
             .collect()
     }
 
-    /// The README's settings table is the one user-facing copy of the settings, so it must name
+    /// The settings table (`docs/settings.md`) is the one user-facing copy of the settings, so it must name
     /// every setting that is read, and only those, each with the default the code has: setting a
     /// variable to its documented default changes nothing.
     #[test]
     fn the_readme_table_names_every_setting_with_the_default_in_code() {
-        let rows = readme_rows();
-        assert!(!rows.is_empty(), "the README's settings table has rows");
+        let rows = documented_rows();
+        assert!(
+            !rows.is_empty(),
+            "the settings table (`docs/settings.md`) has rows"
+        );
         let host = ("FUNCTIONS_CUSTOMHANDLER_PORT", "40123");
         let endpoint = (
             "COSMOS__accountEndpoint",
@@ -329,7 +327,7 @@ mod tests {
         for name in &documented {
             assert!(
                 read.contains(*name),
-                "the README documents `{name}`; nothing reads it"
+                "docs/settings.md documents `{name}`; nothing reads it"
             );
         }
         // The platform's own variables (`WEBSITE_*`, `REGION_NAME`) are described where they
@@ -340,7 +338,7 @@ mod tests {
         {
             assert!(
                 documented.contains(&name),
-                "`{name}` is read but missing from the README's settings table"
+                "`{name}` is read but missing from the settings table (`docs/settings.md`)"
             );
         }
 
@@ -350,7 +348,7 @@ mod tests {
             assert_eq!(
                 parse(base).unwrap(),
                 parse(&with).unwrap(),
-                "the README gives `{name}` the default `{value}` ({base:?}); the code does not"
+                "docs/settings.md gives `{name}` the default `{value}` ({base:?}); the code does not"
             );
         };
         // Defaults described rather than given as a value (taken from another variable or from the
