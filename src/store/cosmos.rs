@@ -42,7 +42,6 @@ use tokio::sync::Mutex;
 
 use self::connect::{index, LazyConnection, Source};
 use self::errors::{batch_operation_error, continuation_error, error_charge, store_error};
-use self::feed::FeedCursor;
 use self::paging::{first_page, page_size, scope};
 use super::{
     check_partition_key, item_id, metrics, BatchOp, ChangePage, Container, Page, PatchOp, Query,
@@ -53,8 +52,8 @@ use crate::settings::CosmosSettings;
 /// The Cosmos DB store. Cheap to share behind an `Arc`; connects on first use.
 pub struct CosmosStore {
     conn: Arc<LazyConnection>,
-    /// The live change feed iterator of each container (see [`feed`]).
-    feeds: [Mutex<Option<FeedCursor>>; 4],
+    /// The live change feed iterators of each container, one per reader (see [`feed`]).
+    feeds: [Mutex<feed::Cursors>; 4],
 }
 
 impl CosmosStore {
@@ -436,9 +435,11 @@ impl Store for CosmosStore {
     ) -> StoreResult<ChangePage> {
         let mut m = OpMeter::default();
         let container = self.container(c).await?;
-        let mut cursor = self.feeds[index(c)].lock().await;
+        let mut cursors = self.feeds[index(c)].lock().await;
+        let mut cursor = cursors.take(continuation, max_items);
         let (result, charge) =
             feed::next_changes(container, &mut cursor, continuation, max_items).await;
+        cursors.put(cursor);
         m.0 += charge;
         result
     }

@@ -79,8 +79,8 @@ mod store {
         query_pages_with_continuation_tokens, bad_continuation_token_is_a_bad_request,
         count_counts_matching_items, cross_partition_query_finds_every_partition,
         batch_succeeds_as_a_whole, batch_fails_as_a_whole, change_feed_latest_version_in_commit_order,
-        change_feeds_are_per_container, system_properties_are_stamped,
-        patch_honours_etags, live_queries_leave_marked_items_out,
+        change_feeds_are_per_container, change_feed_readers_take_turns_without_starving,
+        system_properties_are_stamped, patch_honours_etags, live_queries_leave_marked_items_out,
         any_of_finds_the_listed_values_across_partitions);
 }
 

@@ -17,7 +17,8 @@ macro_rules! store_suite {
             query_pages_with_continuation_tokens, bad_continuation_token_is_a_bad_request,
             count_counts_matching_items, cross_partition_query_finds_every_partition,
             batch_succeeds_as_a_whole, batch_fails_as_a_whole, change_feed_latest_version_in_commit_order,
-            change_feeds_are_per_container, system_properties_are_stamped,
+            change_feeds_are_per_container, change_feed_readers_take_turns_without_starving,
+            system_properties_are_stamped,
             patch_honours_etags, live_queries_leave_marked_items_out,
             any_of_finds_the_listed_values_across_partitions);
     };
@@ -577,6 +578,57 @@ pub async fn change_feed_latest_version_in_commit_order(s: S) {
         ids(&items),
         ["c1"],
         "resuming from a continuation sees only what is new"
+    );
+}
+
+/// Two readers of one container's change feed, each from its own continuation (the pump's two
+/// lanes), taking turns while every partition keeps changing: each reader still sees every
+/// partition's changes within a few pages, not only those of the partitions it happens to read
+/// first (on Cosmos DB, the feed of a container is read a partition key range at a time).
+pub async fn change_feed_readers_take_turns_without_starving(s: S) {
+    const PARTITIONS: usize = 12;
+    const ROUNDS: usize = 40;
+    let write_round = |round: usize| {
+        let s = s.clone();
+        async move {
+            for p in 0..PARTITIONS {
+                let pk = format!("turns-{p}");
+                s.create(
+                    Container::Posts,
+                    &pk,
+                    item(&pk, &format!("r{round}"), "comment", &date(round as u32)),
+                )
+                .await
+                .unwrap();
+            }
+        }
+    };
+    write_round(0).await;
+    let mut tokens: [Option<String>; 2] = [None, None];
+    let mut seen: [std::collections::BTreeSet<String>; 2] = Default::default();
+    for round in 1..=ROUNDS {
+        for reader in 0..2 {
+            let page = s
+                .changes(Container::Posts, tokens[reader].as_deref(), 5)
+                .await
+                .unwrap();
+            seen[reader].extend(
+                page.items
+                    .iter()
+                    .filter_map(|i| i["postId"].as_str().map(String::from)),
+            );
+            tokens[reader] = Some(page.continuation);
+        }
+        if seen.iter().all(|s| s.len() == PARTITIONS) {
+            return;
+        }
+        // Every partition changes again before the next turn.
+        write_round(round).await;
+    }
+    panic!(
+        "after {ROUNDS} turns the readers had seen changes of only {} and {} of {PARTITIONS} partitions",
+        seen[0].len(),
+        seen[1].len()
     );
 }
 

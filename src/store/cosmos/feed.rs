@@ -8,6 +8,11 @@
 //! resumes from the token the store handed out last; any other token (a retry from an older
 //! checkpoint, a restart) rebuilds it from that token.
 //!
+//! Several readers may follow one container, each from its own continuation (the pump's lanes
+//! each keep their own checkpoint): the store keeps an iterator per reader ([`Cursors`]), found
+//! by the token it handed out last, so readers taking turns do not rebuild each other's
+//! iterators, which would again read only the first range.
+//!
 //! One call polls until a page has changes or every range has been polled once, so an empty
 //! result really means "nothing new for now".
 
@@ -25,6 +30,39 @@ use crate::store::{ChangePage, StoreError, StoreResult};
 
 /// Items are read as plain JSON values so that one odd document never fails a page.
 type Pages = ChangeFeedPageIterator<ChangeFeedItem<Value>>;
+
+/// The live iterators of one container's readers, the most recently used last.
+#[derive(Default)]
+pub(super) struct Cursors(Vec<FeedCursor>);
+
+impl Cursors {
+    /// Iterators kept per container: one per reader that follows it (the pump's lanes), with
+    /// room to spare; beyond it the one used least recently goes (its reader rebuilds it).
+    const KEPT: usize = 4;
+
+    /// The iterator standing at `continuation`, taken out for one call, if any.
+    pub(super) fn take(
+        &mut self,
+        continuation: Option<&str>,
+        max_items: u32,
+    ) -> Option<FeedCursor> {
+        let at = self
+            .0
+            .iter()
+            .position(|c| Some(c.token.as_str()) == continuation && c.max_items == max_items)?;
+        Some(self.0.remove(at))
+    }
+
+    /// Keep `cursor` (as the call left it) for its reader's next call.
+    pub(super) fn put(&mut self, cursor: Option<FeedCursor>) {
+        if let Some(c) = cursor {
+            if self.0.len() >= Self::KEPT {
+                self.0.remove(0);
+            }
+            self.0.push(c);
+        }
+    }
+}
 
 /// A live change feed iterator and where it stands.
 pub(super) struct FeedCursor {
