@@ -48,17 +48,17 @@ mod restart {
     use blog::store::embedded::EmbeddedStore;
     use serde_json::json;
 
-    use crate::helpers::{eventually, id, spawn_app, Fixture, TestApp};
+    use crate::helpers::{id, spawn_settling_app, Fixture, TestApp};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_restart_finds_all_data_again() {
-        let app = spawn_app().await;
+        let app = spawn_settling_app().await;
         let user = app.create_user("ana").await;
         let post = app.create_post(&id(&user), "t", "c").await;
         let p = id(&post);
         app.comment(&p, &id(&user), "hi").await;
         app.like(&p, &id(&user)).await;
-        eventually("copies", || async {
+        app.settled("copies", || async {
             app.get("/api/feed").await.body["items"][0]["likeCount"] == 1
         })
         .await;
