@@ -6,8 +6,9 @@
 //! projections over both feeds inline (`blog::pump::drain`, from the same checkpoints the pump
 //! keeps) until nothing is left to do, the follow-up steps the projections schedule for
 //! themselves included (a fan-out's next page, a sweep's next page, a counter recheck once it
-//! falls due), then drops this process's snapshots of the feed and of counts, which on Cosmos DB
-//! would otherwise hold for their maximum age. Nothing runs in the background, so an assertion
+//! falls due); then, on Cosmos DB, it drops this process's snapshots of the feed and of counts,
+//! which would otherwise hold for their maximum age (the embedded store's commits drop them
+//! themselves, and the tests see that they do). Nothing runs in the background, so an assertion
 //! after `settle` sees the projections' final word, and one made before it sees only what the
 //! requests did: a check that something does *not* appear means something. It is the same on
 //! both stores: settle reads the change feed directly, so the Cosmos store's one-second idle poll
@@ -16,7 +17,8 @@
 //!
 //! [`eventually`] (polling with a deadline) stays for what only a live pump or a clock can show:
 //! that the pump wakes on a commit, resumes after a restart, moves past a quarantined change,
-//! lets other posts through during a large sweep, and the like.
+//! lets other posts through during a large sweep, converges while requests race its
+//! projections, and the like.
 
 use std::future::Future;
 use std::sync::Arc;
