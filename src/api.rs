@@ -50,8 +50,9 @@ use views::{PageView, View};
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
 /// What every handler shares: the store, behind the trait so either implementation fits, and
-/// how callers are identified, and the snapshot of the feed's first pages.
-#[derive(Clone)]
+/// how callers are identified, and the snapshot of the feed's first pages. Routes outside the
+/// API take a part of it (axum's `FromRef`: the Functions triggers take the store).
+#[derive(Clone, axum::extract::FromRef)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Auth>,

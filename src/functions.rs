@@ -15,10 +15,11 @@
 //! change and what still fails is quarantined (`crate::quarantine`), then acknowledged: the lease
 //! moves on and nothing is lost.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRef, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -31,8 +32,7 @@ use tracing::Instrument as _;
 
 use crate::projection::{self, Lane, ProjectionError};
 use crate::quarantine;
-use crate::store::{metrics, Container};
-use crate::AppState;
+use crate::store::{metrics, Container, Store};
 
 mod decode;
 
@@ -106,14 +106,20 @@ pub const TRIGGERS: &[Trigger] = &[
 /// the host sends it over loopback at once), else it answers 408 and nothing of it is applied:
 /// an upload that stalls gives its turn back instead of holding it forever, and the host
 /// redelivers the batch.
-pub fn routes(read_timeout: Duration) -> Router<AppState> {
+/// The routes take from the application's state only its store (axum's `FromRef`), so this
+/// module knows nothing of the API's state.
+pub fn routes<S>(read_timeout: Duration) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<dyn Store>: FromRef<S>,
+{
     TRIGGERS
         .iter()
         .fold(Router::new(), |router, trigger| {
             router.route(
                 &format!("/{}", trigger.function),
                 post(
-                    move |State(state): State<AppState>,
+                    move |State(store): State<Arc<dyn Store>>,
                           headers: HeaderMap,
                           _: JsonInvocation,
                           body: Body| async move {
@@ -122,7 +128,7 @@ pub fn routes(read_timeout: Duration) -> Router<AppState> {
                             .and_then(|v| v.to_str().ok())
                             .and_then(|v| v.parse::<usize>().ok());
                         let body = read_body(body, announced, read_timeout).await;
-                        invoke(*trigger, state, headers, body).await
+                        invoke(*trigger, store, headers, body).await
                     },
                 ),
             )
@@ -222,7 +228,7 @@ fn answer(status: StatusCode, logs: Vec<String>) -> Response {
 
 async fn invoke(
     trigger: Trigger,
-    state: AppState,
+    store: Arc<dyn Store>,
     headers: HeaderMap,
     body: Result<Vec<u8>, Unread>,
 ) -> Response {
@@ -238,7 +244,7 @@ async fn invoke(
     );
     async move {
         match body {
-            Ok(body) => run(trigger, state, body).await,
+            Ok(body) => run(trigger, store, body).await,
             // Over the limit, cut off or too slow: answered in the same JSON shape as every
             // other outcome.
             Err(Unread(status, why)) => {
@@ -252,7 +258,7 @@ async fn invoke(
     .await
 }
 
-async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
+async fn run(trigger: Trigger, store: Arc<dyn Store>, body: Vec<u8>) -> Response {
     let decoded = decode(&body, trigger.binding);
     // The documents are decoded: the body is not held while they are applied.
     drop(body);
@@ -290,7 +296,7 @@ async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
     let key = quarantine::batch_key(trigger.lane, container, &batch.documents);
     let result: Result<quarantine::Projected, ProjectionError> =
         metrics::projecting(quarantine::project(
-            &*state.store,
+            &*store,
             trigger.lane,
             container,
             &batch.documents,
@@ -299,7 +305,7 @@ async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
         ))
         .await;
     if quarantine::due(trigger.lane, container) {
-        let store = state.store.clone();
+        let store = store.clone();
         let lane = trigger.lane;
         tokio::spawn(async move {
             let deferred = quarantine::retry_lane(&*store, lane, container).await;
@@ -311,7 +317,7 @@ async fn run(trigger: Trigger, state: AppState, body: Vec<u8>) -> Response {
             report,
             quarantined,
         }) => {
-            projection::recheck_later(state.store.clone(), report.deferred.clone());
+            projection::recheck_later(store.clone(), report.deferred.clone());
             let lag = lag_ms(&batch.documents, SystemTime::now());
             tracing::info!(
                 changes = report.changes,

@@ -2,8 +2,8 @@
 //! Cosmos DB using a real-world example" (its final V3 design), served by one binary, `handler`,
 //! either standalone or as an Azure Functions custom handler.
 //!
-//! Where each part lives, from the bottom up (each module imports only those above it in this
-//! list; `tests/api/layers.rs` checks there is no cycle):
+//! Where each part lives, from the bottom up (each module imports only those of its own line or
+//! above it in this list, with no cycle, submodules included: `tests/api/layers.rs` checks it):
 //! - [`settings`]: environment variables (`docs/settings.md`), the server's limits and
 //!   the log's levels among them; [`telemetry`]: logging to stdout; [`tls`]: TLS and token
 //!   signatures on ring.

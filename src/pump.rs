@@ -25,6 +25,10 @@ use tokio::task::JoinHandle;
 
 use tokio::time::Instant;
 
+mod drain;
+
+pub use drain::drain;
+
 use crate::projection::{self, Lane, INCREMENT_GRACE};
 use crate::quarantine;
 use crate::store::{metrics, ChangeNotifier, Container, Store, StoreResult};

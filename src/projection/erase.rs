@@ -20,9 +20,9 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::apply;
-use super::plan::{str_field, Write};
+use super::plan::{remove_copies, str_field, Write};
 use crate::domain::pending::{is_pending_count, pending_count};
-use crate::domain::{tombstone_ops, Kind, FEED_PK};
+use crate::domain::{tombstone_ops, Kind};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Items marked per step: memory stays bounded whatever the number of items.
@@ -47,23 +47,6 @@ pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
         ops: tombstone_ops(Kind::of(item)?),
         if_match: None,
     })
-}
-
-/// The copies of post `post_id` by `user_id`: in the author's partition of `users` and in the
-/// feed.
-pub fn remove_copies(post_id: &str, user_id: &str) -> [Write; 2] {
-    [
-        Write::Delete {
-            container: Container::Users,
-            pk: user_id.into(),
-            id: post_id.into(),
-        },
-        Write::Delete {
-            container: Container::Feed,
-            pk: FEED_PK.into(),
-            id: post_id.into(),
-        },
-    ]
 }
 
 /// Delete post `post_id` by `user_id`: mark it, remove its copies, and mark the first page of

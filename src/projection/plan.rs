@@ -412,7 +412,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     for post_id in posts_needs(changes).posts {
         if let Some(author) = facts.deleted_posts.get(&post_id) {
             if copied.contains(post_id.as_str()) {
-                writes.extend(super::erase::remove_copies(&post_id, author));
+                writes.extend(remove_copies(&post_id, author));
             }
             deleted.insert(post_id);
             continue;
@@ -624,6 +624,23 @@ pub fn users_needs(changes: &[Value]) -> BTreeSet<String> {
         .filter(|d| Kind::of(d) == Some(Kind::User))
         .filter_map(|d| str_field(d, "userId").map(String::from))
         .collect()
+}
+
+/// The copies of post `post_id` by `user_id`: in the author's partition of `users` and in the
+/// feed.
+pub fn remove_copies(post_id: &str, user_id: &str) -> [Write; 2] {
+    [
+        Write::Delete {
+            container: Container::Users,
+            pk: user_id.into(),
+            id: post_id.into(),
+        },
+        Write::Delete {
+            container: Container::Feed,
+            pk: FEED_PK.into(),
+            id: post_id.into(),
+        },
+    ]
 }
 
 #[cfg(test)]

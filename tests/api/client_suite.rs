@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, id, Resp, TestApp};
+use crate::helpers::{id, Resp, TestApp};
 
 /// The origins the suite's app allows (`BLOG_CORS_ORIGINS`).
 pub const ORIGINS: [&str; 2] = ["https://app.example", "http://localhost:5173"];
@@ -22,7 +22,7 @@ macro_rules! client_suite {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let app = $crate::helpers::TestApp::spawn_with($fixture().await, true, |app| {
+                let app = $crate::helpers::TestApp::spawn_with($fixture().await, false, |app| {
                     app.with_cors($crate::client_suite::ORIGINS.map(String::from).to_vec())
                 })
                 .await;
@@ -266,7 +266,7 @@ pub async fn a_renames_etag_outlives_its_fan_out(app: &TestApp) {
         assert_eq!(r.status, 200, "{name}: {:?}", r.body);
         tag = etag(&r);
         let posts_path = format!("{user_path}/posts");
-        eventually("the rename's fan-out", || async {
+        app.settled("the rename's fan-out", || async {
             let posts = app.get(&posts_path).await;
             rename_fanned_out(app, &uid).await
                 && posts.items().first().map(|p| &p["userUsername"]) == Some(&json!(name))
@@ -612,7 +612,7 @@ pub async fn answers_match_the_document(app: &TestApp) {
         .await;
     check("post", "/api/users", &r);
 
-    crate::helpers::eventually("the post reaches the feed", || async {
+    app.settled("the post reaches the feed", || async {
         !app.get("/api/feed").await.items().is_empty()
     })
     .await;

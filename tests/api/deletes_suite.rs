@@ -22,7 +22,7 @@ macro_rules! deletes_suite {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let app = $crate::helpers::TestApp::spawn($fixture().await, true).await;
+                let app = $crate::helpers::TestApp::spawn($fixture().await, false).await;
                 $crate::deletes_suite::$name(&app).await;
             }
         )*
@@ -46,20 +46,31 @@ async fn live_items(app: &TestApp, c: Container, field: &str, value: &str) -> Ve
     app.store.query(c, &q).await.unwrap().items
 }
 
-/// The post's copies in `users` and `feed` carry these counts (the change feed has caught up).
+/// The post's copies in `users` and `feed` carry these counts once the change feed is settled.
 async fn copies_count(app: &TestApp, author: &str, post_id: &str, comments: u64, likes: u64) {
-    eventually("the copies' counters", || async {
-        let mine = app
-            .get(&format!("/api/users/{author}/posts?limit=100"))
-            .await;
-        let feed = app.get("/api/feed?limit=100").await;
-        [mine, feed].iter().all(|r| {
-            r.items().iter().any(|p| {
-                p["id"] == post_id && p["commentCount"] == comments && p["likeCount"] == likes
-            })
-        })
+    app.settled("the copies' counters", || {
+        copies_hold(app, author, post_id, comments, likes)
     })
     .await;
+}
+
+/// Whether the post's copies in `users` and `feed` carry these counts.
+async fn copies_hold(
+    app: &TestApp,
+    author: &str,
+    post_id: &str,
+    comments: u64,
+    likes: u64,
+) -> bool {
+    let mine = app
+        .get(&format!("/api/users/{author}/posts?limit=100"))
+        .await;
+    let feed = app.get("/api/feed?limit=100").await;
+    [mine, feed].iter().all(|r| {
+        r.items()
+            .iter()
+            .any(|p| p["id"] == post_id && p["commentCount"] == comments && p["likeCount"] == likes)
+    })
 }
 
 pub async fn unlike_is_idempotent_and_counts_at_once(app: &TestApp) {
@@ -184,7 +195,7 @@ pub async fn delete_a_post(app: &TestApp) {
         .await
         .assert_problem(404);
     // And it stays so once the change feed has carried it: no live item left in its partition.
-    eventually("the deleted post's copies stay gone", || async {
+    app.settled("the deleted post's copies stay gone", || async {
         let q = Query::partition(p.clone()).live();
         app.store
             .query(Container::Posts, &q)
@@ -387,7 +398,8 @@ pub async fn a_large_erasure_does_not_hold_up_other_posts(fixture: Fixture) {
         assert!(Instant::now() < deadline, "the erasure never completed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    copies_count(app, &bo, &his, 0, 0).await;
+    // The pump runs here: polled.
+    eventually("the copies' counters", || copies_hold(app, &bo, &his, 0, 0)).await;
 }
 
 pub async fn erase_an_account(app: &TestApp) {
@@ -434,7 +446,7 @@ pub async fn erase_an_account(app: &TestApp) {
 
     // Converged: counters exact, copies gone, the name on nothing (marks included).
     copies_count(app, &bo, &his, 1, 0).await;
-    eventually("nothing of the erased user remains", || async {
+    app.settled("nothing of the erased user remains", || async {
         live_items(app, Container::Posts, "userId", &ana)
             .await
             .is_empty()
@@ -463,7 +475,7 @@ pub async fn an_erased_account_may_start_afresh(app: &TestApp) {
     let ana = id(&app.create_user("ana").await);
     app.create_post(&ana, "t", "c").await;
     assert_eq!(app.delete(&format!("/api/users/{ana}")).await.status, 204);
-    eventually("the erasure completes", || async {
+    app.settled("the erasure completes", || async {
         let u = app.store.read(Container::Users, &ana, &ana).await.unwrap();
         u.is_some_and(|u| u["erased"] == true && u["username"] == "")
     })
@@ -503,7 +515,7 @@ pub async fn comments_and_likes_racing_a_post_delete_go_too(app: &TestApp) {
     for t in tasks {
         t.await.unwrap();
     }
-    eventually("nothing live remains in the deleted post", || async {
+    app.settled("nothing live remains in the deleted post", || async {
         let q = Query::partition(p.clone()).live();
         app.store
             .query(Container::Posts, &q)
@@ -556,7 +568,7 @@ pub async fn writes_racing_an_erasure_go_too(app: &TestApp) {
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     assert_eq!(app.delete(&format!("/api/users/{ana}")).await.status, 204);
     writer.await.unwrap();
-    eventually("nothing of the erased user remains", || async {
+    app.settled("nothing of the erased user remains", || async {
         live_items(app, Container::Posts, "userId", &ana)
             .await
             .is_empty()
@@ -583,7 +595,7 @@ pub async fn the_feed_keeps_a_hundred_after_deletes(app: &TestApp) {
         posts.push(id(&app.create_post(&ana, &format!("t{i}"), "c").await));
         next_millisecond().await;
     }
-    eventually("the feed is full", || async {
+    app.settled("the feed is full", || async {
         app.get("/api/feed?limit=1").await.items().first().map(id) == posts.last().cloned()
     })
     .await;
@@ -592,7 +604,7 @@ pub async fn the_feed_keeps_a_hundred_after_deletes(app: &TestApp) {
         assert_eq!(app.delete(&format!("/api/posts/{p}")).await.status, 204);
     }
     let expected: Vec<String> = posts.iter().rev().skip(10).take(100).cloned().collect();
-    eventually(
+    app.settled(
         "the feed shows the hundred newest remaining posts",
         || async {
             let mut got = Vec::new();

@@ -48,17 +48,17 @@ mod restart {
     use blog::store::embedded::EmbeddedStore;
     use serde_json::json;
 
-    use crate::helpers::{eventually, id, spawn_app, Fixture, TestApp};
+    use crate::helpers::{id, spawn_settling_app, Fixture, TestApp};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_restart_finds_all_data_again() {
-        let app = spawn_app().await;
+        let app = spawn_settling_app().await;
         let user = app.create_user("ana").await;
         let post = app.create_post(&id(&user), "t", "c").await;
         let p = id(&post);
         app.comment(&p, &id(&user), "hi").await;
         app.like(&p, &id(&user)).await;
-        eventually("copies", || async {
+        app.settled("copies", || async {
             app.get("/api/feed").await.body["items"][0]["likeCount"] == 1
         })
         .await;
@@ -369,17 +369,17 @@ mod feed_snapshot {
 
     use blog::store::Container;
 
-    use crate::helpers::{embedded_fixture, eventually, id, next_millisecond, spawn_app, TestApp};
+    use crate::helpers::{embedded_fixture, id, next_millisecond, spawn_settling_app, TestApp};
     use crate::hooks::Hooked;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_repeated_feed_read_costs_no_store_call_until_the_feed_changes() {
-        let app = spawn_app().await;
+        let app = spawn_settling_app().await;
         let user = app.create_user("ana").await;
         let first = app.create_post(&id(&user), "first", "c").await;
         next_millisecond().await;
         let second = app.create_post(&id(&user), "second", "c").await;
-        eventually("both posts in the feed", || async {
+        app.settled("both posts in the feed", || async {
             app.get("/api/feed").await.items().len() == 2
         })
         .await;
@@ -411,7 +411,7 @@ mod feed_snapshot {
 
         // A new post reaches the feed through the projection, which drops the snapshot.
         let third = app.create_post(&id(&user), "third", "c").await;
-        eventually("the new post heads the feed", || async {
+        app.settled("the new post heads the feed", || async {
             app.get("/api/feed").await.items()[0]["id"] == third["id"]
         })
         .await;
@@ -432,10 +432,10 @@ mod feed_snapshot {
                 Ok(())
             })
         });
-        let app = TestApp::spawn(embedded_fixture().await.wrapped(slow_feed), true).await;
+        let app = TestApp::spawn(embedded_fixture().await.wrapped(slow_feed), false).await;
         let user = app.create_user("ana").await;
         let post = app.create_post(&id(&user), "first", "c").await;
-        eventually("the post in the feed", || async {
+        app.settled("the post in the feed", || async {
             app.get("/api/feed?limit=2").await.items().len() == 1
         })
         .await;

@@ -1,4 +1,24 @@
 //! Start the application on `127.0.0.1:0` over a given store, and talk to it as a client would.
+//!
+//! **Waiting for the change feed.** A test that means "once the projections have run" starts the
+//! app with the pump off (`TestApp::spawn(fixture, false)`) and calls [`TestApp::settle`], the
+//! shape of a background-job runner's "run every pending job" in a test: it runs every lane's
+//! projections over both feeds inline (`blog::pump::drain`, from the same checkpoints the pump
+//! keeps) until nothing is left to do, the follow-up steps the projections schedule for
+//! themselves included (a fan-out's next page, a sweep's next page, a counter recheck once it
+//! falls due); then, on Cosmos DB, it drops this process's snapshots of the feed and of counts,
+//! which would otherwise hold for their maximum age (the embedded store's commits drop them
+//! themselves, and the tests see that they do). Nothing runs in the background, so an assertion
+//! after `settle` sees the projections' final word, and one made before it sees only what the
+//! requests did: a check that something does *not* appear means something. It is the same on
+//! both stores: settle reads the change feed directly, so the Cosmos store's one-second idle poll
+//! never enters a test. `settle` on an app whose pump runs refuses (the two would apply the same
+//! changes at once).
+//!
+//! [`eventually`] (polling with a deadline) stays for what only a live pump or a clock can show:
+//! that the pump wakes on a commit, resumes after a restart, moves past a quarantined change,
+//! lets other posts through during a large sweep, converges while requests race its
+//! projections, and the like.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -7,7 +27,8 @@ use std::time::{Duration, Instant};
 use blog::auth::Auth;
 use blog::startup::Application;
 use blog::store::embedded::EmbeddedStore;
-use blog::store::Store;
+use blog::store::{Container, Store};
+use blog::AppState;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -47,6 +68,12 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub store: Arc<dyn Store>,
     pub dir: Option<TempDir>,
+    /// Whether the change-feed pump runs in the background (then [`TestApp::settle`] refuses).
+    pump: bool,
+    /// The application's state, for its snapshots.
+    state: AppState,
+    /// Held while settling: one drain at a time.
+    settling: tokio::sync::Mutex<()>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
 }
@@ -97,6 +124,11 @@ pub async fn spawn_app() -> TestApp {
     TestApp::spawn(embedded_fixture().await, true).await
 }
 
+/// The app over a fresh embedded store, without a pump: its test settles the change feed itself.
+pub async fn spawn_settling_app() -> TestApp {
+    TestApp::spawn(embedded_fixture().await, false).await
+}
+
 impl TestApp {
     /// The app with `BLOG_AUTH=none`.
     pub async fn spawn(fixture: Fixture, pump: bool) -> TestApp {
@@ -104,8 +136,10 @@ impl TestApp {
     }
 
     /// With a feed snapshot that holds for `feed_max_age` where the store signals no commits.
+    /// Without a pump: the test drives the projections (`blog::pump::drain`, which leaves the
+    /// snapshots alone).
     pub async fn spawn_with_feed_cache(fixture: Fixture, feed_max_age: Duration) -> TestApp {
-        Self::spawn_with(fixture, true, |app| app.with_feed_cache(feed_max_age)).await
+        Self::spawn_with(fixture, false, |app| app.with_feed_cache(feed_max_age)).await
     }
 
     pub async fn spawn_with_auth(fixture: Fixture, pump: bool, auth: Auth) -> TestApp {
@@ -121,6 +155,7 @@ impl TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let origin = format!("http://{}", listener.local_addr().unwrap());
         let app = configure(Application::new(listener, fixture.store.clone(), pump));
+        let state = app.state().clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {
@@ -134,6 +169,9 @@ impl TestApp {
             client: reqwest::Client::new(),
             store: fixture.store,
             dir: fixture.dir,
+            pump,
+            state,
+            settling: tokio::sync::Mutex::new(()),
             stop: Some(stop),
             server: Some(server),
         }
@@ -148,6 +186,37 @@ impl TestApp {
             let _ = server.await;
         }
         self.dir.take()
+    }
+
+    /// Run the change feed's projections until nothing is left to do (see the module's doc):
+    /// every lane over both feeds, round after round, then, on a store that does not signal its
+    /// commits, drop the snapshots of the feed and of counts. For an app started with the pump
+    /// off.
+    pub async fn settle(&self) {
+        assert!(
+            !self.pump,
+            "settle() runs the projections itself: start the app with the pump off"
+        );
+        let _one = self.settling.lock().await;
+        blog::pump::drain(&*self.store)
+            .await
+            .unwrap_or_else(|e| panic!("the change feed did not settle: {e:#}"));
+        // Where the store signals its commits, the projections' writes dropped the snapshots
+        // already (and tests see that they do); elsewhere a snapshot would hold for its age.
+        if self.store.change_notifier(Container::Feed).is_none() {
+            self.state.feed.forget();
+            self.state.counts.forget();
+        }
+    }
+
+    /// [`TestApp::settle`], then assert `check`: what the projections leave once they are done.
+    pub async fn settled<F, Fut>(&self, what: &str, check: F)
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        self.settle().await;
+        assert!(check().await, "not so once the change feed settled: {what}");
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -104,33 +104,6 @@ async fn feed_end(store: &dyn Store, c: Container) -> String {
     }
 }
 
-/// All four followers, each from the start of its feed.
-fn followers() -> Vec<LaneFollower> {
-    let mut all = Vec::new();
-    for lane in Lane::ALL {
-        for c in [Container::Posts, Container::Users] {
-            all.push(LaneFollower::from_start(lane, c));
-        }
-    }
-    all
-}
-
-/// Drain every follower until none has anything new.
-async fn settle(store: &dyn Store, all: &mut [LaneFollower]) {
-    for _ in 0..200 {
-        let mut moved = false;
-        for f in all.iter_mut() {
-            while f.step(store, 100).await {
-                moved = true;
-            }
-        }
-        if !moved {
-            return;
-        }
-    }
-    panic!("the lanes never went quiet");
-}
-
 /// The users feed's changes after `from`.
 async fn users_changes_since(store: &dyn Store, from: &str) -> Vec<Value> {
     let mut out = Vec::new();
@@ -224,11 +197,10 @@ async fn main_lane(app: &TestApp, main: &mut [LaneFollower; 2]) {
 pub async fn likes_and_comments_write_no_timeline_item(fixture: Fixture) {
     let app = TestApp::spawn(fixture, false).await;
     let store = &*app.store;
-    let mut all = followers();
     let bob = id(&app.create_user("bob").await);
     let fans = audience(&app, &bob, 3).await;
     let p = id(&app.create_post(&bob, "hello", "c").await);
-    settle(store, &mut all).await;
+    app.settle().await;
     let mut before = Vec::new();
     for f in &fans {
         let e = entry(&app, f, &p)
@@ -248,7 +220,7 @@ pub async fn likes_and_comments_write_no_timeline_item(fixture: Fixture) {
     assert_eq!(app.like(&p, &bob).await.status, 201);
     assert_eq!(app.comment(&p, &fans[0], "hi").await.status, 201);
     assert_eq!(app.comment(&p, &fans[1], "yo").await.status, 201);
-    settle(store, &mut all).await;
+    app.settle().await;
     // The post and its author's copy carry the counts ...
     assert_eq!(
         app.get(&format!("/api/posts/{p}")).await.body["likeCount"],
@@ -273,10 +245,9 @@ async fn big_author(
     app: &TestApp,
 ) -> (String, Vec<String>, String, [LaneFollower; 2], LaneFollower) {
     let store = &*app.store;
-    let mut all = followers();
     let bob = id(&app.create_user("bob").await);
     let fans = audience(app, &bob, timeline::PAGE as usize + 10).await;
-    settle(store, &mut all).await;
+    app.settle().await;
     let mut main = [
         LaneFollower::at_end(store, Lane::Main, Container::Posts).await,
         LaneFollower::at_end(store, Lane::Main, Container::Users).await,
@@ -419,7 +390,7 @@ pub async fn other_authors_reach_timelines_while_a_big_fan_out_is_under_way(fixt
     let cy = id(&app.create_user("cy").await);
     let ana = id(&app.create_user("ana").await);
     follow(&app, &ana, &cy, "PUT").await;
-    settle(store, &mut followers()).await;
+    app.settle().await;
     let (bob, fans, p, mut main, mut lane) = big_author(&app).await;
     // cy posts after bob.
     let q = id(&app.create_post(&cy, "by cy", "c").await);
@@ -466,11 +437,10 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
         )
         .await
         .unwrap();
-    let mut all = followers();
     let bob = id(&app.create_user("bob").await);
     let p = id(&app.create_post(&bob, "by bob", "c").await);
     let fans = audience(&app, &bob, 4).await;
-    settle(store, &mut all).await;
+    app.settle().await;
     let marker = follows::marker_id(&bob);
     let marker_etags = |fans: Vec<String>| {
         let app = &app;
@@ -503,7 +473,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
     // A post by a merged author: one item in the shared partition, no timeline entry; a like
     // of it writes nothing there.
     let p2 = id(&app.create_post(&bob, "while merged", "c").await);
-    settle(store, &mut all).await;
+    app.settle().await;
     let item = shared(p2.clone())
         .await
         .expect("the new post in the shared partition");
@@ -512,7 +482,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
         assert!(entry(&app, f, &p2).await.is_none(), "{f}: copied");
     }
     assert_eq!(app.like(&p2, &fans[0]).await.status, 201);
-    settle(store, &mut all).await;
+    app.settle().await;
     assert_eq!(shared(p2.clone()).await.unwrap()["_etag"], item["_etag"]);
 
     // A shared item lost is drift that repair mends.
@@ -533,10 +503,10 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
     assert!(shared(p2.clone()).await.is_some());
     // A deleted post's item goes.
     let p3 = id(&app.create_post(&bob, "short-lived", "c").await);
-    settle(store, &mut all).await;
+    app.settle().await;
     assert!(shared(p3.clone()).await.is_some());
     assert_eq!(app.delete(&format!("/api/posts/{p3}")).await.status, 204);
-    settle(store, &mut all).await;
+    app.settle().await;
     assert!(
         shared(p3.clone()).await.is_none(),
         "a deleted post stays shared"
@@ -552,11 +522,11 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
     // At the limit and back over it: no marker moves, no post is copied.
     let mark = feed_end(store, Container::Users).await;
     follow(&app, &fans[3], &bob, "DELETE").await;
-    settle(store, &mut all).await;
+    app.settle().await;
     follow(&app, &fans[3], &bob, "PUT").await;
-    settle(store, &mut all).await;
+    app.settle().await;
     follow(&app, &fans[3], &bob, "DELETE").await;
-    settle(store, &mut all).await;
+    app.settle().await;
     assert_eq!(
         marker_etags(fans[..3].to_vec()).await,
         merged[..3].to_vec(),
@@ -571,7 +541,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
 
     // Below 80% of the limit (2 < 2.4): copied again, and the shared items go.
     follow(&app, &fans[2], &bob, "DELETE").await;
-    settle(store, &mut all).await;
+    app.settle().await;
     for f in &fans[..2] {
         let m = store.read(Container::Users, f, &marker).await.unwrap();
         assert!(m.is_none(), "{f}: marker left");
@@ -621,7 +591,7 @@ pub async fn the_timeline_lane_starts_where_an_earlier_release_left_off(fixture:
     let bob = id(&app.create_user("bob").await);
     let fans = audience(&app, &bob, 2).await;
     let p = id(&app.create_post(&bob, "before", "c").await);
-    settle(&*store, &mut followers()).await;
+    app.settle().await;
     // What an earlier release left: every change projected, its checkpoints at the feeds' ends;
     // none of this release's job items.
     for c in [Container::Posts, Container::Users] {
@@ -640,6 +610,11 @@ pub async fn the_timeline_lane_starts_where_an_earlier_release_left_off(fixture:
         .delete(Container::Users, &bob, &timeline::post_job_id(&p))
         .await
         .unwrap();
+    // Nor this release's timeline checkpoints (settling the feed wrote them).
+    for c in [Container::Posts, Container::Users] {
+        let id = format!("pump.timeline.{}", c.name());
+        store.delete(Container::Leases, &id, &id).await.unwrap();
+    }
     let mark = feed_end(&*store, Container::Users).await;
 
     let pump = blog::pump::spawn(store.clone());

@@ -1,120 +1,34 @@
-//! The library's modules import downward only: no cycle among its top-level modules, so each can
+//! The library's modules import downward only: no cycle among its modules at any depth, from
+//! the top-level ones (`api`, `store`, …) down to single files (`projection::plan`), so each can
 //! be read knowing only the ones below it, and `app` (the composition root) is the one place that
-//! knows them all. Read from the source: every `crate::<module>` a module's code names (comments
-//! and its unit tests aside).
+//! knows them all. How imports are read (through `use`s, paths, macros and re-exports such as
+//! `crate::AppState`) is in `check`, which the bench's layering test shares.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod check;
+
 use std::path::{Path, PathBuf};
 
-type Graph = BTreeMap<String, BTreeSet<String>>;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// What each top-level module of `src/` names of the others.
-fn imports(src: &Path) -> Graph {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    let mut graph = Graph::new();
-    for file in files {
-        let rel = file.strip_prefix(src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let module = first.trim_end_matches(".rs").to_string();
-        if module == "lib" || module == "main" {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
-        let names = graph.entry(module.clone()).or_default();
-        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            names.extend(named_modules(line).into_iter().filter(|m| *m != module));
-        }
-    }
-    graph
-}
-
-/// The modules a line names: `crate::x` and each `x` of `use crate::{x, y::z}`.
-fn named_modules(line: &str) -> Vec<String> {
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
-            .collect()
-    };
-    let mut out = Vec::new();
-    for (i, _) in line.match_indices("crate::") {
-        let rest = &line[i + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let group = group.split('}').next().unwrap_or_default();
-            out.extend(group.split(',').map(|p| ident(p.trim())));
-        } else {
-            out.push(ident(rest));
-        }
-    }
-    out.retain(|m| !m.is_empty());
-    out
-}
-
-/// A cycle in `graph`, if there is one (depth-first search).
-fn cycle(graph: &Graph) -> Option<Vec<String>> {
-    fn visit(
-        node: &str,
-        graph: &Graph,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(i) = path.iter().position(|n| n == node) {
-            let mut c = path[i..].to_vec();
-            c.push(node.to_string());
-            return Some(c);
-        }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node.to_string());
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(c) = visit(next, graph, path, done) {
-                return Some(c);
-            }
-        }
-        path.pop();
-        done.insert(node.to_string());
-        None
-    }
-    let mut done = BTreeSet::new();
-    graph
-        .keys()
-        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
-}
+use check::{cycle, rust_files, Crate};
 
 #[test]
 fn the_modules_import_downward_only() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
-    let graph = imports(&src);
+    let imports = Crate::read(&src, "lib.rs").imports();
+    let top = imports.at_depth(1);
     assert!(
-        graph.contains_key("api") && graph["api"].contains("store"),
-        "{graph:?}"
+        top.contains_key("api") && top["api"].contains("store"),
+        "{top:?}"
     );
-    if let Some(c) = cycle(&graph) {
-        panic!(
-            "an import cycle: {}\n(all imports: {graph:#?})",
-            c.join(" -> ")
-        );
+    assert!(
+        imports.edges["projection::plan"].contains("domain"),
+        "submodules are read: {:?}",
+        imports.edges
+    );
+    if let Some(c) = imports.first_cycle() {
+        panic!("an import cycle:\n{c}");
     }
     // Only the composition root puts the API, the Functions triggers and the web client together.
-    for (module, names) in &graph {
+    for (module, names) in &top {
         if module != "app" && module != "startup" {
             assert!(
                 !(names.contains("functions") && names.contains("web")),
@@ -124,17 +38,165 @@ fn the_modules_import_downward_only() {
     }
 }
 
+/// The crate's doc (`src/lib.rs`) lists the modules bottom up, a bullet per layer: each imports
+/// only from its own layer or those listed before it, and every module is listed. The doc is
+/// the one copy of the order; this holds the code to it (`functions` naming the API's state
+/// through `crate::AppState` is caught here).
 #[test]
-fn a_cycle_is_found() {
-    let mut g = Graph::new();
+fn each_module_imports_only_from_its_layer_or_below_as_the_crate_doc_lists() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let mut layers: Vec<Vec<String>> = Vec::new();
+    for line in doc.lines().map_while(|l| l.strip_prefix("//!")) {
+        if line.starts_with(" - ") {
+            layers.push(Vec::new());
+        } else if !line.starts_with("   ") {
+            continue;
+        }
+        if let Some(layer) = layers.last_mut() {
+            for part in line.split("[`").skip(1) {
+                let name = part.split("`]").next().unwrap_or_default();
+                if !name.contains("::") {
+                    layer.push(name.to_string());
+                }
+            }
+        }
+    }
+    let rank = |m: &str| layers.iter().position(|l| l.iter().any(|n| n == m));
+    let imports = Crate::read(&root.join("src"), "lib.rs").imports();
+    let mut wrong = Vec::new();
+    for (from, tos) in imports.at_depth(1).iter().filter(|(m, _)| !m.is_empty()) {
+        let Some(r) = rank(from) else {
+            wrong.push(format!("`{from}` is not listed in the crate doc"));
+            continue;
+        };
+        for to in tos {
+            if rank(to).is_none_or(|t| t > r) {
+                let why = imports
+                    .why
+                    .iter()
+                    .find(|((f, t), _)| {
+                        f.split("::").next() == Some(from) && t.split("::").next() == Some(to)
+                    })
+                    .map(|((f, _), p)| format!("in `{f}`: `{p}`"))
+                    .unwrap_or_default();
+                wrong.push(format!("`{from}` imports `{to}`, listed after it ({why})"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{}\n(layers: {layers:?})",
+        wrong.join("\n")
+    );
+}
+
+/// A small crate written to a temporary directory, one file per `(path, text)`.
+fn planted(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    dir
+}
+
+fn cycle_in(files: &[(&str, &str)]) -> Option<String> {
+    let dir = planted(files);
+    Crate::read(dir.path(), "lib.rs").imports().first_cycle()
+}
+
+/// The checker finds what it is for: a cycle through a re-export of the crate root (as
+/// `crate::AppState` is), one between files of one module (as `projection::plan` and
+/// `projection::gather` could make), one through `super::`; and nothing once the edge closing
+/// each is gone, nor in comments, strings or unit tests.
+#[test]
+fn a_planted_cycle_is_found() {
+    let mut g = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
     g.entry("a".into()).or_default().insert("b".into());
     g.entry("b".into()).or_default().insert("c".into());
     assert_eq!(cycle(&g), None);
     g.entry("c".into()).or_default().insert("a".into());
     assert_eq!(cycle(&g).unwrap(), ["a", "b", "c", "a"]);
+
+    let lib = "pub mod api; pub mod functions; pub use api::State;";
+    let api = "pub struct State; pub fn routes() { crate::functions::run(); }";
+    // Through the root's re-export: `functions` names `api`'s `State`.
+    let through_root = "pub fn run() {} pub fn handle(_: crate::State) {}";
+    let found = cycle_in(&[
+        ("lib.rs", lib),
+        ("api.rs", api),
+        ("functions.rs", through_root),
+    ]);
+    assert!(
+        found
+            .as_deref()
+            .is_some_and(|c| c.contains("`functions` -> `api`")),
+        "{found:?}"
+    );
+    let clean = "pub fn run() {} // crate::State\n#[cfg(test)]\nmod tests { use crate::State; }";
     assert_eq!(
-        named_modules("use crate::{api, store::Store}; crate::domain::x"),
-        ["api", "store", "domain"]
+        cycle_in(&[("lib.rs", lib), ("api.rs", api), ("functions.rs", clean)]),
+        None
+    );
+
+    // Between two files of one module, invisible from the top.
+    let p = "mod plan; mod gather; pub fn project() { plan::plan(); }";
+    let plan = "use super::gather::Facts; pub fn plan() {} pub fn str_field() {}";
+    let gather =
+        "pub struct Facts; fn read() { let _ = \"crate::p::plan\"; super::plan::str_field(); }";
+    let found = cycle_in(&[
+        ("lib.rs", "mod p;"),
+        ("p.rs", p),
+        ("p/plan.rs", plan),
+        ("p/gather.rs", gather),
+    ]);
+    assert!(
+        found
+            .as_deref()
+            .is_some_and(|c| c.contains("`p::plan` -> `p::gather`")),
+        "{found:?}"
+    );
+    let gather_alone = "pub struct Facts; fn read() { let _ = \"crate::p::plan\"; }";
+    assert_eq!(
+        cycle_in(&[
+            ("lib.rs", "mod p;"),
+            ("p.rs", p),
+            ("p/plan.rs", plan),
+            ("p/gather.rs", gather_alone)
+        ]),
+        None
+    );
+
+    // Through a parent's re-export of one submodule's item to another submodule; a submodule
+    // using its parent's own items, which the parent's code uses in turn, is the idiom of a
+    // module file shared by its submodules, not a cycle.
+    let m = "mod a; mod b; pub use b::Step; pub struct Report; pub fn run() { a::go(); }";
+    let a =
+        "pub fn go() -> super::Step { super::Step } pub fn report() -> super::Report { todo!() }";
+    let b = "pub struct Step; pub fn back() { super::a::go(); }";
+    let found = cycle_in(&[
+        ("lib.rs", "mod m;"),
+        ("m.rs", m),
+        ("m/a.rs", a),
+        ("m/b.rs", b),
+    ]);
+    assert!(
+        found
+            .as_deref()
+            .is_some_and(|c| c.contains("`m::a` -> `m::b`")),
+        "{found:?}"
+    );
+    let b_alone = "pub struct Step;";
+    assert_eq!(
+        cycle_in(&[
+            ("lib.rs", "mod m;"),
+            ("m.rs", m),
+            ("m/a.rs", a),
+            ("m/b.rs", b_alone)
+        ]),
+        None
     );
 }
 

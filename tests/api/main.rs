@@ -1,5 +1,6 @@
 //! The integration tests: one binary.
-//! - `helpers` starts the app on port 0 over a fresh store and talks to it as a client would;
+//! - `helpers` starts the app on port 0 over a fresh store, talks to it as a client would, and
+//!   settles the change feed (`TestApp::settle`) where a test means "once it was projected";
 //! - `store_suite` and `api_suite` are written once against the `Store` trait / the HTTP API and
 //!   instantiated per store (`embedded`, and `cosmos` on the Cosmos DB SDK's in-memory emulator);
 //!   so is `client_suite` (ETags, conditional requests, CORS, the OpenAPI document);

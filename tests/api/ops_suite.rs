@@ -68,16 +68,25 @@ pub struct Data {
     pub comment: String,
 }
 
-/// Two users, three posts, a comment and likes, projected by the pump, which then stops.
+/// Two users, three posts, a comment and likes, projected (the change feed settled), the
+/// service then stopped.
 pub async fn data(fixture: Fixture) -> Data {
-    let (app, mut d) = live(fixture).await;
+    let app = TestApp::spawn(fixture, false).await;
+    let mut d = write_data(&app).await;
+    app.settle().await;
     d.dir = app.stop().await;
     d
 }
 
-/// The same data set, the service still running.
+/// The same data set, the service and its pump still running.
 pub async fn live(fixture: Fixture) -> (TestApp, Data) {
     let app = TestApp::spawn(fixture, true).await;
+    let d = write_data(&app).await;
+    converged(&app).await;
+    (app, d)
+}
+
+async fn write_data(app: &TestApp) -> Data {
     let ana = id(&app.create_user("ana").await);
     let bob = id(&app.create_user("bob").await);
     let p1 = id(&app.create_post(&ana, "first", &"long ".repeat(100)).await);
@@ -87,17 +96,14 @@ pub async fn live(fixture: Fixture) -> (TestApp, Data) {
     assert_eq!(comment.status, 201);
     assert_eq!(app.like(&p1, &ana).await.status, 201);
     assert_eq!(app.like(&p2, &bob).await.status, 201);
-    let store = app.store.clone();
-    converged(&app).await;
-    let d = Data {
-        store,
+    Data {
+        store: app.store.clone(),
         dir: None,
         ana,
         bob,
         posts: [p1, p2, p3],
         comment: id(&comment.body),
-    };
-    (app, d)
+    }
 }
 
 async fn converged(app: &TestApp) {

@@ -12,7 +12,7 @@ use blog::store::{Container, PatchOp, Query};
 use serde_json::{json, Value};
 
 use crate::api_suite::url_encode;
-use crate::helpers::{eventually, id, next_millisecond, Fixture, TestApp};
+use crate::helpers::{id, next_millisecond, Fixture, TestApp};
 
 #[macro_export]
 macro_rules! timeline_suite {
@@ -48,7 +48,7 @@ macro_rules! timeline_suite {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let app = $crate::helpers::TestApp::spawn($fixture().await, true).await;
+                let app = $crate::helpers::TestApp::spawn($fixture().await, false).await;
                 $crate::timeline_suite::$name(&app).await;
             }
         )*
@@ -106,7 +106,7 @@ pub async fn follow_is_idempotent_and_lists_both_ends(app: &TestApp) {
     assert_eq!(r.items().len(), 2, "no duplicate: {:?}", r.body);
     assert_eq!(r.items()[0]["id"], cy.as_str(), "newest follow first");
     assert_eq!(r.items()[1]["username"], "bob");
-    eventually("bob's followers are ana and cy", || async {
+    app.settled("bob's followers are ana and cy", || async {
         let mut f = ids(app, &format!("/api/users/{bob}/followers")).await;
         f.sort();
         let mut want = vec![ana.clone(), cy.clone()];
@@ -114,7 +114,7 @@ pub async fn follow_is_idempotent_and_lists_both_ends(app: &TestApp) {
         f == want
     })
     .await;
-    eventually("the counters are kept", || async {
+    app.settled("the counters are kept", || async {
         counts(app, &bob).await == (2, 0)
             && counts(app, &ana).await == (0, 2)
             && counts(app, &cy).await == (1, 1)
@@ -130,7 +130,7 @@ pub async fn follow_is_idempotent_and_lists_both_ends(app: &TestApp) {
         ids(app, &format!("/api/users/{ana}/following")).await,
         vec![cy.clone()]
     );
-    eventually("ana left bob's followers", || async {
+    app.settled("ana left bob's followers", || async {
         ids(app, &format!("/api/users/{bob}/followers")).await == vec![cy.clone()]
             && counts(app, &bob).await == (1, 0)
             && counts(app, &ana).await == (0, 1)
@@ -138,7 +138,7 @@ pub async fn follow_is_idempotent_and_lists_both_ends(app: &TestApp) {
     .await;
     // Following again after unfollowing.
     follow(app, &ana, &bob).await;
-    eventually("ana follows bob again", || async {
+    app.settled("ana follows bob again", || async {
         counts(app, &bob).await == (2, 0)
     })
     .await;
@@ -198,18 +198,18 @@ pub async fn following_brings_posts_and_unfollowing_takes_them_away(app: &TestAp
     next_millisecond().await;
     app.create_post(&cy, "unfollowed", "not for ana").await;
     // The post's copy exists before the follow is made, so the follow brings it.
-    eventually("bob's post is copied", || async {
+    app.settled("bob's post is copied", || async {
         ids(app, &format!("/api/users/{bob}/posts")).await == vec![old.clone()]
     })
     .await;
     follow(app, &ana, &bob).await;
-    eventually("the follow brings bob's post", || async {
+    app.settled("the follow brings bob's post", || async {
         timeline_ids(app, &ana).await == vec![old.clone()]
     })
     .await;
     next_millisecond().await;
     let new = id(&app.create_post(&bob, "new", "after the follow").await);
-    eventually("a new post reaches the follower, newest first", || async {
+    app.settled("a new post reaches the follower, newest first", || async {
         timeline_ids(app, &ana).await == vec![new.clone(), old.clone()]
     })
     .await;
@@ -229,17 +229,22 @@ pub async fn following_brings_posts_and_unfollowing_takes_them_away(app: &TestAp
     );
 
     assert_eq!(app.delete(&following(&ana, &bob)).await.status, 204);
-    eventually("unfollowing takes bob's posts away", || async {
+    app.settled("unfollowing takes bob's posts away", || async {
         timeline_ids(app, &ana).await.is_empty()
     })
     .await;
-    // Posts made after the unfollow stay away.
+    // Posts made after the unfollow stay away, once both lanes have done all they will.
     app.create_post(&bob, "later", "after the unfollow").await;
-    eventually("bob's later post is copied", || async {
-        ids(app, &format!("/api/users/{bob}/posts")).await.len() == 3
-    })
-    .await;
-    assert!(timeline_ids(app, &ana).await.is_empty());
+    app.settle().await;
+    assert_eq!(
+        ids(app, &format!("/api/users/{bob}/posts")).await.len(),
+        3,
+        "the later post is projected"
+    );
+    assert!(
+        timeline_ids(app, &ana).await.is_empty(),
+        "a post after the unfollow reached the timeline"
+    );
 }
 
 pub async fn timeline_copies_follow_edits_counters_renames_and_deletes(app: &TestApp) {
@@ -249,7 +254,7 @@ pub async fn timeline_copies_follow_edits_counters_renames_and_deletes(app: &Tes
     let p = id(&app.create_post(&bob, "first", &"x".repeat(300)).await);
     next_millisecond().await;
     let q = id(&app.create_post(&bob, "second", "two").await);
-    eventually("both posts reach ana", || async {
+    app.settled("both posts reach ana", || async {
         timeline_ids(app, &ana).await == vec![q.clone(), p.clone()]
     })
     .await;
@@ -276,7 +281,7 @@ pub async fn timeline_copies_follow_edits_counters_renames_and_deletes(app: &Tes
         )
         .await;
     assert_eq!(r.status, 200);
-    eventually(
+    app.settled(
         "the edit, the counters and the rename reach the copy",
         || async {
             let t = timeline(app, &ana).await;
@@ -287,7 +292,7 @@ pub async fn timeline_copies_follow_edits_counters_renames_and_deletes(app: &Tes
         },
     )
     .await;
-    eventually("the rename reaches the follow lists", || async {
+    app.settled("the rename reaches the follow lists", || async {
         let r = app.get(&format!("/api/users/{ana}/following")).await;
         r.items().first().is_some_and(|u| u["username"] == "robert")
     })
@@ -296,7 +301,7 @@ pub async fn timeline_copies_follow_edits_counters_renames_and_deletes(app: &Tes
         .put(&format!("/api/users/{ana}"), json!({ "username": "anna" }))
         .await;
     assert_eq!(r.status, 200);
-    eventually(
+    app.settled(
         "the follower's rename reaches the followers list",
         || async {
             let r = app.get(&format!("/api/users/{bob}/followers")).await;
@@ -306,7 +311,7 @@ pub async fn timeline_copies_follow_edits_counters_renames_and_deletes(app: &Tes
     .await;
 
     assert_eq!(app.delete(&format!("/api/posts/{p}")).await.status, 204);
-    eventually("a deleted post leaves the timeline", || async {
+    app.settled("a deleted post leaves the timeline", || async {
         timeline_ids(app, &ana).await == vec![q.clone()]
     })
     .await;
@@ -325,7 +330,7 @@ pub async fn timeline_costs_a_query_and_a_read_per_post_and_pages(app: &TestApp)
         next_millisecond().await;
     }
     made.reverse();
-    eventually("five posts in the timeline", || async {
+    app.settled("five posts in the timeline", || async {
         timeline_ids(app, &ana).await == made
     })
     .await;
@@ -373,12 +378,12 @@ pub async fn an_erased_user_leaves_every_list(app: &TestApp) {
     follow(app, &ana, &bob).await;
     follow(app, &bob, &ana).await;
     app.create_post(&bob, "by bob", "c").await;
-    eventually("bob's post reaches ana", || async {
+    app.settled("bob's post reaches ana", || async {
         timeline_ids(app, &ana).await.len() == 1
     })
     .await;
     assert_eq!(app.delete(&format!("/api/users/{bob}")).await.status, 204);
-    eventually(
+    app.settled(
         "bob is gone from ana's lists, timeline and counters",
         || async {
             timeline_ids(app, &ana).await.is_empty()
@@ -395,7 +400,7 @@ pub async fn an_erased_user_leaves_every_list(app: &TestApp) {
 }
 
 pub async fn only_the_signed_in_user_follows_for_themselves(fixture: Fixture) {
-    let app = TestApp::spawn_with_auth(fixture, true, Auth::easy_auth()).await;
+    let app = TestApp::spawn_with_auth(fixture, false, Auth::easy_auth()).await;
     let (ana, bob) = (("aad", "ana-object"), ("aad", "bob-object"));
     let made = |who| {
         let app = &app;
@@ -433,30 +438,6 @@ pub async fn only_the_signed_in_user_follows_for_themselves(fixture: Fixture) {
     );
 }
 
-/// Project both change feeds until neither has anything new (what a pump does, for an app
-/// started without one).
-async fn project_all(app: &TestApp) {
-    let mut from: [Option<String>; 2] = [None, None];
-    for _ in 0..50 {
-        let mut quiet = true;
-        for (i, c) in [Container::Posts, Container::Users].into_iter().enumerate() {
-            let page = app.store.changes(c, from[i].as_deref(), 100).await.unwrap();
-            if page.items.is_empty() {
-                continue;
-            }
-            quiet = false;
-            projection::project(&*app.store, c, &page.items)
-                .await
-                .expect("projection");
-            from[i] = Some(page.continuation);
-        }
-        if quiet {
-            return;
-        }
-    }
-    panic!("the projections never went quiet");
-}
-
 pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) {
     let ana = id(&app.create_user("ana").await);
     let bob = id(&app.create_user("bob").await);
@@ -464,7 +445,7 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
     follow(app, &ana, &bob).await;
     let p = id(&app.create_post(&bob, "by bob", "c").await);
     let q = id(&app.create_post(&cy, "by cy", "c").await);
-    project_all(app).await;
+    app.settle().await;
     let clean = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
@@ -543,20 +524,13 @@ async fn stored_entries(app: &TestApp, user: &str) -> u64 {
     page.items.iter().filter(|i| !follows::is_marker(i)).count() as u64
 }
 
-async fn caught_up(app: &TestApp) {
-    eventually("the change feed is applied", || async {
-        blog::pump::caught_up(&*app.store).await.unwrap()
-    })
-    .await;
-}
-
 pub async fn a_timeline_keeps_its_newest_entries(app: &TestApp) {
     let ana = id(&app.create_user("ana").await);
     let bob = id(&app.create_user("bob").await);
     let cy = id(&app.create_user("cy").await);
     follow(app, &ana, &bob).await;
     follow(app, &ana, &cy).await;
-    caught_up(app).await;
+    app.settle().await;
     // Two authors, so that each one's hundred newest posts are more than the timeline keeps.
     let keep = follows::TIMELINE_KEEP;
     let mut made = Vec::new();
@@ -564,7 +538,7 @@ pub async fn a_timeline_keeps_its_newest_entries(app: &TestApp) {
         let author = if i % 2 == 0 { &bob } else { &cy };
         made.push(id(&app.create_post(author, &format!("t{i}"), "c").await));
     }
-    caught_up(app).await;
+    app.settle().await;
     // Then one post at a time, each applied before the next, until one whose copy trims: after
     // it, nothing is left beyond the newest.
     for i in 0.. {
@@ -572,7 +546,7 @@ pub async fn a_timeline_keeps_its_newest_entries(app: &TestApp) {
         next_millisecond().await;
         let p = id(&app.create_post(&bob, &format!("u{i}"), "c").await);
         made.push(p.clone());
-        caught_up(app).await;
+        app.settle().await;
         if follows::trims(&ana, &p) {
             break;
         }
@@ -611,7 +585,7 @@ async fn spread_followers(app: &TestApp, followee: &str) -> Vec<String> {
         follow(app, &f, followee).await;
         followers.push(f);
     }
-    project_all(app).await;
+    app.settle().await;
     followers
 }
 
@@ -621,12 +595,12 @@ pub async fn a_deleted_post_leaves_the_timelines_of_followers_in_every_partition
     let bob = id(&app.create_user("bob").await);
     let followers = spread_followers(app, &bob).await;
     let p = id(&app.create_post(&bob, "to go", "c").await);
-    project_all(app).await;
+    app.settle().await;
     for f in &followers {
         assert_eq!(timeline_ids(app, f).await, vec![p.clone()], "{f}");
     }
     assert_eq!(app.delete(&format!("/api/posts/{p}")).await.status, 204);
-    project_all(app).await;
+    app.settle().await;
     for f in &followers {
         assert_eq!(
             stored_entries(app, f).await,
@@ -648,7 +622,7 @@ pub async fn an_erased_user_is_unfollowed_by_followers_in_every_partition(app: &
     // that runs first marks that edge itself (its followee is gone), doing part of the step.
     let marked = projection::follows::erase_user(&*app.store, &bob).await;
     assert!(marked.is_ok(), "{marked:?}");
-    project_all(app).await;
+    app.settle().await;
     let held = Query::cross_partition()
         .eq("type", follows::FOLLOWING)
         .eq(follows::REF_USER, bob.as_str())
@@ -680,7 +654,7 @@ async fn a_repair_never_writes_from_a_stale_read() {
     let cy = id(&app.create_user("cy").await);
     follow(&app, &ana, &bob).await;
     let p = id(&app.create_post(&bob, "by bob", "c").await);
-    project_all(&app).await;
+    app.settle().await;
     assert_eq!(timeline_ids(&app, &ana).await, vec![p.clone()]);
 
     // Drift: ana's entry for the post lost; a mirror in bob's partition for cy, who does not
@@ -708,7 +682,7 @@ async fn a_repair_never_writes_from_a_stale_read() {
     let r = app.delete(&format!("/api/posts/{p}")).await;
     assert_eq!(r.status, 204, "{:?}", r.body);
     follow(&app, &cy, &bob).await;
-    project_all(&app).await;
+    app.settle().await;
     assert_eq!(app.get(&format!("/api/posts/{p}")).await.status, 404);
 
     let done = blog::ops::timeline::repair(&*app.store, &check).await;
