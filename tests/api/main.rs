@@ -29,6 +29,7 @@ mod store_suite;
 mod timeline_read_suite;
 mod timeline_suite;
 
+mod compression;
 mod cosmos;
 mod counters;
 mod embedded;
