@@ -306,9 +306,13 @@ async fn the_served_document_lists_exactly_the_operations_the_router_and_the_fun
             }
         }
     }
-    // The web client's function serves the page, not an operation of the API.
-    let (web_route, web_method) = blog::web::FUNCTION_ROUTE;
-    assert!(functions.remove(&(format!("/api/{web_route}"), web_method.to_string())));
+    // The web client's and the reference's functions serve pages, not operations of the API.
+    for (route, method) in [
+        blog::web::FUNCTION_ROUTE,
+        blog::web::reference::FUNCTION_ROUTE,
+    ] {
+        assert!(functions.remove(&(format!("/api/{route}"), method.to_string())));
+    }
     assert_eq!(served, table, "document vs route table");
     assert_eq!(
         served.difference(&functions).collect::<Vec<_>>(),
@@ -381,7 +385,8 @@ async fn the_served_document_asks_for_a_token_only_where_writes_need_one() {
     }
 }
 
-/// `GET /api` is where a client starts: links to the document and the web client, each served.
+/// `GET /api` is where a client starts: links to the document, its reference and the web client,
+/// each served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_root_links_what_a_client_needs() {
     let app = spawn_app().await;
@@ -390,6 +395,7 @@ async fn the_api_root_links_what_a_client_needs() {
     assert_eq!(r.header("content-type"), Some("application/json"));
     for (name, path) in [
         ("openapi", "/api/openapi.json"),
+        ("reference", "/api/docs"),
         ("web", "/api/web/"),
         ("feed", "/api/feed"),
         ("config", "/api/config"),

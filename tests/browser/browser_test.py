@@ -4,7 +4,7 @@ Usage: [JWT_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
 like twice (and past the 100th like), edit, rename, visit the author's page, erase the account), checks that user text is
-shown as text and never run, and saves one screenshot per screen. With JWT_BASE (a handler with
+shown as text and never run, opens the API reference, and saves one screenshot per screen. With JWT_BASE (a handler with
 BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user.
 """
 
@@ -428,6 +428,18 @@ try:
 
     if JWT_BASE:
         signed_in_with_an_issuer()
+
+    # The API reference renders the served document's operations (RapiDoc draws them in its
+    # shadow root), under the page's policy: the console check below covers it too.
+    d.get(f"{BASE}/api/docs")
+    reference = lambda: d.execute_script(
+        "const r = document.querySelector('rapi-doc');"
+        "return r && r.shadowRoot ? r.shadowRoot.textContent : ''"
+    )
+    until("the reference's operations", lambda: all(
+        op in reference() for op in ["Create a user", "Like a post", "/api/feed", "Follow a user"]
+    ))
+    shot("api-reference")
 
     # Nothing went wrong in the page: no script error, no policy violation.
     problems = [
