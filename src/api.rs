@@ -6,6 +6,7 @@ mod conditional;
 pub mod cors;
 pub mod counts_cache;
 mod deletion;
+mod examples;
 mod extract;
 mod feed;
 pub mod feed_cache;
