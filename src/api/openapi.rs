@@ -269,6 +269,12 @@ fn ref_name(schema: &Value) -> Option<&str> {
         .strip_prefix("#/components/schemas/")
 }
 
+/// A body's example, as a media type's `examples` (a map of named examples: the form reference
+/// renderers read for answers as well as requests).
+fn named(example: Value) -> Value {
+    json!({ "example": { "value": example } })
+}
+
 /// An example on each of `op`'s parameters, its request body and each answer with a body
 /// (`examples`); an answer that is any object (the document itself) gets `opening`.
 fn add_examples(op: &mut Value, path: &str, examples: &Examples, opening: &Value) {
@@ -288,7 +294,7 @@ fn add_examples(op: &mut Value, path: &str, examples: &Examples, opening: &Value
                     if status.starts_with('2') {
                         answered.get_or_insert_with(|| example.clone());
                     }
-                    media["example"] = example;
+                    media["examples"] = named(example);
                 }
             }
         }
@@ -300,7 +306,7 @@ fn add_examples(op: &mut Value, path: &str, examples: &Examples, opening: &Value
     {
         for media in media.values_mut() {
             if let Some(example) = ref_name(&media["schema"]).and_then(|n| examples.of_schema(n)) {
-                media["example"] = example;
+                media["examples"] = named(example);
             }
         }
     }

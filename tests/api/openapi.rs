@@ -522,7 +522,7 @@ async fn every_operation_has_examples_that_its_schemas_accept() {
             if let Some(content) = op["requestBody"]["content"].as_object() {
                 for (media, body) in content {
                     let example = body
-                        .get("example")
+                        .pointer("/examples/example/value")
                         .unwrap_or_else(|| panic!("{what}: no example of its {media} body"));
                     let errors = example_errors(doc, &body["schema"], example);
                     assert!(errors.is_empty(), "{what} body: {errors:?}\n{example}");
@@ -536,7 +536,7 @@ async fn every_operation_has_examples_that_its_schemas_accept() {
                 }
                 for (media, answer) in response["content"].as_object().into_iter().flatten() {
                     let example = answer
-                        .get("example")
+                        .pointer("/examples/example/value")
                         .unwrap_or_else(|| panic!("{what} {status}: no example of {media}"));
                     let errors = example_errors(doc, &answer["schema"], example);
                     assert!(errors.is_empty(), "{what} {status}: {errors:?}\n{example}");
@@ -563,7 +563,8 @@ async fn every_operation_has_examples_that_its_schemas_accept() {
 async fn the_examples_are_what_the_server_accepts_and_tags() {
     let doc = document();
     let op = &doc["paths"]["/api/posts/{postId}"]["get"];
-    let answer = &op["responses"]["200"]["content"]["application/json"]["example"];
+    let answer =
+        &op["responses"]["200"]["content"]["application/json"]["examples"]["example"]["value"];
     let tag = op["parameters"]
         .as_array()
         .unwrap()
@@ -577,11 +578,11 @@ async fn the_examples_are_what_the_server_accepts_and_tags() {
 
     let app = spawn_app().await;
     let user_body = &doc["paths"]["/api/users"]["post"]["requestBody"]["content"]
-        ["application/json"]["example"];
+        ["application/json"]["examples"]["example"]["value"];
     let r = app.post("/api/users", user_body.clone()).await;
     assert_eq!(r.status, 201, "{:?}", r.body);
     let mut post_body = doc["paths"]["/api/posts"]["post"]["requestBody"]["content"]
-        ["application/json"]["example"]
+        ["application/json"]["examples"]["example"]["value"]
         .clone();
     post_body["userId"] = r.body["id"].clone();
     let r = app.post("/api/posts", post_body.clone()).await;

@@ -429,15 +429,30 @@ try:
     if JWT_BASE:
         signed_in_with_an_issuer()
 
-    # The API reference renders the served document's operations (RapiDoc draws them in its
-    # shadow root), under the page's policy: the console check below covers it too.
+    # The API reference renders the served document's operations and their examples (RapiDoc
+    # draws them in shadow roots, request examples in text areas), under the page's policy: the
+    # console check below covers it too.
     d.get(f"{BASE}/api/docs")
     reference = lambda: d.execute_script(
-        "const r = document.querySelector('rapi-doc');"
-        "return r && r.shadowRoot ? r.shadowRoot.textContent : ''"
+        """
+        const out = [];
+        const walk = (root) => {
+          for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) walk(el.shadowRoot);
+            if (el.tagName === 'TEXTAREA') out.push(el.value);
+          }
+          out.push(root.textContent || '');
+        };
+        const r = document.querySelector('rapi-doc');
+        if (r && r.shadowRoot) walk(r.shadowRoot);
+        return out.join('\\n');
+        """
     )
-    until("the reference's operations", lambda: all(
-        op in reference() for op in ["Create a user", "Like a post", "/api/feed", "Follow a user"]
+    until("the reference's operations and examples", lambda: all(
+        text in reference() for text in [
+            "Create a user", "Like a post", "/api/feed", "Follow a user",
+            "Modelling a blog on Cosmos DB", "Clear and useful, thanks!",
+        ]
     ))
     shot("api-reference")
 
