@@ -131,6 +131,7 @@ macro_rules! api_table {
             likes::delete_like,
             feed::get_feed,
             follows::follow,
+            follows::get_following,
             follows::unfollow,
             follows::list_following,
             follows::list_followers,
