@@ -10,8 +10,12 @@
 //! handled, so both name the same state of the resource (an update with `If-Match` carrying the
 //! tag of the compressed answer succeeds as with the plain one). A 304 answers with the tag the
 //! client named (the form it holds) and `Vary: Accept-Encoding`.
+//!
+//! An answer kept compressed (the feed's snapshot, the API reference's script) is sent as it is
+//! to a client that takes gzip ([`takes_gzip`], [`gzipped`]); the layer leaves an answer that
+//! already has a `Content-Encoding` alone.
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -40,6 +44,46 @@ pub async fn compress(mut req: Request, next: Next) -> Response {
         Err(never) => match never {},
     };
     tag_representation(resp, &named)
+}
+
+/// Whether a request's `Accept-Encoding` takes gzip (named, or `*`, without `q=0`): for an
+/// answer kept compressed, which is sent as it is.
+pub fn takes_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
+}
+
+/// `body` gzip-compressed, at the level the layer uses, to be kept and sent more than once.
+pub fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(body).expect("writing to memory");
+    Bytes::from(encoder.finish().expect("writing to memory"))
+}
+
+/// An answer of `content_type` whose body is already gzip-compressed (`gzip`), with the headers
+/// the layer would have given it.
+pub fn gzipped(content_type: &'static str, gzip: Bytes) -> Response {
+    let mut resp = Response::new(Body::from(gzip));
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    resp
 }
 
 /// Take `-gzip` off the tags of `If-None-Match` and `If-Match`; returns the tags of
@@ -115,6 +159,22 @@ fn tag_representation(mut resp: Response, named: &[String]) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gzip_is_taken_unless_refused() {
+        let with = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(v));
+            takes_gzip(&h)
+        };
+        assert!(with("gzip, deflate, br, zstd"));
+        assert!(with("br;q=1.0, GZIP;q=0.5"));
+        assert!(with("*"));
+        assert!(!with("br"));
+        assert!(!with("gzip;q=0"));
+        assert!(!with("identity"));
+        assert!(!takes_gzip(&HeaderMap::new()));
+    }
 
     #[test]
     fn conditions_lose_the_suffix_and_the_named_tags_are_kept() {

@@ -155,9 +155,7 @@ pub async fn get_following(
         )
         .await?
         .filter(|e| is_live_of(e, FOLLOWING))
-        .ok_or_else(|| {
-            ApiError::NotFound(format!("user `{user}` does not follow `{followee}`"))
-        })?;
+        .ok_or_else(|| ApiError::NotFound(format!("user `{user}` does not follow `{followee}`")))?;
     Ok(super::conditional::no_cache(
         axum::Json(UserView::of_edge(&edge)?).into_response(),
     ))

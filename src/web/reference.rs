@@ -62,26 +62,6 @@ pub fn content_security_policy() -> String {
         .replace("style-src 'self';", "style-src 'self' 'unsafe-inline';")
 }
 
-/// Whether the request's `Accept-Encoding` takes gzip (named, or `*`, without `q=0`).
-pub fn takes_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or("").trim();
-            let refused = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q == 0.0)
-            });
-            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-        })
-}
-
 /// The script decompressed, for a client that does not take gzip.
 fn script_plain() -> Vec<u8> {
     let mut out = Vec::new();
@@ -94,7 +74,7 @@ fn script_plain() -> Vec<u8> {
 /// `GET /api/docs/rapidoc-min.js`.
 pub fn script(request: &HeaderMap) -> Response {
     let tag = super::tag_of_bytes(SCRIPT_GZIP);
-    let gzip = takes_gzip(request);
+    let gzip = crate::compression::takes_gzip(request);
     let mut resp = if super::is_fresh(request, &tag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else if gzip {
@@ -136,22 +116,6 @@ pub fn page(request: &HeaderMap) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gzip_is_taken_unless_refused() {
-        let with = |v: &'static str| {
-            let mut h = HeaderMap::new();
-            h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(v));
-            takes_gzip(&h)
-        };
-        assert!(with("gzip, deflate, br, zstd"));
-        assert!(with("br;q=1.0, GZIP;q=0.5"));
-        assert!(with("*"));
-        assert!(!with("br"));
-        assert!(!with("gzip;q=0"));
-        assert!(!with("identity"));
-        assert!(!takes_gzip(&HeaderMap::new()));
-    }
 
     #[test]
     fn the_embedded_script_is_rapidoc() {

@@ -150,3 +150,55 @@ async fn the_compressed_forms_tag_differs_and_either_tag_serves_a_condition() {
         .await;
     assert_eq!(stale.status, 412);
 }
+
+/// The feed's snapshot is compressed once and sent as it is to every reader taking gzip, and a
+/// new snapshot gets a new compressed form: a gzip'd read never shows an older feed than a
+/// plain one.
+#[tokio::test]
+async fn the_feed_snapshot_is_compressed_once_and_never_stale() {
+    let app = spawn_app().await;
+    let ana = app.create_user("ana").await;
+    for i in 0..3 {
+        app.create_post(&id(&ana), &format!("post {i}"), &"words ".repeat(40))
+            .await;
+    }
+    eventually("the posts reach the feed", || async {
+        app.get("/api/feed").await.items().len() == 3
+    })
+    .await;
+    let first = get(&app, "/api/feed", Some("gzip")).await;
+    assert_eq!(first.headers()["content-encoding"], "gzip");
+    let first = first.bytes().await.unwrap();
+    let again = get(&app, "/api/feed", Some("gzip")).await;
+    assert_eq!(
+        again.headers()["x-store-operations"],
+        "0",
+        "from the snapshot"
+    );
+    assert!(vary(&again).contains(&"accept-encoding".to_string()));
+    assert_eq!(
+        again.bytes().await.unwrap(),
+        first,
+        "the same compressed bytes"
+    );
+
+    app.create_post(&id(&ana), "post 3", &"words ".repeat(40))
+        .await;
+    eventually("the new post in the gzip'd feed", || async {
+        let r = get(&app, "/api/feed", Some("gzip")).await;
+        let page: Value = serde_json::from_slice(&gunzip(&r.bytes().await.unwrap())).unwrap();
+        page["items"].as_array().unwrap().len() == 4
+    })
+    .await;
+    let plain: Value =
+        serde_json::from_slice(&get(&app, "/api/feed", None).await.bytes().await.unwrap()).unwrap();
+    let gz = get(&app, "/api/feed", Some("gzip"))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&gunzip(&gz)).unwrap(),
+        plain
+    );
+}

@@ -175,7 +175,9 @@ pub async fn whether_a_user_follows_another_is_one_point_read(app: &TestApp) {
     let listed = app.get(&format!("/api/users/{ana}/following")).await;
     assert_eq!(r.body, listed.items()[0], "as the list shows the followee");
     app.get(&following(&bob, &ana)).await.assert_problem(404);
-    app.get(&following(&ana, "nobody")).await.assert_problem(404);
+    app.get(&following(&ana, "nobody"))
+        .await
+        .assert_problem(404);
     let r = app.delete(&following(&ana, &bob)).await;
     assert_eq!(r.status, 204);
     let r = app.get(&following(&ana, &bob)).await;
