@@ -6,6 +6,7 @@ mod conditional;
 pub mod cors;
 pub mod counts_cache;
 mod deletion;
+mod examples;
 mod extract;
 mod feed;
 pub mod feed_cache;
@@ -131,6 +132,7 @@ macro_rules! api_table {
             likes::delete_like,
             feed::get_feed,
             follows::follow,
+            follows::get_following,
             follows::unfollow,
             follows::list_following,
             follows::list_followers,
@@ -225,14 +227,15 @@ pub fn timed_routes(request_timeout: Duration) -> Router<AppState> {
     ))
 }
 
-/// `GET /api`: where a client starts, the links to the OpenAPI document, the web client and the
-/// first reads. Not an operation of the document (it describes the document).
+/// `GET /api`: where a client starts, the links to the OpenAPI document, its rendered reference,
+/// the web client and the first reads. Not an operation of the document (it describes the document).
 pub async fn index() -> Response {
     let link = |href: &str, title: &str| serde_json::json!({ "href": href, "title": title });
     let body = serde_json::json!({
         "title": "blog API",
         "links": {
             "openapi": link("/api/openapi.json", "The OpenAPI 3.1 document of this API"),
+            "reference": link("/api/docs", "The API reference, rendered from that document"),
             "web": link("/api/web/", "The web client"),
             "feed": link("/api/feed", "The newest posts"),
             "config": link("/api/config", "How clients sign in"),

@@ -5,7 +5,8 @@
 //! From the inside out: the API's routes, each answered within the request timeout; under the
 //! Functions host the trigger invocations (which do not exist standalone); `/` and the web
 //! client; problem+json for unknown routes and methods; the body limit; answers to panics;
-//! per-request store accounting and logging; and outermost CORS on `/api/...` when origins are
+//! per-request store accounting and logging; compression (not of the trigger invocations'
+//! answers, which only the host reads, on the same machine); and outermost CORS on `/api/...` when origins are
 //! allowed. The modules it assembles know nothing of each other or of this one.
 
 use axum::extract::{DefaultBodyLimit, Request};
@@ -45,7 +46,16 @@ pub fn routes(config: &Config) -> Router<AppState> {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             api::panicked,
         ))
-        .layer(axum::middleware::from_fn(api::meter));
+        .layer(axum::middleware::from_fn(api::meter))
+        .layer(axum::middleware::from_fn(
+            |req: Request, next: Next| async move {
+                if is_trigger(req.uri().path()) {
+                    next.run(req).await
+                } else {
+                    crate::compression::compress(req, next).await
+                }
+            },
+        ));
     let Some(cors) = api::cors::layer(&config.cors_origins) else {
         return routes.layer(axum::middleware::from_fn(api::cors::hint_when_refused));
     };
@@ -67,6 +77,13 @@ pub fn routes(config: &Config) -> Router<AppState> {
             }
         },
     ))
+}
+
+/// Whether `path` is a trigger invocation's (`/<FunctionName>`).
+fn is_trigger(path: &str) -> bool {
+    crate::functions::TRIGGERS
+        .iter()
+        .any(|t| path.strip_prefix('/') == Some(t.function))
 }
 
 /// [`routes`] with its state.

@@ -20,7 +20,8 @@
 //!   the same projections invoked by the Functions host's Cosmos DB triggers.
 //! - [`api`]: the HTTP routes (`docs/api.md`) and the typed answers they return, which the
 //!   OpenAPI document is generated from (`api::views`); [`web`]: the browser client in `web/`,
-//!   served at `/` and `/api/web/`; [`server`]: the HTTP server with its timeouts, connection
+//!   served at `/` and `/api/web/`; [`compression`]: gzip-compressed answers and their entity
+//!   tags; [`server`]: the HTTP server with its timeouts, connection
 //!   caps and graceful shutdown.
 //! - [`app`]: the composition root, the one place the application is put together.
 //! - [`startup`]: open the store while binding and serving (the readiness probe at once), start
@@ -31,6 +32,7 @@ mod allocations;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod compression;
 pub mod domain;
 pub mod error;
 pub mod functions;

@@ -23,6 +23,8 @@ use serde_json::json;
 use crate::error::ApiError;
 use crate::AppState;
 
+pub mod reference;
+
 /// One embedded file of the client.
 #[derive(Debug, Clone, Copy)]
 pub struct Asset {
@@ -122,33 +124,33 @@ fn connect_origins(state: &AppState) -> Vec<String> {
 
 /// A validator for an embedded file: a hash of its bytes, the same for the life of the binary.
 pub fn etag(asset: &Asset) -> String {
+    tag_of_bytes(asset.body)
+}
+
+fn tag_of_bytes(body: &[u8]) -> String {
     use std::hash::{DefaultHasher, Hasher};
     let mut h = DefaultHasher::new();
-    h.write(asset.body);
+    h.write(body);
     format!("\"{:016x}\"", h.finish())
 }
 
-fn serve(asset: &Asset, csp: &str, request: &HeaderMap) -> Response {
-    let tag = etag(asset);
-    let fresh = request
+/// Whether the request's `If-None-Match` names `tag` (or `*`).
+fn is_fresh(request: &HeaderMap, tag: &str) -> bool {
+    request
         .get_all(header::IF_NONE_MATCH)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|t| t.trim() == tag || t.trim() == "*");
-    let mut resp = if fresh {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        (StatusCode::OK, asset.body).into_response()
-    };
-    let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&tag) {
+        .map(|t| t.trim())
+        .any(|t| t.strip_prefix("W/").unwrap_or(t) == tag || t == "*")
+}
+
+/// The headers of every embedded file's answer.
+fn common_headers(h: &mut HeaderMap, tag: &str, content_type: &'static str, csp: &str) {
+    if let Ok(v) = HeaderValue::from_str(tag) {
         h.insert(header::ETAG, v);
     }
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(asset.content_type),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Ok(v) = HeaderValue::from_str(csp) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
@@ -163,6 +165,16 @@ fn serve(asset: &Asset, csp: &str, request: &HeaderMap) -> Response {
     );
     // Revalidated on every load (a 304 while the binary is the same), so an upgrade shows at once.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+}
+
+fn serve(asset: &Asset, csp: &str, request: &HeaderMap) -> Response {
+    let tag = etag(asset);
+    let mut resp = if is_fresh(request, &tag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, asset.body).into_response()
+    };
+    common_headers(resp.headers_mut(), &tag, asset.content_type, csp);
     resp
 }
 
@@ -213,10 +225,30 @@ pub(crate) fn readiness() -> Response {
     resp
 }
 
-/// The client's routes: `/`, `/api/web`, `/api/web/`, `/api/web/<file>` and `/<file>`.
+/// The client's routes: `/`, `/api/web`, `/api/web/`, `/api/web/<file>` and `/<file>`; and the
+/// API reference's, `/api/docs`, `/api/docs/` and `/api/docs/<script>`.
 pub fn routes() -> Router<AppState> {
     let mut router = Router::new()
         .route("/", any(root))
+        .route(
+            reference::PATH,
+            get(|h: HeaderMap| async move { reference::page(&h) }),
+        )
+        .route(
+            &format!("{}/{{*path}}", reference::PATH),
+            get(|Path(path): Path<String>, h: HeaderMap| async move {
+                match path.as_str() {
+                    "" => reference::page(&h),
+                    reference::SCRIPT => reference::script(&h),
+                    _ => ApiError::NotFound(format!("no file `{path}` in the API reference"))
+                        .into_response(),
+                }
+            }),
+        )
+        .route(
+            &format!("{}/", reference::PATH),
+            get(|h: HeaderMap| async move { reference::page(&h) }),
+        )
         // Without the slash the page's relative links would resolve under `/api/`.
         .route(PREFIX, get(|| async { Redirect::permanent("/api/web/") }))
         .route(

@@ -2,7 +2,7 @@
 
 import { chooseUser, createUser, eraseAccount, knownUsers, rename, session, signIn, signOut } from './auth.js';
 import { heading } from './parts.js';
-import { field, form, h, link, put, status } from './ui.js';
+import { field, form, h, link, put, say } from './ui.js';
 
 // --- who am I: choose, create, sign in, rename (C1) -----------------------------------------
 
@@ -15,15 +15,13 @@ export async function me(ctx) {
 
   if (session.user) {
     const r = field('rename-username', 'New name', { required: true, maxlength: 64, value: session.user.username });
-    const note = status();
     parts.push(
       h('p', {}, 'You are ', h('a', { href: link('user', session.user.id) }, session.user.username), ' ', h('code', {}, session.user.id)),
       form('Rename yourself', r.field, 'Rename', async () => {
         const u = await rename(r.input.value);
         ctx.updateHeader();
-        put(note, `Renamed to ${u.username}. Your posts, comments and likes show the new name once the change feed has carried it to them.`);
+        say(`Renamed to ${u.username}. Your posts, comments and likes show the new name once the change feed has carried it to them.`);
       }),
-      note,
     );
     const out = h('button', { type: 'button', class: 'secondary', id: 'sign-out' }, session.mode === 'none' ? 'Switch user' : 'Sign out');
     out.addEventListener('click', async () => {
@@ -32,14 +30,16 @@ export async function me(ctx) {
     });
     // Erasing (DELETE /api/users/{id}): the name and texts go at once, the rest as the change
     // feed carries the deletion to the copies.
-    const erase = h('button', { type: 'button', class: 'secondary', id: 'erase-account' }, 'Erase my account');
+    const erase = h('button', { type: 'button', class: 'danger', id: 'erase-account' }, 'Erase my account');
     const eraseNote = h('p', { class: 'error', role: 'alert', hidden: true });
     erase.addEventListener('click', async () => {
       if (!confirm('Erase your account? Your name, posts, comments and likes are removed, and this cannot be undone.')) return;
       erase.disabled = true;
+      const { username } = session.user;
       try {
         await eraseAccount();
         ctx.updateHeader();
+        say(`Account ${username} erased: your name, posts, comments and likes are gone. Copies elsewhere (the feed, timelines) disappear as the change feed removes them, within seconds.`);
         location.hash = '#/';
       } catch (e) {
         eraseNote.hidden = false;
@@ -47,7 +47,17 @@ export async function me(ctx) {
         erase.disabled = false;
       }
     });
-    parts.push(h('div', { class: 'actions' }, out, erase), eraseNote);
+    parts.push(
+      h('div', { class: 'actions' }, out),
+      h(
+        'section',
+        { class: 'danger-zone', 'aria-labelledby': 'erase-h' },
+        h('h2', { id: 'erase-h' }, 'Erase your account'),
+        h('p', {}, 'Removes your name, your posts with their comments and likes, and your comments and likes on other posts. This cannot be undone.'),
+        erase,
+        eraseNote,
+      ),
+    );
   } else if (session.mode !== 'none' && !session.signedIn) {
     const b = h('button', { type: 'button', id: 'sign-in' }, 'Sign in');
     const err = h('p', { class: 'error', role: 'alert', hidden: true });

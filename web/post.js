@@ -4,7 +4,10 @@ import { api, ApiError, listPath, seg } from './api.js';
 import { arriving, watchFeed } from './arriving.js';
 import { session, writer } from './auth.js';
 import { authorLink, heading, needUser, notFound } from './parts.js';
-import { count, field, form, h, pagedList, put, status, when } from './ui.js';
+import { count, field, form, h, pagedList, put, say, status, when } from './ui.js';
+
+/** How many of the users who liked a post its page names ("Liked by a, b, c and 98 others"). */
+const NAMED_LIKES = 3;
 
 // --- a post (Q2, Q4, Q5; C2 edit, C3, C4) ---------------------------------------------------
 
@@ -44,7 +47,6 @@ export async function post(ctx, id) {
   // Likes: who liked, and a like button (a second like is answered with the first one); pressed,
   // it takes the like back.
   const likedBy = h('p', { class: 'liked-by' });
-  const likeNote = status();
   const likeButton = h('button', { type: 'button', id: 'like', 'aria-pressed': 'false' }, 'Like');
   let liked = false;
   // Whether the caller likes the post is one read of their own like (its id is derived from
@@ -60,25 +62,27 @@ export async function post(ctx, id) {
     }
   }
   async function loadLikes() {
-    const [{ data }, mine] = await Promise.all([api('GET', listPath(`posts/${seg(id)}/likes`, null, 100)), likedByMe()]);
+    const [{ data }, mine] = await Promise.all([api('GET', listPath(`posts/${seg(id)}/likes`, null, NAMED_LIKES)), likedByMe()]);
     liked = mine;
     likeButton.setAttribute('aria-pressed', String(liked));
     put(likeButton, liked ? 'Liked' : 'Like');
-    put(likedBy, data.items.length ? ['Liked by ', data.items.map((l) => l.userUsername).join(', '), data.continuationToken ? ' and others' : ''] : 'No likes yet.');
+    put(likedBy, likedByText(data.items.map((l) => l.userUsername), p.likeCount));
   }
   likeButton.addEventListener('click', async () => {
     likeButton.disabled = true;
     try {
       if (liked) {
         await api('DELETE', `posts/${seg(id)}/likes/${seg(session.user.id)}`);
-        put(likeNote, 'Like taken back.');
+        say('Like taken back.');
       } else {
         const r = await api('POST', `posts/${seg(id)}/likes`, { body: writer() });
-        put(likeNote, r.status === 201 ? 'Liked.' : 'You had already liked this post: the count stays the same.');
+        say(r.status === 201 ? 'Liked.' : 'You had already liked this post: the count stays the same.');
       }
-      await Promise.all([reload(), loadLikes()]);
+      // The count first: the names line says how many others there are besides those named.
+      await reload();
+      await loadLikes();
     } catch (e) {
-      put(likeNote, e.message);
+      say(e.message);
     } finally {
       likeButton.disabled = false;
     }
@@ -96,7 +100,7 @@ export async function post(ctx, id) {
         put(li, h('p', { class: 'muted' }, 'Comment deleted.'));
         await reload();
       } catch (e) {
-        put(likeNote, e.message);
+        say(e.message);
         b.disabled = false;
       }
     });
@@ -115,18 +119,12 @@ export async function post(ctx, id) {
   let commentForm = needUser('comment');
   if (session.user) {
     const { field: f, input } = field('comment-content', 'Your comment', { multiline: true, required: true, maxlength: 2000, rows: 3 });
-    const added = status();
-    commentForm = h(
-      'div',
-      {},
-      form('Add a comment', f, 'Comment', async () => {
-        const { data } = await api('POST', `posts/${seg(id)}/comments`, { body: { content: input.value, ...writer() } });
-        input.value = '';
-        put(added, comments.append(data) ? 'Comment added.' : 'Comment added at the end of the list.');
-        await reload();
-      }),
-      added,
-    );
+    commentForm = form('Add a comment', f, 'Comment', async () => {
+      const { data } = await api('POST', `posts/${seg(id)}/comments`, { body: { content: input.value, ...writer() } });
+      input.value = '';
+      say(comments.append(data) ? 'Comment added.' : 'Comment added at the end of the list.');
+      await reload();
+    });
   }
 
   // Editing and deleting, for the author: If-Match with the ETag the post was read with.
@@ -140,9 +138,10 @@ export async function post(ctx, id) {
       deletePost.disabled = true;
       try {
         await api('DELETE', `posts/${seg(id)}`);
+        say(`Post deleted with its comments and likes: “${p.title}”.`);
         location.hash = '#/';
       } catch (e) {
-        put(likeNote, e.message);
+        say(e.message);
         deletePost.disabled = false;
       }
     });
@@ -189,7 +188,6 @@ export async function post(ctx, id) {
       h('p', { class: 'meta counts' }, likeCount, ' · ', commentCount),
       h('div', { class: 'actions' }, session.user ? likeButton : null, editButton, deletePost),
       session.user ? null : needUser('like'),
-      likeNote,
       editArea,
     ),
     h('section', { 'aria-labelledby': 'likes-h' }, h('h2', { id: 'likes-h' }, 'Likes'), likedBy),
@@ -207,4 +205,18 @@ export async function post(ctx, id) {
       () => put(feedState, 'Not in the feed yet: the change feed copies it there shortly.'),
     );
   }
+}
+
+/**
+ * "Liked by a, b, c and 98 others": the first few names the list gave (oldest likes first) and
+ * how many more the post's count says there are.
+ */
+function likedByText(names, total) {
+  if (!names.length) return 'No likes yet.';
+  const others = Math.max(0, total - names.length);
+  if (others === 0) {
+    const last = names[names.length - 1];
+    return names.length === 1 ? `Liked by ${last}` : `Liked by ${names.slice(0, -1).join(', ')} and ${last}`;
+  }
+  return `Liked by ${names.join(', ')} and ${count(others, 'other')}`;
 }

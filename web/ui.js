@@ -55,6 +55,24 @@ export function field(id, label, { multiline = false, ...attrs } = {}) {
   return { field: h('div', { class: 'field' }, h('label', { for: id }, label), input), input };
 }
 
+/** How long a message stays on the page's status line. */
+const SAY_MS = 8000;
+let sayTimer = 0;
+
+/**
+ * Tell the reader what just happened, on the page's one status line (screen readers announce
+ * it): the newest message replaces the one before, and it clears itself after a few seconds.
+ * It stays across screens, so a message about what a click did survives the navigation it
+ * caused.
+ */
+export function say(message) {
+  const line = document.getElementById('status');
+  if (!line) return;
+  clearTimeout(sayTimer);
+  put(line, message);
+  sayTimer = setTimeout(() => put(line, ''), SAY_MS);
+}
+
 /** A status line that screen readers announce when it changes. */
 export function status(cls = 'status') {
   return h('p', { class: cls, role: 'status', 'aria-live': 'polite' });

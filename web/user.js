@@ -3,7 +3,7 @@
 import { api, ApiError, listPath, seg } from './api.js';
 import { session } from './auth.js';
 import { heading, notFound, postCard } from './parts.js';
-import { count, h, pagedList, put, status } from './ui.js';
+import { count, h, pagedList, put, say } from './ui.js';
 
 // --- an author's page (Q1, Q3) --------------------------------------------------------------
 
@@ -22,11 +22,20 @@ export async function user(ctx, id) {
     'No posts yet (a new post shows here once the change feed has copied it).',
   );
   const mine = session.user && session.user.id === u.id;
-  const counts = h('p', { class: 'muted', id: 'follow-counts' }, `${count(u.followerCount || 0, 'follower')} · following ${u.followingCount || 0}`);
+  let followers = u.followerCount || 0;
+  const counts = h('p', { class: 'muted', id: 'follow-counts' });
+  const showCounts = () => put(counts, `${count(followers, 'follower')} · following ${u.followingCount || 0}`);
+  showCounts();
+  // The stored count follows a moment later (the change feed recounts it); the page moves it at
+  // once with the button.
+  const moved = (by) => {
+    followers = Math.max(0, followers + by);
+    showCounts();
+  };
   ctx.render(
     heading(u.username),
     counts,
-    session.user && !mine ? followButton(u) : null,
+    session.user && !mine ? followButton(u, moved) : null,
     h('p', { class: 'muted' }, 'Posts by this author, newest first. ', mine ? h('a', { href: '#/me' }, 'Rename yourself') : null),
     list.el,
   );
@@ -35,11 +44,13 @@ export async function user(ctx, id) {
 
 // --- follows and the timeline ---------------------------------------------------------------
 
-/** Follow / Unfollow `u` as the signed-in user; whether they follow is read from their list. */
-function followButton(u) {
+/**
+ * Follow / Unfollow `u` as the signed-in user; whether they follow is one read of their follow
+ * (its id is derived from `u`), however many users they follow. `moved(±1)` after each change.
+ */
+function followButton(u, moved) {
   const path = `users/${seg(session.user.id)}/following/${seg(u.id)}`;
   const b = h('button', { type: 'button', id: 'follow', 'aria-pressed': 'false', disabled: true }, 'Follow');
-  const note = status();
   let following = false;
   const show = () => {
     b.setAttribute('aria-pressed', String(following));
@@ -47,13 +58,16 @@ function followButton(u) {
   };
   (async () => {
     try {
-      const { data } = await api('GET', listPath(`users/${seg(session.user.id)}/following`, null, 100));
-      following = data.items.some((f) => f.id === u.id);
-      show();
-      b.disabled = false;
+      await api('GET', path);
+      following = true;
     } catch (e) {
-      put(note, e.message);
+      if (!(e instanceof ApiError && e.status === 404)) {
+        say(e.message);
+        return;
+      }
     }
+    show();
+    b.disabled = false;
   })();
   b.addEventListener('click', async () => {
     b.disabled = true;
@@ -61,12 +75,13 @@ function followButton(u) {
       await api(following ? 'DELETE' : 'PUT', path);
       following = !following;
       show();
-      put(note, following ? `Following ${u.username}: their posts come to your timeline.` : `No longer following ${u.username}.`);
+      moved(following ? 1 : -1);
+      say(following ? `Following ${u.username}: their posts come to your timeline.` : `No longer following ${u.username}.`);
     } catch (e) {
-      put(note, e.message);
+      say(e.message);
     } finally {
       b.disabled = false;
     }
   });
-  return h('div', {}, b, note);
+  return h('div', {}, b);
 }

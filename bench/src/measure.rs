@@ -445,6 +445,37 @@ impl Client {
         answer(req, status, &headers, &bytes, latency)
     }
 
+    /// Send `req` over HTTP as a client that takes gzip (`Accept-Encoding: gzip`); the latency
+    /// includes decoding the answer. Fails unless the answer came compressed.
+    pub async fn send_gzip(&self, req: &Req) -> anyhow::Result<Answer> {
+        use std::io::Read as _;
+        let started = Instant::now();
+        let resp = self
+            .http
+            .request(req.method.clone(), format!("{}{}", self.origin, req.path))
+            .header(reqwest::header::ACCEPT_ENCODING, "gzip")
+            .send()
+            .await
+            .with_context(|| format!("{} failed", req.describe()))?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        if headers
+            .get(reqwest::header::CONTENT_ENCODING)
+            .map(|v| v.as_bytes())
+            != Some(b"gzip")
+        {
+            bail!(
+                "{} answered uncompressed to a client taking gzip",
+                req.describe()
+            );
+        }
+        let wire = resp.bytes().await?;
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(&wire[..]).read_to_end(&mut bytes)?;
+        let latency = started.elapsed();
+        answer(req, status, &headers, &bytes, latency)
+    }
+
     /// Answer `req` through the application's router in this task, noting the partitions.
     pub async fn probe(&self, req: &Req) -> anyhow::Result<Answer> {
         let body = match &req.body {

@@ -16,11 +16,18 @@ use crate::runner::Bench;
 use crate::v1;
 
 impl Bench {
-    /// Q2 and Q6, V3 and V1, each with `--concurrency` workers for `--seconds`.
+    /// Q2 and Q6, V3 and V1, each with `--concurrency` workers for `--seconds`; and Q6 on V3 as
+    /// a client taking gzip (`V3 gzip`), to compare with the plain `V3` row of the same run.
     pub async fn throughput(&mut self) -> anyhow::Result<Vec<Throughput>> {
         self.settle().await?;
         let mut out = Vec::new();
-        for (request, version) in [("Q2", "V3"), ("Q2", "V1"), ("Q6", "V3"), ("Q6", "V1")] {
+        for (request, version) in [
+            ("Q2", "V3"),
+            ("Q2", "V1"),
+            ("Q6", "V3"),
+            ("Q6", "V3 gzip"),
+            ("Q6", "V1"),
+        ] {
             let pb = ProgressBar::new_spinner()
                 .with_message(format!("throughput [{request}] {version}"));
             pb.enable_steady_tick(Duration::from_millis(200));
@@ -56,6 +63,11 @@ impl Bench {
                         }
                         ("Q2", _) => {
                             v1::get_post(&*store, &post).await?;
+                        }
+                        (_, "V3 gzip") => {
+                            client
+                                .send_gzip(&Req::get(format!("/api/feed?limit={feed_limit}")))
+                                .await?;
                         }
                         (_, "V3") => {
                             client

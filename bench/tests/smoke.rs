@@ -132,7 +132,15 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     let load = &report["changeFeedLagUnderLoad"];
     assert!(load["samples"].as_u64().unwrap() >= 1, "{load}");
     assert_eq!(load["hotClients"], 2);
-    assert_eq!(report["throughput"].as_array().unwrap().len(), 4);
+    let throughput = report["throughput"].as_array().unwrap();
+    assert_eq!(throughput.len(), 5);
+    // The feed read as a client taking gzip, beside the plain one.
+    assert!(
+        throughput.iter().any(|t| t["request"] == "Q6"
+            && t["version"] == "V3 gzip"
+            && t["requests"].as_u64() > Some(0)),
+        "{throughput:?}"
+    );
     let del = &report["changeFeedLagDuringLargeDelete"];
     assert_eq!(del["comments"], 450, "{del}");
     assert!(del["samples"].as_u64().unwrap() >= 1, "{del}");

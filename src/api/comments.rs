@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::deletion::{mark_in_post, no_content, Marked};
@@ -21,14 +21,15 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::Container;
 
 /// A new comment.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommentBody {
     /// The commenter: the caller's own user (optional when signed in).
-    user_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) user_id: Option<String>,
     /// 1 to 2,000 characters, not only white space.
     #[schema(min_length = 1, max_length = 2000)]
-    content: String,
+    pub(super) content: String,
 }
 
 /// C3 `POST /api/posts/{postId}/comments`: author read, batch, increment, the pending count

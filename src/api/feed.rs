@@ -9,6 +9,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, Page, Query};
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -33,10 +34,26 @@ use base64::Engine;
             headers(("Cache-Control" = String, description = "`no-cache`"))),
     )
 )]
-pub async fn get_feed(State(s): State<AppState>, paging: Paging) -> ApiResult<Response> {
+pub async fn get_feed(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    paging: Paging,
+) -> ApiResult<Response> {
     let limit = paging.limit;
     let body = match paging.continuation.as_deref() {
-        None => first_page(&s, limit).await?,
+        None => {
+            let body = first_page(&s, limit).await?;
+            // A snapshot's compressed form is made once and sent to every reader taking gzip.
+            if crate::compression::takes_gzip(&headers) {
+                if let Some(gzip) = s.feed.gzipped(limit, &body) {
+                    return Ok(no_cache(crate::compression::gzipped(
+                        "application/json",
+                        gzip,
+                    )));
+                }
+            }
+            body
+        }
         Some(token) => {
             let after = Cursor::decode(token).ok_or_else(|| {
                 ApiError::invalid(

@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -59,6 +59,8 @@ struct Stamp {
 struct Snapshot {
     stamp: Stamp,
     body: Bytes,
+    /// `body` gzip-compressed, made by the first reader that takes gzip.
+    gzip: Arc<OnceLock<Bytes>>,
 }
 
 impl FeedCache {
@@ -150,6 +152,27 @@ impl FeedCache {
         if pages.get(&limit).is_some_and(|s| s.stamp.at > stamp.at) {
             return;
         }
-        pages.insert(limit, Snapshot { stamp, body });
+        pages.insert(
+            limit,
+            Snapshot {
+                stamp,
+                body,
+                gzip: Arc::default(),
+            },
+        );
+    }
+
+    /// `body` gzip-compressed when it is the snapshot of the first page of `limit` items and
+    /// the snapshot still holds: compressed once per snapshot, by the first reader that asks,
+    /// and shared by the others. `None` otherwise (the layer then compresses the answer).
+    pub fn gzipped(&self, limit: u32, body: &Bytes) -> Option<Bytes> {
+        let cell = {
+            let pages = self.pages.lock().expect("feed cache lock");
+            let snapshot = pages
+                .get(&limit)
+                .filter(|s| self.holds(&s.stamp) && s.body == *body)?;
+            snapshot.gzip.clone()
+        };
+        Some(cell.get_or_init(|| crate::compression::gzip(body)).clone())
     }
 }

@@ -123,6 +123,44 @@ pub async fn follow(
     )))
 }
 
+/// `GET /api/users/{userId}/following/{followeeId}`: whether the user follows the followee, in
+/// one point read (the edge's id is derived from the followee): the followee as the user's
+/// following list shows them, or 404.
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/following/{followeeId}",
+    tag = "follows",
+    summary = "Read a user's follow of another (does that user follow them?)",
+    description = "One point read: the follow's id is derived from the followee. 404 when the user does not follow them, or there is no such user.",
+    params(
+        ("userId" = String, Path, description = "Who may follow"),
+        ("followeeId" = String, Path, description = "Whom they may follow"),
+    ),
+    responses(
+        (status = 200, description = "The user follows the followee: the followee, as the user's following list shows them", body = UserView,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+        (status = 404, description = "The user does not follow the followee (or there is no such user)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_following(
+    State(s): State<AppState>,
+    PathIds(user, followee): PathIds,
+) -> ApiResult<Response> {
+    let edge = s
+        .store
+        .read(
+            Container::Users,
+            user.as_str(),
+            &following_id(followee.as_str()),
+        )
+        .await?
+        .filter(|e| is_live_of(e, FOLLOWING))
+        .ok_or_else(|| ApiError::NotFound(format!("user `{user}` does not follow `{followee}`")))?;
+    Ok(super::conditional::no_cache(
+        axum::Json(UserView::of_edge(&edge)?).into_response(),
+    ))
+}
+
 /// `DELETE /api/users/{userId}/following/{followeeId}`: marks the edge deleted (the change feed
 /// carries the mark to the mirror, the timeline and the counters). Idempotent.
 #[utoipa::path(

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -21,11 +21,12 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Store, StoreError};
 
 /// A like.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LikeBody {
     /// Who likes the post: the caller's own user (optional when signed in).
-    user_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) user_id: Option<String>,
 }
 
 /// C4 `POST /api/posts/{postId}/likes`: the like's id is derived from the user, so a repeat is

@@ -10,7 +10,8 @@
 //! What holds for every operation alike is added here once, by rule, rather than repeated on
 //! each handler: the answers any request can get (400, 431, 429, 503, 500 and, for writes, 401, 403,
 //! 413, 415), the headers every answer carries, the bearer scheme on writes, and the patterns
-//! of ids, usernames, texts and dates by property name.
+//! of ids, usernames, texts and dates by property name; and the examples of every operation's
+//! parameters, body and answers (`examples`).
 
 use std::sync::OnceLock;
 
@@ -21,6 +22,7 @@ use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 
 use super::conditional::{IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN};
+use super::examples::Examples;
 use super::schema::{username_pattern, DATE_PATTERN, ID_PATTERN, TEXT_PATTERN};
 use super::AppState;
 use crate::settings::AuthMode;
@@ -188,10 +190,13 @@ fn complete(doc: &mut Value) {
             }
         }
     }
+    let examples = Examples::new();
+    // The document's own example: its opening (the whole would repeat it inside itself).
+    let opening = json!({ "openapi": doc["openapi"], "info": doc["info"] });
     let Some(paths) = doc["paths"].as_object_mut() else {
         return;
     };
-    for item in paths.values_mut() {
+    for (path, item) in paths.iter_mut() {
         let Some(item) = item.as_object_mut() else {
             continue;
         };
@@ -218,6 +223,7 @@ fn complete(doc: &mut Value) {
                     }
                 }
             }
+            add_examples(op, path, &examples, &opening);
             let has_input = write || op["parameters"].as_array().is_some_and(|p| !p.is_empty());
             let responses = op["responses"]
                 .as_object_mut()
@@ -251,6 +257,64 @@ fn complete(doc: &mut Value) {
             }
             if write {
                 op["security"] = json!([{ "bearer": [] }]);
+            }
+        }
+    }
+}
+
+/// The schema a `$ref` names (`#/components/schemas/<name>`).
+fn ref_name(schema: &Value) -> Option<&str> {
+    schema["$ref"]
+        .as_str()?
+        .strip_prefix("#/components/schemas/")
+}
+
+/// A body's example, as a media type's `examples` (a map of named examples: the form reference
+/// renderers read for answers as well as requests).
+fn named(example: Value) -> Value {
+    json!({ "example": { "value": example } })
+}
+
+/// An example on each of `op`'s parameters, its request body and each answer with a body
+/// (`examples`); an answer that is any object (the document itself) gets `opening`.
+fn add_examples(op: &mut Value, path: &str, examples: &Examples, opening: &Value) {
+    let mut answered = None;
+    if let Some(responses) = op["responses"].as_object_mut() {
+        for (status, response) in responses.iter_mut() {
+            let Some(content) = response.get_mut("content").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            for media in content.values_mut() {
+                let example = match ref_name(&media["schema"]) {
+                    Some(name) => examples.of_schema(name),
+                    None if media["schema"]["type"] == "object" => Some(opening.clone()),
+                    None => None,
+                };
+                if let Some(example) = example {
+                    if status.starts_with('2') {
+                        answered.get_or_insert_with(|| example.clone());
+                    }
+                    media["examples"] = named(example);
+                }
+            }
+        }
+    }
+    if let Some(media) = op
+        .get_mut("requestBody")
+        .and_then(|b| b.get_mut("content"))
+        .and_then(Value::as_object_mut)
+    {
+        for media in media.values_mut() {
+            if let Some(example) = ref_name(&media["schema"]).and_then(|n| examples.of_schema(n)) {
+                media["examples"] = named(example);
+            }
+        }
+    }
+    if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
+        for param in params {
+            let name = param["name"].as_str().unwrap_or_default().to_string();
+            if let Some(example) = examples.of_parameter(&name, path, answered.as_ref()) {
+                param["example"] = example;
             }
         }
     }

@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -19,18 +19,19 @@ use crate::projection::erase;
 use crate::store::{Container, PatchOp, Store, StoreError};
 
 /// A new post, or a post's new title and content.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostBody {
     /// The author: the caller's own user. Optional when signed in; with `BLOG_AUTH=none` it
     /// says who acts.
-    user_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) user_id: Option<String>,
     /// 1 to 200 characters, not only white space.
     #[schema(min_length = 1, max_length = 200)]
-    title: String,
+    pub(super) title: String,
     /// 1 to 20,000 characters, not only white space.
     #[schema(min_length = 1, max_length = 20000)]
-    content: String,
+    pub(super) content: String,
 }
 
 /// C2 `POST /api/posts`: read the author's name, then create the post (two operations).

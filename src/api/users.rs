@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::conditional::{IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
@@ -20,11 +20,11 @@ use crate::projection::erase;
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
 
 /// A new user, or a user's new name.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct UserBody {
     /// Trimmed; then 1 to 64 characters without control characters.
     #[schema(min_length = 1)]
-    username: String,
+    pub(super) username: String,
 }
 
 /// C1 `POST /api/users`: one create. A signed-in caller creates their own user (its id derived

@@ -31,6 +31,7 @@ mod timeline_read_suite;
 mod timeline_suite;
 
 mod architecture;
+mod compression;
 mod cosmos;
 mod counters;
 mod embedded;

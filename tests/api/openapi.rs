@@ -306,9 +306,13 @@ async fn the_served_document_lists_exactly_the_operations_the_router_and_the_fun
             }
         }
     }
-    // The web client's function serves the page, not an operation of the API.
-    let (web_route, web_method) = blog::web::FUNCTION_ROUTE;
-    assert!(functions.remove(&(format!("/api/{web_route}"), web_method.to_string())));
+    // The web client's and the reference's functions serve pages, not operations of the API.
+    for (route, method) in [
+        blog::web::FUNCTION_ROUTE,
+        blog::web::reference::FUNCTION_ROUTE,
+    ] {
+        assert!(functions.remove(&(format!("/api/{route}"), method.to_string())));
+    }
     assert_eq!(served, table, "document vs route table");
     assert_eq!(
         served.difference(&functions).collect::<Vec<_>>(),
@@ -381,7 +385,8 @@ async fn the_served_document_asks_for_a_token_only_where_writes_need_one() {
     }
 }
 
-/// `GET /api` is where a client starts: links to the document and the web client, each served.
+/// `GET /api` is where a client starts: links to the document, its reference and the web client,
+/// each served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_root_links_what_a_client_needs() {
     let app = spawn_app().await;
@@ -390,6 +395,7 @@ async fn the_api_root_links_what_a_client_needs() {
     assert_eq!(r.header("content-type"), Some("application/json"));
     for (name, path) in [
         ("openapi", "/api/openapi.json"),
+        ("reference", "/api/docs"),
         ("web", "/api/web/"),
         ("feed", "/api/feed"),
         ("config", "/api/config"),
@@ -474,4 +480,120 @@ async fn generators_read_the_document_as_the_server_behaves() {
             .await
             .assert_problem(400);
     }
+}
+
+/// Where `example` breaks `schema` (whose `$ref`s point into `doc`'s components).
+fn example_errors(doc: &Value, schema: &Value, example: &Value) -> Vec<String> {
+    let root = serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "allOf": [schema],
+        "components": doc["components"],
+    });
+    let validator = jsonschema::validator_for(&root).expect("the schema compiles");
+    validator
+        .iter_errors(example)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect()
+}
+
+/// Every operation shows a request and an answer: an example on each parameter (the paging
+/// token aside: it only comes from an answer), on its body and on each successful answer with a
+/// body, each valid against its schema, in the document as generated and as served without
+/// authentication (where a body's `userId` is required).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_has_examples_that_its_schemas_accept() {
+    let app = spawn_app().await;
+    let served = app.get("/api/openapi.json").await.body;
+    for doc in [&document(), &served] {
+        let mut bodies = 0;
+        for (path, method, op) in each_operation(doc) {
+            let what = format!("{method} {path}");
+            for param in op["parameters"].as_array().into_iter().flatten() {
+                let name = param["name"].as_str().unwrap();
+                if name == "continuationToken" {
+                    continue;
+                }
+                let example = param
+                    .get("example")
+                    .unwrap_or_else(|| panic!("{what}: no example of `{name}`"));
+                let errors = example_errors(doc, &param["schema"], example);
+                assert!(errors.is_empty(), "{what} `{name}`: {errors:?}");
+            }
+            if let Some(content) = op["requestBody"]["content"].as_object() {
+                for (media, body) in content {
+                    let example = body
+                        .pointer("/examples/example/value")
+                        .unwrap_or_else(|| panic!("{what}: no example of its {media} body"));
+                    let errors = example_errors(doc, &body["schema"], example);
+                    assert!(errors.is_empty(), "{what} body: {errors:?}\n{example}");
+                    bodies += 1;
+                }
+            }
+            let mut answered = 0;
+            for (status, response) in op["responses"].as_object().unwrap() {
+                if !status.starts_with('2') {
+                    continue;
+                }
+                for (media, answer) in response["content"].as_object().into_iter().flatten() {
+                    let example = answer
+                        .pointer("/examples/example/value")
+                        .unwrap_or_else(|| panic!("{what} {status}: no example of {media}"));
+                    let errors = example_errors(doc, &answer["schema"], example);
+                    assert!(errors.is_empty(), "{what} {status}: {errors:?}\n{example}");
+                    answered += 1;
+                }
+            }
+            let no_content = op["responses"].as_object().unwrap().contains_key("204");
+            assert!(
+                answered > 0 || no_content,
+                "{what}: no answer with an example"
+            );
+        }
+        assert!(bodies >= 6, "the writes' bodies have examples");
+    }
+    // The check can fail: an example that breaks its schema is reported.
+    let doc = document();
+    let post = serde_json::json!({ "$ref": "#/components/schemas/Post" });
+    assert!(!example_errors(&doc, &post, &serde_json::json!({ "id": "x" })).is_empty());
+}
+
+/// The examples are what the server does: the conditional headers' examples are the `ETag`s the
+/// example answers would carry, and the example bodies are accepted by the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_examples_are_what_the_server_accepts_and_tags() {
+    let doc = document();
+    let op = &doc["paths"]["/api/posts/{postId}"]["get"];
+    let answer =
+        &op["responses"]["200"]["content"]["application/json"]["examples"]["example"]["value"];
+    let tag = op["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "If-None-Match")
+        .unwrap()["example"]
+        .clone();
+    let body = serde_json::to_vec(answer).unwrap();
+    let digest = blog_tag(&body);
+    assert_eq!(tag, serde_json::json!(digest));
+
+    let app = spawn_app().await;
+    let user_body = &doc["paths"]["/api/users"]["post"]["requestBody"]["content"]
+        ["application/json"]["examples"]["example"]["value"];
+    let r = app.post("/api/users", user_body.clone()).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let mut post_body = doc["paths"]["/api/posts"]["post"]["requestBody"]["content"]
+        ["application/json"]["examples"]["example"]["value"]
+        .clone();
+    post_body["userId"] = r.body["id"].clone();
+    let r = app.post("/api/posts", post_body.clone()).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(r.body["title"], post_body["title"]);
+}
+
+/// The `ETag` the server gives a body (`conditional::tag_of`: 128 bits of SHA-256, in hex).
+fn blog_tag(body: &[u8]) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(body);
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
 }

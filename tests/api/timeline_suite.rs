@@ -19,6 +19,7 @@ macro_rules! timeline_suite {
     ($fixture:path) => {
         $crate::timeline_suite!(@tests $fixture;
             follow_is_idempotent_and_lists_both_ends, follow_input_is_checked,
+            whether_a_user_follows_another_is_one_point_read,
             following_brings_posts_and_unfollowing_takes_them_away,
             timeline_copies_follow_edits_counters_renames_and_deletes,
             timeline_costs_a_query_and_a_read_per_post_and_pages, an_erased_user_leaves_every_list,
@@ -157,6 +158,31 @@ pub async fn follow_is_idempotent_and_lists_both_ends(app: &TestApp) {
     assert_eq!(next.status, 200);
     assert_eq!(next.items().len(), 1);
     assert_ne!(next.items()[0]["id"], r.items()[0]["id"]);
+}
+
+/// `GET /api/users/{u}/following/{f}` answers whether u follows f with one point read, whatever
+/// the length of u's list: the followee as the list shows them, or 404 (before, after an unfollow,
+/// for an unknown user).
+pub async fn whether_a_user_follows_another_is_one_point_read(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    app.get(&following(&ana, &bob)).await.assert_problem(404);
+    follow(app, &ana, &bob).await;
+    let r = app.get(&following(&ana, &bob)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.store_operations(), 1);
+    assert_eq!(r.header("cache-control"), Some("no-cache"));
+    let listed = app.get(&format!("/api/users/{ana}/following")).await;
+    assert_eq!(r.body, listed.items()[0], "as the list shows the followee");
+    app.get(&following(&bob, &ana)).await.assert_problem(404);
+    app.get(&following(&ana, "nobody"))
+        .await
+        .assert_problem(404);
+    let r = app.delete(&following(&ana, &bob)).await;
+    assert_eq!(r.status, 204);
+    let r = app.get(&following(&ana, &bob)).await;
+    r.assert_problem(404);
+    assert_eq!(r.store_operations(), 1);
 }
 
 pub async fn follow_input_is_checked(app: &TestApp) {

@@ -276,3 +276,89 @@ async fn with_an_issuer_the_page_may_call_it_and_nothing_else() {
     let csp = r.headers()["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("connect-src 'self';"), "{csp}");
 }
+
+/// The API reference at `/api/docs`: a page and one script, both from this origin under a policy
+/// that allows scripts only from it (no inline script, no eval); the script goes gzip-compressed to a browser and plain to a
+/// client that does not take gzip. (`.ci/browser-test.sh` checks that it renders the operations.)
+#[tokio::test]
+async fn the_api_reference_is_served_from_this_origin_under_the_policy() {
+    use blog::web::reference;
+    let app = spawn_app().await;
+    for path in ["/api/docs", "/api/docs/"] {
+        let r = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_eq!(r.headers()["content-type"], "text/html; charset=utf-8");
+        let csp = r.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        for directive in [
+            "default-src 'self'",
+            "script-src 'self';",
+            "style-src 'self' 'unsafe-inline';",
+            "connect-src 'self';",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "frame-ancestors 'none'",
+            "require-trusted-types-for 'script'",
+            "trusted-types lit-html",
+        ] {
+            assert!(csp.contains(directive), "{directive} in {csp}");
+        }
+        assert!(!csp.contains("unsafe-eval"), "{csp}");
+        let page = r.text().await.unwrap();
+        assert!(page.contains(r#"spec-url="/api/openapi.json""#));
+        assert!(page.contains(r#"<script type="module" src="/api/docs/rapidoc-min.js">"#));
+        assert!(!page.contains("<style") && !page.contains(" style="));
+    }
+
+    let url = app.url(&format!("/api/docs/{}", reference::SCRIPT));
+    let gz = app
+        .client
+        .get(&url)
+        .header("accept-encoding", "gzip, deflate, br")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gz.status(), StatusCode::OK);
+    assert_eq!(
+        gz.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    assert_eq!(gz.headers()["content-encoding"], "gzip");
+    assert!(gz.headers()["vary"]
+        .to_str()
+        .unwrap()
+        .contains("accept-encoding"));
+    assert!(gz.headers().contains_key("content-security-policy"));
+    let gz_tag = gz.headers()["etag"].to_str().unwrap().to_string();
+    assert_eq!(gz.bytes().await.unwrap(), reference::SCRIPT_GZIP);
+
+    let plain = app.client.get(&url).send().await.unwrap();
+    assert_eq!(plain.status(), StatusCode::OK);
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain_tag = plain.headers()["etag"].to_str().unwrap().to_string();
+    assert_ne!(plain_tag, gz_tag);
+    let script = plain.bytes().await.unwrap();
+    let mut expected = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(reference::SCRIPT_GZIP),
+        &mut expected,
+    )
+    .unwrap();
+    assert_eq!(script, expected);
+    assert!(String::from_utf8_lossy(&script).contains("customElements.define(\"rapi-doc\""));
+
+    let again = app
+        .client
+        .get(&url)
+        .header("accept-encoding", "gzip")
+        .header("if-none-match", &gz_tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(again.headers()["etag"], gz_tag.as_str());
+
+    app.get("/api/docs/nope.js").await.assert_problem(404);
+}

@@ -4,7 +4,7 @@ Usage: [JWT_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
 like twice (and past the 100th like), edit, rename, visit the author's page, erase the account), checks that user text is
-shown as text and never run, and saves one screenshot per screen. With JWT_BASE (a handler with
+shown as text and never run, opens the API reference, and saves one screenshot per screen. With JWT_BASE (a handler with
 BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user.
 """
 
@@ -220,6 +220,9 @@ try:
     q("#like").click()
     until("the unlike", lambda: text("#like-count") == "0 likes" and q("#like").text == "Like")
     assert "No likes yet." in text(".liked-by")
+    # One status line, which says what the last click did (not a pile of every message).
+    until("the status of the unlike", lambda: text("#status") == "Like taken back.")
+    assert len(qs("[role=status]#status")) == 1 and "Liked." not in q("body").text
     q("#like").click()
     until("the like again", lambda: text("#like-count") == "1 like" and q("#like").text == "Liked")
     assert "Liked by ana" in text(".liked-by")
@@ -247,18 +250,21 @@ try:
         "const post = (path, body) => fetch('/api/' + path, {method: 'POST',"
         " headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)})"
         ".then((r) => { if (!r.ok) throw new Error(path + ': ' + r.status); return r.json(); });"
-        "(async () => { for (let i = 0; i < 100; i++) {"
-        " const u = await post('users', {username: 'fan ' + i});"
+        "(async () => { const ids = []; for (let i = 0; i < 100; i++) {"
+        " const u = await post('users', {username: 'fan ' + i}); ids.push(u.id);"
         " await post('posts/' + encodeURIComponent(postId) + '/likes', {userId: u.id}); }"
-        " return 100; })().then(done, (e) => done(String(e)));",
+        " return ids; })().then(done, (e) => done(String(e)));",
         post_id,
     )
-    assert fans == 100, fans
+    assert isinstance(fans, list) and len(fans) == 100, fans
     d.refresh()
     h1_is("Hello from Chromium")
     until("100 likes, none the caller's", lambda: text("#like-count") == "100 likes" and q("#like").text == "Like")
     q("#like").click()
     until("the 101st like", lambda: text("#like-count") == "101 likes" and q("#like").text == "Liked")
+    # A few names, and how many others: "Liked by fan 0, fan 1, fan 2 and 98 others".
+    until("a few names and the others", lambda: text(".liked-by").endswith(" and 98 others"))
+    assert text(".liked-by").count(",") == 2, text(".liked-by")
     d.refresh()
     h1_is("Hello from Chromium")
     until("the 101st like after a reload", lambda: text("#like-count") == "101 likes" and q("#like").text == "Liked")
@@ -386,8 +392,25 @@ try:
     go(f"#/user/{bo_id}")
     h1_is("bo")
     until("the follow button", lambda: q("#follow").is_enabled() and q("#follow").text == "Follow")
+    assert text("#follow-counts").startswith("0 followers"), text("#follow-counts")
     q("#follow").click()
-    until("following bo", lambda: q("#follow").text == "Unfollow")
+    # The follower count moves with the button.
+    until("following bo", lambda: q("#follow").text == "Unfollow" and text("#follow-counts").startswith("1 follower "))
+    # Then ana follows the 100 fans, so bo falls past the first 100 of her list (newest first):
+    # the button reads her follow of bo itself (one read), not the first page of the list.
+    followed = d.execute_async_script(
+        "const [me, ids, done] = arguments;"
+        "(async () => { for (const f of ids) {"
+        " const r = await fetch('/api/users/' + encodeURIComponent(me) + '/following/' + encodeURIComponent(f),"
+        " {method: 'PUT'}); if (r.status !== 204) throw new Error('follow: ' + r.status); }"
+        " return ids.length; })().then(done, (e) => done(String(e)));",
+        user_id,
+        fans,
+    )
+    assert followed == 100, followed
+    d.refresh()
+    h1_is("bo")
+    until("the 101st follow after a reload", lambda: q("#follow").is_enabled() and q("#follow").text == "Unfollow")
     d.find_element(By.LINK_TEXT, "Following").click()
     h1_is("Following")
     deadline = time.time() + WAIT
@@ -401,15 +424,19 @@ try:
     h1_is("bo")
     until("the unfollow button", lambda: q("#follow").is_enabled() and q("#follow").text == "Unfollow")
     q("#follow").click()
-    until("no longer following bo", lambda: q("#follow").text == "Follow")
+    until("no longer following bo", lambda: q("#follow").text == "Follow" and text("#follow-counts").startswith("0 followers"))
+    until("the status of the unfollow", lambda: text("#status") == "No longer following bo.")
 
     # Erase the account (after a confirmation): its posts leave the feed once the change feed has
     # carried the deletion there, and the user is gone.
     go("#/me")
     h1_is("ana.k")
+    # Erasing looks like what it is, and says afterwards what happened.
+    assert "danger" in q("#erase-account").get_attribute("class")
     q("#erase-account").click()
     d.switch_to.alert.accept()
     h1_is("Feed")
+    until("what the erasure did", lambda: text("#status").startswith("Account ana.k erased"))
     assert text("#whoami") != "ana.k", "still shown as the erased user"
     deadline = time.time() + WAIT
     while qs(f'.post-summary[data-id="{post_id}"]'):
@@ -428,6 +455,33 @@ try:
 
     if JWT_BASE:
         signed_in_with_an_issuer()
+
+    # The API reference renders the served document's operations and their examples (RapiDoc
+    # draws them in shadow roots, request examples in text areas), under the page's policy: the
+    # console check below covers it too.
+    d.get(f"{BASE}/api/docs")
+    reference = lambda: d.execute_script(
+        """
+        const out = [];
+        const walk = (root) => {
+          for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) walk(el.shadowRoot);
+            if (el.tagName === 'TEXTAREA') out.push(el.value);
+          }
+          out.push(root.textContent || '');
+        };
+        const r = document.querySelector('rapi-doc');
+        if (r && r.shadowRoot) walk(r.shadowRoot);
+        return out.join('\\n');
+        """
+    )
+    until("the reference's operations and examples", lambda: all(
+        text in reference() for text in [
+            "Create a user", "Like a post", "/api/feed", "Follow a user",
+            "Modelling a blog on Cosmos DB", "Clear and useful, thanks!",
+        ]
+    ))
+    shot("api-reference")
 
     # Nothing went wrong in the page: no script error, no policy violation.
     problems = [

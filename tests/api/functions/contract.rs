@@ -40,13 +40,19 @@ fn trigger_type(f: &Value) -> &str {
 }
 
 /// `(route, METHOD)` for every operation of the API, from the route table the router and the
-/// OpenAPI document are built from, and the web client's one function beside them.
+/// OpenAPI document are built from, and the web client's and the API reference's functions
+/// beside them.
 fn router_requests() -> BTreeSet<(String, String)> {
-    let (web_route, web_method) = blog::web::FUNCTION_ROUTE;
     operations()
         .into_iter()
         .map(|op| (op.route, op.method))
-        .chain([(web_route.to_string(), web_method.to_string())])
+        .chain(
+            [
+                blog::web::FUNCTION_ROUTE,
+                blog::web::reference::FUNCTION_ROUTE,
+            ]
+            .map(|(route, method)| (route.to_string(), method.to_string())),
+        )
         .collect()
 }
 
