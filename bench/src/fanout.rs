@@ -185,7 +185,7 @@ impl Bench {
             request_operations: created.sample.operations,
             applied_ms: crate::measure::ms(applied),
             change_feed_operations,
-            timeline_copies: self.store.count(Container::Users, &copies).await?,
+            timeline_copies: self.store.count(Container::Timelines, &copies).await?,
             peak_rss_above_start_mib: peak
                 .map(|(start, high)| high.saturating_sub(start) as f64 / 1024.0),
             post_id,
