@@ -154,10 +154,22 @@ mod tests {
         );
         let leases = json(Container::Leases);
         assert_eq!(leases["partitionKey"]["paths"], serde_json::json!(["/id"]));
+        let timelines = json(Container::Timelines);
         assert_eq!(
-            json(Container::Timelines)["partitionKey"]["paths"],
+            timelines["partitionKey"]["paths"],
             serde_json::json!(["/userId"])
         );
+        // A reader's newest first, a post's entries, an author's (with their name, for a rename).
+        let included = timelines["indexingPolicy"]["includedPaths"].to_string();
+        for path in [
+            "/type/?",
+            "/creationDate/?",
+            "/postId/?",
+            "/refUserId/?",
+            "/userUsername/?",
+        ] {
+            assert!(included.contains(path), "{path} in {included}");
+        }
         assert!(leases.get("indexingPolicy").is_none());
     }
 }
