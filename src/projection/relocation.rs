@@ -26,6 +26,8 @@
 
 use serde_json::{json, Value};
 
+use futures::future::BoxFuture;
+
 use super::plan::{content, str_field};
 use crate::domain::follows::{following_id, is_live_of, is_marker, FOLLOWING, REF_USER, TIMELINE};
 use crate::domain::is_deleted;
@@ -42,6 +44,13 @@ pub const JOB_ID: &str = "timelineJob-move";
 pub const PAGE: u32 = 200;
 /// Items moved at once.
 const CONCURRENCY: usize = 8;
+/// `type` of the timeline lane's job items (`timeline::JOB`), the move's among them: their
+/// changes are what the lane steps on.
+pub const JOB_TYPE: &str = "timelineJob";
+
+/// Whether new followers of an author get a merge marker rather than copies (the timeline
+/// lane's side of the fan-out limit, `timeline::LimitState::marks`), for judging a marker.
+pub type Marks = for<'a> fn(&'a dyn Store, &'a str) -> BoxFuture<'a, StoreResult<bool>>;
 
 /// Whether timeline items may still be in `users`: the layout record does not say they moved
 /// (one point read).
@@ -65,7 +74,7 @@ pub fn places(moving: bool) -> &'static [Container] {
 
 fn job(steps: u64, moved: u64) -> Value {
     json!({
-        "id": JOB_ID, "type": super::timeline::JOB, "userId": JOB_PARTITION, "job": "move",
+        "id": JOB_ID, "type": JOB_TYPE, "userId": JOB_PARTITION, "job": "move",
         "steps": steps, "moved": moved,
     })
 }
@@ -80,8 +89,9 @@ pub async fn start(store: &dyn Store) -> StoreResult<usize> {
     }
 }
 
-/// One step of the move (`job`: the job item as read now). Returns the writes made.
-pub async fn step(store: &dyn Store, job_item: &Value) -> StoreResult<usize> {
+/// One step of the move (`job_item`: the job item as read now; `marks`: the author's side of
+/// the limit, to judge a marker). Returns the writes made.
+pub async fn step(store: &dyn Store, job_item: &Value, marks: Marks) -> StoreResult<usize> {
     let mut q = Query::cross_partition().eq("type", TIMELINE).limit(PAGE);
     let mut page = retry(|| store.query(Container::Users, &q)).await?;
     while page.items.is_empty() && page.continuation.is_some() {
@@ -100,7 +110,8 @@ pub async fn step(store: &dyn Store, job_item: &Value) -> StoreResult<usize> {
     }
     let mut written = 0;
     for chunk in page.items.chunks(CONCURRENCY) {
-        let moved = futures::future::try_join_all(chunk.iter().map(|i| move_one(store, i))).await?;
+        let moved =
+            futures::future::try_join_all(chunk.iter().map(|i| move_one(store, i, marks))).await?;
         written += moved.iter().sum::<usize>();
     }
     let count = |f: &str| job_item.get(f).and_then(Value::as_u64).unwrap_or(0);
@@ -131,7 +142,7 @@ pub async fn step(store: &dyn Store, job_item: &Value) -> StoreResult<usize> {
 
 /// Move one item: its copy created in `timelines` (unless one is there), then the item deleted
 /// from `users`; if something else deleted it first, the copy stays only while still wanted.
-async fn move_one(store: &dyn Store, item: &Value) -> StoreResult<usize> {
+async fn move_one(store: &dyn Store, item: &Value, marks: Marks) -> StoreResult<usize> {
     let (Some(owner), Some(id)) = (str_field(item, "userId"), str_field(item, "id")) else {
         return Ok(0);
     };
@@ -143,7 +154,9 @@ async fn move_one(store: &dyn Store, item: &Value) -> StoreResult<usize> {
     };
     match retry(|| store.delete(Container::Users, owner, id)).await {
         Ok(()) => Ok(usize::from(created) + 1),
-        Err(StoreError::NotFound) if created && !still_wanted(store, owner, item).await? => {
+        Err(StoreError::NotFound)
+            if created && !still_wanted(store, owner, item, marks).await? =>
+        {
             match retry(|| store.delete(Container::Timelines, owner, id)).await {
                 Ok(()) | Err(StoreError::NotFound) => Ok(2),
                 Err(e) => Err(e),
@@ -156,7 +169,12 @@ async fn move_one(store: &dyn Store, item: &Value) -> StoreResult<usize> {
 
 /// Whether `owner`'s timeline still wants `item` (an entry or a marker): they follow its
 /// author, and the post is live (an entry) or the author is merged (a marker).
-async fn still_wanted(store: &dyn Store, owner: &str, item: &Value) -> StoreResult<bool> {
+async fn still_wanted(
+    store: &dyn Store,
+    owner: &str,
+    item: &Value,
+    marks: Marks,
+) -> StoreResult<bool> {
     let Some(author) = str_field(item, REF_USER) else {
         return Ok(false);
     };
@@ -166,11 +184,7 @@ async fn still_wanted(store: &dyn Store, owner: &str, item: &Value) -> StoreResu
         return Ok(false);
     }
     if is_marker(item) {
-        let Some(user) = super::follows::live_user(store, author).await? else {
-            return Ok(false);
-        };
-        let state = super::timeline::limit_state(store, author, Some(&user)).await?;
-        return Ok(state.marks());
+        return marks(store, author).await;
     }
     let Some(post_id) = str_field(item, "postId") else {
         return Ok(false);

@@ -135,7 +135,7 @@ pub const CONCURRENCY: usize = 8;
 
 /// `type` of a job item (internal, in `users`, in the partition of the user it works for: its
 /// changes are what carries a job on, through the users feed).
-pub const JOB: &str = "timelineJob";
+pub const JOB: &str = relocation::JOB_TYPE;
 
 // ---------------------------------------------------------------------------------------------
 // The fan-out limit, kept with the data.
@@ -1006,9 +1006,23 @@ async fn job_step(
             limit_step(store, places, user_id, &job).await
         }
         Some("erase") => erase_step(store, user_id, Some(&job)).await,
-        Some("move") => relocation::step(store, &job).await,
+        Some("move") => relocation::step(store, &job, author_marks).await,
         _ => Ok(0),
     }
+}
+
+/// Whether new followers of `author` get a marker ([`LimitState::marks`]); `false` for an
+/// author who is gone.
+fn author_marks<'a>(
+    store: &'a dyn Store,
+    author: &'a str,
+) -> futures::future::BoxFuture<'a, StoreResult<bool>> {
+    Box::pin(async move {
+        let Some(user) = live_user(store, author).await? else {
+            return Ok(false);
+        };
+        Ok(limit_state(store, author, Some(&user)).await?.marks())
+    })
 }
 
 async fn post_step(store: &dyn Store, author: &str, job: &Value) -> StoreResult<usize> {
