@@ -30,7 +30,8 @@ macro_rules! lane_suite {
             a_follow_shows_in_followers_without_the_timeline_lane,
             the_timeline_lane_starts_where_an_earlier_release_left_off,
             a_fan_out_and_a_rename_put_no_timeline_item_in_the_users_feed,
-            timeline_items_an_earlier_release_kept_in_users_move_to_timelines);
+            timeline_items_an_earlier_release_kept_in_users_move_to_timelines,
+            a_removal_racing_the_move_of_its_item_is_not_undone);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -859,4 +860,78 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
         .await
         .unwrap();
     assert!(outcome.timelines.last().is_clean(), "{}", outcome.render());
+}
+
+/// A removal that takes an item out of `users` between the move's read of it and the move's
+/// delete (the move's delete then finds nothing): the copy the move made stays only if the item
+/// is still wanted. cy unfollowed: their copy goes; ana still follows: hers stays.
+pub async fn a_removal_racing_the_move_of_its_item_is_not_undone(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let mut all = followers();
+    let bob = id(&app.create_user("bob").await);
+    let fans = audience(&app, &bob, 2).await;
+    let (ana, cy) = (fans[0].clone(), fans[1].clone());
+    let p = id(&app.create_post(&bob, "one", "c").await);
+    settle(&*store, &mut all).await;
+    as_an_earlier_release_left_it(&*store).await;
+    follow(&app, &cy, &bob, "DELETE").await;
+
+    // Whatever the move is about to delete from `users` is deleted just before it.
+    let racing = Hooked::new(store.clone()).before({
+        let inner = store.clone();
+        move |call| {
+            let inner = inner.clone();
+            async move {
+                if call.op == "delete"
+                    && call.container == Container::Users
+                    && call.id.starts_with("timeline-")
+                {
+                    let _ = inner.delete(Container::Users, &call.pk, &call.id).await;
+                }
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    assert_eq!(projection::relocation::start(&*store).await.unwrap(), 1);
+    // Its steps, each as the job item's change delivers it, until the job item goes (across
+    // partitions a page may hold one partition key range, so this may take more than one).
+    for step in 0.. {
+        assert!(step < 10, "the move does not end");
+        let job = store
+            .read(
+                Container::Users,
+                projection::relocation::JOB_PARTITION,
+                projection::relocation::JOB_ID,
+            )
+            .await
+            .unwrap();
+        let Some(job) = job else { break };
+        projection::project_lane(&racing, Lane::Timeline, Container::Users, &[job])
+            .await
+            .expect("a step of the move");
+    }
+
+    let entry = follows::timeline_id(&p);
+    for f in [&ana, &cy] {
+        let old = store.read(Container::Users, f, &entry).await.unwrap();
+        assert!(old.is_none(), "{f}: left in users");
+    }
+    assert!(
+        store
+            .read(Container::Timelines, &ana, &entry)
+            .await
+            .unwrap()
+            .is_some(),
+        "ana still follows bob: her entry is moved"
+    );
+    assert!(
+        store
+            .read(Container::Timelines, &cy, &entry)
+            .await
+            .unwrap()
+            .is_none(),
+        "cy unfollowed bob: the move brought his entry back"
+    );
 }
