@@ -62,6 +62,8 @@ pub struct AppState {
     pub counts: Arc<CountsCache>,
     /// Each caller's write budget (`BLOG_WRITES_PER_MINUTE`).
     pub writes: Arc<write_limit::WriteLimit>,
+    /// Whether timeline items may still be where an earlier release kept them.
+    timelines: Arc<follows::TimelinePlace>,
 }
 
 impl AppState {
@@ -77,6 +79,7 @@ impl AppState {
             feed,
             counts,
             writes: Arc::new(write_limit::WriteLimit::new(0)),
+            timelines: Arc::default(),
         }
     }
 

@@ -28,6 +28,7 @@ pub mod follows;
 pub mod gather;
 pub mod merged;
 pub mod plan;
+pub mod relocation;
 pub mod timeline;
 
 use std::collections::HashSet;
@@ -134,7 +135,7 @@ impl Lane {
 }
 
 /// Project a batch of changed documents from the change feed of `container` (`posts` or
-/// `users`; any other container has no projection) in `lane`.
+/// `users`; any other container, `timelines` among them, has no projection) in `lane`.
 pub async fn project_lane(
     store: &dyn Store,
     lane: Lane,
@@ -158,7 +159,7 @@ pub async fn project_lane(
         (Lane::Timeline, Container::Users) => {
             timeline(timeline::project_users(store, changes).await)
         }
-        (_, Container::Feed | Container::Leases) => Ok(Report {
+        (_, Container::Feed | Container::Leases | Container::Timelines) => Ok(Report {
             changes: changes.len(),
             ..Report::default()
         }),

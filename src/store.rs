@@ -23,21 +23,26 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-/// The four containers of the data model (docs/ARCHITECTURE.md) and their partition-key paths.
+/// The containers (docs/ARCHITECTURE.md) and their partition-key paths: the four of the data
+/// model, and `timelines`, the personal timelines' entries and merge markers (partition
+/// `userId`, the reader), which nothing projects from, so that a timeline fan-out, however
+/// large, adds nothing to the `users` change feed the main lane follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Container {
     Users,
     Posts,
     Feed,
     Leases,
+    Timelines,
 }
 
 impl Container {
-    pub const ALL: [Container; 4] = [
+    pub const ALL: [Container; 5] = [
         Container::Users,
         Container::Posts,
         Container::Feed,
         Container::Leases,
+        Container::Timelines,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +51,7 @@ impl Container {
             Container::Posts => "posts",
             Container::Feed => "feed",
             Container::Leases => "leases",
+            Container::Timelines => "timelines",
         }
     }
 
@@ -56,8 +62,31 @@ impl Container {
             Container::Posts => "postId",
             Container::Feed => "type",
             Container::Leases => "id",
+            Container::Timelines => "userId",
         }
     }
+}
+
+/// The `leases` item recording where the store keeps what an earlier release kept elsewhere:
+/// `{ "id": LAYOUT_ID, TIMELINES_MOVED: true }` once no timeline item is left in `users` (a new
+/// store records it when it creates its containers; an existing one once the timeline lane has
+/// moved them, `crate::projection::relocation`).
+pub const LAYOUT_ID: &str = "store.layout";
+/// The field of [`LAYOUT_ID`] saying that timeline items live in `timelines` only.
+pub const TIMELINES_MOVED: &str = "timelinesMoved";
+
+/// Whether the layout record `layout` (as read; `None`: there is none) says that no timeline
+/// item is left in `users`.
+pub fn timelines_moved(layout: Option<&Value>) -> bool {
+    layout
+        .and_then(|l| l.get(TIMELINES_MOVED))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// The layout record of a store created by this release: nothing to move.
+pub fn new_store_layout() -> Value {
+    serde_json::json!({ "id": LAYOUT_ID, TIMELINES_MOVED: true })
 }
 
 /// What can go wrong in a store operation. The HTTP layer maps each to a status.
@@ -146,7 +175,7 @@ pub struct ChangePage {
 /// commit that wrote to the container, and [`tokio::sync::watch::Receiver::changed`] wakes on it.
 pub type ChangeNotifier = tokio::sync::watch::Receiver<u64>;
 
-/// The store, shaped like a Cosmos DB database with the four containers of the data model.
+/// The store, shaped like a Cosmos DB database with the containers of [`Container`].
 ///
 /// Items are JSON objects with a string `id`; the partition key is passed explicitly and must
 /// equal the item's partition-key property. Returned items may carry system properties (`_etag`,

@@ -152,6 +152,8 @@ impl Bench {
         }
         loader.finish().await?;
         pb.finish_and_clear();
+        self.big_authors
+            .push((author.to_string(), followers.to_vec()));
         Ok(())
     }
 
@@ -185,7 +187,7 @@ impl Bench {
             request_operations: created.sample.operations,
             applied_ms: crate::measure::ms(applied),
             change_feed_operations,
-            timeline_copies: self.store.count(Container::Users, &copies).await?,
+            timeline_copies: self.store.count(Container::Timelines, &copies).await?,
             peak_rss_above_start_mib: peak
                 .map(|(start, high)| high.saturating_sub(start) as f64 / 1024.0),
             post_id,
@@ -273,6 +275,7 @@ mod tests {
             store,
             data,
             args: Args::try_parse_from(args).unwrap(),
+            big_authors: Vec::new(),
         };
         let limit_before = limit::current();
 
@@ -304,6 +307,37 @@ mod tests {
                 .collect();
             assert_eq!(ids, [&f.merged.post_id, &f.copied.post_id], "{follower}");
         }
+
+        // Retired, the author (merged by now) has no followers left, and a row that then sets a
+        // limit of 0 (as T3 does) sends no one across it: no marker is written for anyone.
+        let authors: Vec<String> = bench.big_authors.iter().map(|(a, _)| a.clone()).collect();
+        assert_eq!(authors.len(), 1, "the row's author");
+        bench.retire_big_authors().await.unwrap();
+        assert!(bench.big_authors.is_empty());
+        let was = limit::set(0);
+        for a in &authors {
+            bench.create_post(a).await.unwrap();
+        }
+        bench.settle().await.unwrap();
+        limit::set(was);
+        for a in &authors {
+            let user = bench
+                .client
+                .send(&Req::get(format!("/api/users/{a}")))
+                .await
+                .unwrap();
+            assert_eq!(user.body["followerCount"], 0, "{a}");
+            let naming = Query::cross_partition().eq(blog::domain::follows::REF_USER, a.as_str());
+            let left = bench
+                .store
+                .count(Container::Timelines, &naming)
+                .await
+                .unwrap();
+            assert_eq!(left, 0, "timeline items naming {a}");
+        }
+        let f0 = follower_id(bench.args.seed, 0);
+        let gone = bench.store.read(Container::Users, &f0, &f0).await.unwrap();
+        assert!(gone.is_none(), "a retired follower: {gone:?}");
         let _ = stop.send(());
         server.await.unwrap().unwrap();
     }

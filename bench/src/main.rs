@@ -226,6 +226,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         store,
         data,
         args: args.clone(),
+        big_authors: Vec::new(),
     };
     let measured = async {
         let baseline = bench.http_baseline().await?;
@@ -285,6 +286,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             ..Default::default()
         });
         for row in chosen {
+            // Each row from a clean slate: no author with many followers left by a row (or the
+            // fan-out rows) before it, whom a row's own fan-out limit would send across it.
+            bench.retire_big_authors().await?;
             let s = scale_rows.as_mut().expect("rows chosen");
             match row {
                 ScaleRow::Writes => {

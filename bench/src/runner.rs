@@ -51,6 +51,9 @@ pub struct Bench {
     pub client: Client,
     pub data: Dataset,
     pub rng: Pcg64,
+    /// Authors written with their followers ([`Bench::write_followed_author`]) and not yet
+    /// retired ([`Bench::retire_big_authors`]): the author and their followers.
+    pub big_authors: Vec<(String, Vec<String>)>,
 }
 
 impl Bench {

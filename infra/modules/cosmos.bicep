@@ -1,4 +1,4 @@
-// Cosmos DB (NoSQL API) account, the blog database and its four containers, and
+// Cosmos DB (NoSQL API) account, the blog database and its five containers, and
 // data-plane RBAC. Key-based auth is disabled: the app and (optionally) a developer
 // reach the data with Microsoft Entra tokens through the built-in Data Contributor role.
 
@@ -89,8 +89,9 @@ var containers = [
   {
     // Users and their own posts: WHERE c.type = 'post' ORDER BY c.creationDate DESC,
     // WHERE c.type = 'post' AND c.userUsername != @name; a batch's authors across partitions:
-    // WHERE c.type = 'user' AND ARRAY_CONTAINS(@ids, c.userId); follow edges and timeline
-    // entries: by refUserId and postId.
+    // WHERE c.type = 'user' AND ARRAY_CONTAINS(@ids, c.userId); follow edges: by refUserId;
+    // the timeline lane's job items; timeline entries an earlier release kept here (by
+    // refUserId and postId) until they are moved to `timelines`.
     name: 'users'
     partitionKey: '/userId'
     indexingPolicy: {
@@ -172,6 +173,44 @@ var containers = [
     }
   }
   {
+    // Personal timelines: entries and merge markers in the reader's partition,
+    // WHERE c.type = 'timeline' ORDER BY c.creationDate DESC; a post's entries across
+    // partitions by postId, an author's by refUserId (with userUsername != @name for a
+    // rename), markers told apart by merge. No trigger follows this container: the timeline
+    // lane writes it, nothing projects from it.
+    name: 'timelines'
+    partitionKey: '/userId'
+    indexingPolicy: {
+      indexingMode: 'consistent'
+      automatic: true
+      includedPaths: [
+        {
+          path: '/type/?'
+        }
+        {
+          path: '/creationDate/?'
+        }
+        {
+          path: '/refUserId/?'
+        }
+        {
+          path: '/postId/?'
+        }
+        {
+          path: '/userUsername/?'
+        }
+        {
+          path: '/merge/?'
+        }
+        {
+          path: '/deleted/?'
+        }
+      ]
+      excludedPaths: excludeAll
+      compositeIndexes: typeThenNewest
+    }
+  }
+  {
     // Lease container of the Functions Cosmos DB trigger (createLeaseContainerIfNotExists
     // is false, so it must exist). The trigger's lease manager queries it, so it keeps
     // the default consistent indexing of every path.
@@ -236,7 +275,7 @@ resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15
       id: databaseName
     }
     // Serverless accounts take no throughput; autoscale throughput is shared by the
-    // four containers at database level (one autoscale setting instead of four).
+    // five containers at database level (one autoscale setting instead of five).
     options: isServerless ? {} : {
       autoscaleSettings: {
         maxThroughput: autoscaleMaxThroughput

@@ -1,6 +1,6 @@
-//! Follows and the personal timeline (docs/timeline.md), all in `users`: the edge is written
-//! by the request, its mirror, the counters and the timeline entries by the change feed
-//! (`crate::projection::timeline`).
+//! Follows and the personal timeline (docs/timeline.md): the edges in `users`, the timeline in
+//! `timelines`. The edge is written by the request, its mirror, the counters and the timeline
+//! entries by the change feed (`crate::projection::timeline`).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,7 +19,7 @@ use crate::domain::{is_deleted, is_live, now, Id, Kind};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::merged;
-use crate::store::{Container, Order, Query, Store, StoreError};
+use crate::store::{timelines_moved, Container, Order, Query, Store, StoreError};
 
 /// How often a follow or unfollow is retried when the edge changed between its read and write.
 const ATTEMPTS: usize = 5;
@@ -274,6 +274,67 @@ pub async fn list_followers(
     edges(&s, &user, FOLLOWER, paging).await
 }
 
+/// How often a process not yet sure that timeline items have left `users` asks again.
+const RECHECK_MOVE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether timeline items may still be in `users`, where an earlier release kept them, until
+/// the timeline lane has moved them (`crate::projection::relocation`). The process asks the
+/// store's layout record at its first timeline read, and again at most every [`RECHECK_MOVE`]
+/// while the move is not done; once it is, never again. The asking runs in a task of its own:
+/// process bookkeeping, one point read per process once the move is done, not a request's
+/// operation (the first timeline read waits for the first answer; later ones go on with what is
+/// known, and look in `users` too until the move is known done).
+#[derive(Debug, Default)]
+pub(crate) struct TimelinePlace {
+    moved: std::sync::atomic::AtomicBool,
+    /// When the record was last asked for.
+    asked: std::sync::Mutex<Option<std::time::Instant>>,
+    first: tokio::sync::OnceCell<()>,
+}
+
+impl TimelinePlace {
+    async fn moving(self: &std::sync::Arc<Self>, store: &std::sync::Arc<dyn Store>) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.moved.load(Relaxed) {
+            return false;
+        }
+        let ask = || {
+            let (place, store) = (self.clone(), store.clone());
+            *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+            tokio::spawn(async move {
+                let layout = store
+                    .read(
+                        Container::Leases,
+                        crate::store::LAYOUT_ID,
+                        crate::store::LAYOUT_ID,
+                    )
+                    .await;
+                // Not known (the store failed to answer): still looked for in both places.
+                if layout.is_ok_and(|l| timelines_moved(l.as_ref())) {
+                    place.moved.store(true, Relaxed);
+                }
+            })
+        };
+        if !self.first.initialized() {
+            self.first
+                .get_or_init(|| async {
+                    let _ = ask().await;
+                })
+                .await;
+        } else {
+            let due = self
+                .asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none_or(|t| t.elapsed() >= RECHECK_MOVE);
+            if due {
+                drop(ask());
+            }
+        }
+        !self.moved.load(Relaxed)
+    }
+}
+
 /// `GET /api/users/{userId}/timeline`: at most 2 + `limit` store operations, whoever the user
 /// follows. One query in the user's partition reads every merge marker (at most
 /// [`MAX_FOLLOWING`]; they sort before every entry) and the newest entries; if it found markers,
@@ -283,7 +344,9 @@ pub async fn list_followers(
 /// while the process's snapshot of its counts holds); a post found deleted is left out of the
 /// page. The continuation token is the number of posts earlier pages passed over; each page
 /// reads the newest `served + limit` again and skips those, so a page costs the same however
-/// deep.
+/// deep. While timeline items may still be where an earlier release kept them ([`TimelinePlace`]),
+/// the first query is asked of `users` too (one more operation), and of an item in both places
+/// the one in `timelines` is taken.
 #[utoipa::path(
     get,
     path = "/api/users/{userId}/timeline",
@@ -320,7 +383,31 @@ pub async fn get_timeline(
         .eq("type", TIMELINE)
         .order_by_creation(Order::Desc)
         .limit((MAX_FOLLOWING + want) as u32);
-    let page = s.store.query(Container::Users, &q).await?;
+    let mut page = s.store.query(Container::Timelines, &q).await?;
+    if s.timelines.moving(&s.store).await {
+        let old = s.store.query(Container::Users, &q).await?;
+        let held: std::collections::HashSet<String> = page
+            .items
+            .iter()
+            .filter_map(|i| i.get("id").and_then(Value::as_str).map(String::from))
+            .collect();
+        page.items.extend(old.items.into_iter().filter(|i| {
+            i.get("id")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !held.contains(id))
+        }));
+        let date = |i: &Value| {
+            let d = i
+                .get("creationDate")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let id = i.get("id").and_then(Value::as_str).unwrap_or_default();
+            (d.to_string(), id.to_string())
+        };
+        page.items
+            .sort_by_cached_key(|i| std::cmp::Reverse(date(i)));
+        page.continuation = page.continuation.or(old.continuation);
+    }
     let mut markers = Vec::new();
     let mut entries = Vec::new();
     let mut more = page.continuation.is_some();

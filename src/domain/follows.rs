@@ -1,11 +1,14 @@
-//! Follows and timelines: the items they add to `users`, each in the partition of the user whose
-//! list it belongs to, so that every list is one single-partition query.
+//! Follows and timelines: the items they add, each in the partition of the user whose list it
+//! belongs to, so that every list is one single-partition query.
 //!
-//! - `following-<X>` (`type: following`) in F's partition: F follows X. The fact, written by the
-//!   request; its deletion is a mark, so the change feed carries it.
-//! - `follower-<F>` (`type: follower`) in X's partition: its mirror, kept by the projection.
-//! - `timeline-<P>` (`type: timeline`) in F's partition: the short form of post P by someone F
-//!   follows, kept by the projections.
+//! - `following-<X>` (`type: following`) in F's partition of `users`: F follows X. The fact,
+//!   written by the request; its deletion is a mark, so the change feed carries it.
+//! - `follower-<F>` (`type: follower`) in X's partition of `users`: its mirror, kept by the
+//!   projection.
+//! - `timeline-<P>` (`type: timeline`) in F's partition of `timelines`: the short form of post P
+//!   by someone F follows, kept by the timeline lane; and `timeline-merge-<X>`, the marker of an
+//!   author whose posts are merged in when the timeline is read. `timelines` has no change-feed
+//!   follower: a fan-out's entries stay out of the users feed.
 //!
 //! Each names the other user (the followee, the follower, the post's author) in [`REF_USER`] and
 //! carries that user's name in `userUsername`, so a rename's fan-out finds every copy of a name

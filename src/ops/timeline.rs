@@ -1,7 +1,9 @@
 //! `handler verify [--repair]` for follows and timelines (`crate::domain::follows`).
 //!
 //! The source of truth is each user's live `following` edges; from them, the users and the post
-//! copies in `users` follow:
+//! copies in `users` follow (the timelines are in `timelines`, and, until the timeline lane has
+//! moved them, `users` may still hold some an earlier release wrote: both are read then, and
+//! of an item in both the one in `timelines` counts):
 //! - each edge names a live user, by their current name, and has its mirror (`follower`, by the
 //!   follower's current name) in the followee's partition; each mirror has its edge;
 //! - `followerCount` / `followingCount` are the numbers of live mirrors / edges;
@@ -113,6 +115,7 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
 async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     let mut check = Check::default();
     let limit = projection::timeline::limit_to_judge_by(store).await?;
+    let moving = projection::relocation::moving(store).await?;
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)
         .live()
@@ -120,7 +123,7 @@ async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
         for user in &page.items {
-            check_user(store, user, limit, &mut check).await?;
+            check_user(store, user, limit, moving, &mut check).await?;
         }
         match page.continuation {
             Some(t) => q.continuation = Some(t),
@@ -129,12 +132,17 @@ async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     }
 }
 
-/// Every live item of `type` `kind` in `user`'s partition.
-async fn all_of(store: &dyn Store, user: &str, kind: &str) -> StoreResult<Vec<Value>> {
+/// Every live item of `type` `kind` in `user`'s partition of `c`.
+async fn all_of(
+    store: &dyn Store,
+    c: Container,
+    user: &str,
+    kind: &str,
+) -> StoreResult<Vec<Value>> {
     let mut q = Query::partition(user).eq("type", kind).live().limit(PAGE);
     let mut out = Vec::new();
     loop {
-        let page = retry(|| store.query(Container::Users, &q)).await?;
+        let page = retry(|| store.query(c, &q)).await?;
         out.extend(page.items);
         match page.continuation {
             Some(t) => q.continuation = Some(t),
@@ -152,25 +160,52 @@ fn name_of(user: &Value) -> &str {
     str_field(user, "username").unwrap_or_default()
 }
 
+/// `user`'s timeline items, each with the container it is in: those in `timelines`, and while
+/// the move is not done (`moving`) those in `users` that `timelines` does not hold too.
+async fn timeline_items(
+    store: &dyn Store,
+    user: &str,
+    moving: bool,
+) -> StoreResult<Vec<(Container, Value)>> {
+    let mut items: Vec<(Container, Value)> = all_of(store, Container::Timelines, user, TIMELINE)
+        .await?
+        .into_iter()
+        .map(|i| (Container::Timelines, i))
+        .collect();
+    if moving {
+        let held: BTreeSet<String> = items
+            .iter()
+            .filter_map(|(_, i)| str_field(i, "id").map(String::from))
+            .collect();
+        for i in all_of(store, Container::Users, user, TIMELINE).await? {
+            if str_field(&i, "id").is_some_and(|id| !held.contains(id)) {
+                items.push((Container::Users, i));
+            }
+        }
+    }
+    Ok(items)
+}
+
 async fn check_user(
     store: &dyn Store,
     user: &Value,
     limit: u64,
+    moving: bool,
     check: &mut Check,
 ) -> StoreResult<()> {
     let Some(u) = str_field(user, "userId") else {
         return Ok(());
     };
     check.checked += 1;
-    let edges = all_of(store, u, FOLLOWING).await?;
-    let mirrors = all_of(store, u, FOLLOWER).await?;
-    let (markers, entries): (Vec<Value>, Vec<Value>) = all_of(store, u, TIMELINE)
+    let edges = all_of(store, Container::Users, u, FOLLOWING).await?;
+    let mirrors = all_of(store, Container::Users, u, FOLLOWER).await?;
+    let (markers, entries): (Vec<_>, Vec<_>) = timeline_items(store, u, moving)
         .await?
         .into_iter()
-        .partition(is_marker);
-    let mut marked: BTreeSet<String> = markers
+        .partition(|(_, i)| is_marker(i));
+    let mut marked: BTreeMap<String, Container> = markers
         .iter()
-        .filter_map(|m| str_field(m, REF_USER).map(String::from))
+        .filter_map(|(c, m)| Some((str_field(m, REF_USER)?.to_string(), *c)))
         .collect();
     check.checked += markers.len() as u64;
     check.checked += (edges.len() + mirrors.len() + entries.len()) as u64;
@@ -245,13 +280,13 @@ async fn check_user(
             continue;
         }
         if state.merged {
-            if !marked.remove(x) {
+            if marked.remove(x).is_none() {
                 check.found(
                     "timeline marker missing",
-                    format!("users/{u}/{}", marker_id(x)),
+                    format!("timelines/{u}/{}", marker_id(x)),
                 );
                 check.writes.push(Write::Upsert {
-                    container: Container::Users,
+                    container: Container::Timelines,
                     pk: u.into(),
                     item: merge_marker(u, x),
                 });
@@ -272,12 +307,12 @@ async fn check_user(
         }
     }
     // Markers for anyone not followed, or not merged.
-    for x in marked {
+    for (x, c) in marked {
         check.found(
             "timeline marker extra",
-            format!("users/{u}/{}", marker_id(&x)),
+            format!("{}/{u}/{}", c.name(), marker_id(&x)),
         );
-        check.writes.push(delete_entry(u, &marker_id(&x)));
+        check.writes.push(delete_entry(c, u, &marker_id(&x)));
     }
 
     // Mirrors: each has its edge.
@@ -302,12 +337,12 @@ async fn check_user(
 
     // Timeline entries: of a followed author's live post, as the post is now.
     let mut present = BTreeSet::new();
-    for entry in &entries {
+    for (c, entry) in &entries {
         let id = str_field(entry, "id").unwrap_or_default().to_string();
-        let where_ = format!("users/{u}/{id}");
+        let where_ = format!("{}/{u}/{id}", c.name());
         let Some(shown) = entry_post(entry) else {
             check.found("timeline entry extra", where_);
-            check.writes.push(delete_entry(u, &id));
+            check.writes.push(delete_entry(*c, u, &id));
             continue;
         };
         present.insert(shown.id.clone());
@@ -318,14 +353,15 @@ async fn check_user(
         let author_name = followed.get(&shown.user_id);
         let (Some(mut post), Some(name)) = (post, author_name) else {
             check.found("timeline entry extra", where_);
-            check.writes.push(delete_entry(u, &id));
+            check.writes.push(delete_entry(*c, u, &id));
             continue;
         };
         post.user_username = name.clone();
         if stored_entry_content(entry) != entry_content(&post) {
             check.found("timeline entry stale", where_);
+            // Written to `timelines`; one still in `users` then goes with the move.
             check.writes.push(Write::Upsert {
-                container: Container::Users,
+                container: Container::Timelines,
                 pk: u.into(),
                 item: timeline_entry(u, &post),
             });
@@ -343,11 +379,11 @@ async fn check_user(
         if !present.contains(post_id) {
             check.found(
                 "timeline entry missing",
-                format!("users/{u}/timeline-{post_id}"),
+                format!("timelines/{u}/timeline-{post_id}"),
             );
             if let Ok(p) = serde_json::from_value::<Post>(summary.clone()) {
                 check.writes.push(Write::Upsert {
-                    container: Container::Users,
+                    container: Container::Timelines,
                     pk: u.into(),
                     item: timeline_entry(u, &p),
                 });
@@ -414,9 +450,10 @@ async fn check_merged(
     Ok(())
 }
 
-fn delete_entry(user: &str, id: &str) -> Write {
+/// The removal of timeline item `id` of `user`'s partition of `c`.
+fn delete_entry(c: Container, user: &str, id: &str) -> Write {
     Write::Delete {
-        container: Container::Users,
+        container: c,
         pk: user.into(),
         id: id.into(),
     }
@@ -496,7 +533,7 @@ async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
             Ok(wanted_entry(store, u, &shown.id)
                 .await?
                 .map(|post| Write::Upsert {
-                    container: users,
+                    container: Container::Timelines,
                     pk: u.clone(),
                     item: timeline_entry(u, &post),
                 }))
@@ -518,7 +555,12 @@ async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
                 _ => None,
             })
         }
-        Write::Delete { pk: u, id, .. } => {
+        Write::Delete {
+            container,
+            pk: u,
+            id,
+            ..
+        } => {
             if let Some(f) = id.strip_prefix(&follower_id("")) {
                 // A mirror goes only while its edge is still missing.
                 let edge_id = following_id(u);
@@ -526,7 +568,7 @@ async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
                 let has_edge = edge.is_some_and(|e| is_live_of(&e, FOLLOWING));
                 return Ok((!has_edge).then(|| w.clone()));
             }
-            let Some(item) = retry(|| store.read(users, u, id)).await? else {
+            let Some(item) = retry(|| store.read(*container, u, id)).await? else {
                 return Ok(None);
             };
             if is_deleted(&item) {

@@ -186,11 +186,12 @@ pub(super) fn item_key(item: &Value) -> Option<(&str, &str)> {
     Some((str_field(item, "userId")?, str_field(item, "id")?))
 }
 
-/// Delete every item `q` finds in `users`, a page at a time (deleted items stop matching, so
-/// each page is the query's first), at most `pages` pages. Returns how many, and whether the
-/// last page was full (more may match).
+/// Delete every item `q` finds in `c` (`users` or `timelines`, both partitioned by `userId`), a
+/// page at a time (deleted items stop matching, so each page is the query's first), at most
+/// `pages` pages. Returns how many, and whether the last page was full (more may match).
 pub(super) async fn delete_matching(
     store: &dyn Store,
+    c: Container,
     q: Query,
     pages: usize,
 ) -> StoreResult<(usize, bool)> {
@@ -198,7 +199,7 @@ pub(super) async fn delete_matching(
     let mut deleted = 0;
     let mut last_first: Option<(String, String)> = None;
     for _ in 0..pages {
-        let page = retry(|| store.query(Container::Users, &q)).await?;
+        let page = retry(|| store.query(c, &q)).await?;
         let Some(first) = page.items.first().and_then(item_key) else {
             return Ok((deleted, false));
         };
@@ -208,9 +209,10 @@ pub(super) async fn delete_matching(
         // ranges), so the next page may start with an item of the same id in another partition.
         let first = (first.0.to_string(), first.1.to_string());
         if last_first.as_ref() == Some(&first) {
-            return Err(StoreError::Other(
-                "timeline items stay after being deleted".into(),
-            ));
+            return Err(StoreError::Other(format!(
+                "items in `{}` stay after being deleted",
+                c.name()
+            )));
         }
         last_first = Some(first);
         let writes: Vec<Write> = page
@@ -218,7 +220,7 @@ pub(super) async fn delete_matching(
             .iter()
             .filter_map(|i| {
                 Some(Write::Delete {
-                    container: Container::Users,
+                    container: c,
                     pk: str_field(i, "userId")?.into(),
                     id: str_field(i, "id")?.into(),
                 })
@@ -289,7 +291,7 @@ pub async fn erase_user(store: &dyn Store, user_id: &str) -> StoreResult<usize> 
     .await?;
     loop {
         let q = Query::partition(user_id).eq("type", FOLLOWER);
-        let (n, more) = delete_matching(store, q, usize::MAX).await?;
+        let (n, more) = delete_matching(store, Container::Users, q, usize::MAX).await?;
         written += n;
         if !more {
             return Ok(written);

@@ -1,5 +1,6 @@
 //! The timeline lane: everything that writes the personal timelines (`crate::domain::follows`),
-//! run apart from the main projections ([`super::Lane::Timeline`]: its own followers of the
+//! kept in the container `timelines`, which nothing projects from, so that a fan-out writes
+//! nothing into the users feed but its job items; run apart from the main projections ([`super::Lane::Timeline`]: its own followers of the
 //! posts and users feeds, its own checkpoints, its own trigger functions), so that no fan-out
 //! holds up the feed, the post copies, the counters or a follow showing in `/followers`.
 //!
@@ -18,7 +19,8 @@
 //! - A job item (`type: timelineJob`): the next step of a fan-out.
 //!
 //! **Bounded steps.** Any work over more followers or entries than one page ([`PAGE`]) runs a
-//! page per step: the step records where it stopped in the job item in the author's partition,
+//! page per step: the step records where it stopped in the job item in the author's partition
+//! of `users`,
 //! whose change comes back through the users feed behind the changes written meanwhile, so
 //! other authors' posts interleave with a big fan-out, a crash resumes from the last recorded
 //! step, and a newer change of the same post or user supersedes the job (a step whose job item
@@ -56,6 +58,7 @@ use super::follows::{delete_matching, live_user, newest_edge};
 use super::gather;
 use super::merged;
 use super::plan::{self, str_field, Write};
+use super::relocation;
 use crate::domain::follows::{
     entry_content, following_id, is_live_of, marker_id, merge_marker, stored_entry_content,
     timeline_id, trims, FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP,
@@ -70,8 +73,8 @@ use crate::store::{retry, Container, Order, Query, Store, StoreError, StoreResul
 /// per change of the job item). Returns the writes made.
 pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
     let mut written = super::follows::recount(store, user_id).await?;
-    let mut limit = None;
-    written += user_changed(store, &[], user_id, &mut limit).await?;
+    let mut batch = Batch::default();
+    written += user_changed(store, &[], user_id, &mut batch).await?;
     let mut last: Option<String> = None;
     loop {
         let Some(job) = read_job(store, user_id, LIMIT_JOB).await? else {
@@ -82,7 +85,42 @@ pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
             return Ok(written);
         }
         last = etag;
-        written += job_step(store, user_id, &job, &mut limit).await?;
+        written += job_step(store, user_id, &job, &mut batch).await?;
+    }
+}
+
+/// What one batch of the lane reads once, when it first needs it.
+#[derive(Debug, Default)]
+struct Batch {
+    limit: Option<u64>,
+    moving: Option<bool>,
+    /// Writes made starting the move of timeline items (`relocation`).
+    started: usize,
+}
+
+impl Batch {
+    /// The fan-out limit in force ([`limit_in_force`]).
+    async fn limit(&mut self, store: &dyn Store) -> StoreResult<u64> {
+        if let Some(l) = self.limit {
+            return Ok(l);
+        }
+        let l = limit_in_force(store).await?;
+        self.limit = Some(l);
+        Ok(l)
+    }
+
+    /// The containers timeline items may be in ([`relocation::places`]): learning that some may
+    /// still be in `users` starts their move, unless it is under way.
+    async fn places(&mut self, store: &dyn Store) -> StoreResult<&'static [Container]> {
+        if let Some(m) = self.moving {
+            return Ok(relocation::places(m));
+        }
+        let m = relocation::moving(store).await?;
+        if m {
+            self.started += relocation::start(store).await?;
+        }
+        self.moving = Some(m);
+        Ok(relocation::places(m))
     }
 }
 
@@ -95,8 +133,9 @@ pub const BACKFILL_PAGE: u32 = 20;
 /// Writes in flight at once.
 pub const CONCURRENCY: usize = 8;
 
-/// `type` of a job item (internal, in `users`, in the partition of the user it works for).
-pub const JOB: &str = "timelineJob";
+/// `type` of a job item (internal, in `users`, in the partition of the user it works for: its
+/// changes are what carries a job on, through the users feed).
+pub const JOB: &str = relocation::JOB_TYPE;
 
 // ---------------------------------------------------------------------------------------------
 // The fan-out limit, kept with the data.
@@ -228,9 +267,16 @@ async fn save_job(
     }
 }
 
-async fn delete_item(store: &dyn Store, user_id: &str, id: &str) -> StoreResult<usize> {
+/// Delete item `id` of `user_id`'s partition of `c` (a job item in `users`, a timeline item in
+/// `timelines`); nothing when it is not there.
+async fn delete_item(
+    store: &dyn Store,
+    c: Container,
+    user_id: &str,
+    id: &str,
+) -> StoreResult<usize> {
     let w = Write::Delete {
-        container: Container::Users,
+        container: c,
         pk: user_id.into(),
         id: id.into(),
     };
@@ -292,6 +338,7 @@ pub async fn limit_state(
 pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
     let mut written = 0;
     let mut seen = BTreeSet::new();
+    let mut batch = Batch::default();
     for doc in changes {
         if Kind::of(doc) != Some(Kind::Post) || plan::is_recheck(doc) {
             continue;
@@ -307,15 +354,17 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         }
         written += merged::remove_post(store, post_id).await?;
         let job = read_job(store, author, &delete_job_id(post_id)).await?;
-        written += delete_step(store, author, post_id, job.as_ref()).await?;
+        let places = batch.places(store).await?;
+        written += delete_step(store, places, author, post_id, job.as_ref()).await?;
     }
-    Ok(written)
+    Ok(written + batch.started)
 }
 
 /// One page of deleted post `post_id`'s entries deleted; the job item records that more may be
 /// left (its change brings the next step), or goes with the post's own job item once none is.
 async fn delete_step(
     store: &dyn Store,
+    places: &[Container],
     author: &str,
     post_id: &str,
     job: Option<&Value>,
@@ -323,7 +372,12 @@ async fn delete_step(
     let q = Query::cross_partition()
         .eq("type", TIMELINE)
         .eq("postId", post_id);
-    let (mut written, more) = delete_matching(store, q, 1).await?;
+    let (mut written, mut more) = (0, false);
+    for &c in places {
+        let (n, m) = delete_matching(store, c, q.clone(), 1).await?;
+        written += n;
+        more |= m;
+    }
     if more {
         let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
         let next = json!({
@@ -333,9 +387,9 @@ async fn delete_step(
         save_job(store, author, job, next).await?;
         return Ok(written + 1);
     }
-    written += delete_item(store, author, &post_job_id(post_id)).await?;
+    written += delete_item(store, Container::Users, author, &post_job_id(post_id)).await?;
     if job.is_some() {
-        written += delete_item(store, author, &delete_job_id(post_id)).await?;
+        written += delete_item(store, Container::Users, author, &delete_job_id(post_id)).await?;
     }
     Ok(written)
 }
@@ -381,20 +435,20 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
             _ => {}
         }
     }
+    let mut batch = Batch::default();
     for (f, x, from_mirror) in &pairs {
-        written += follow_changed(store, changes, f, x, *from_mirror).await?;
+        written += follow_changed(store, changes, f, x, *from_mirror, &mut batch).await?;
     }
     for (author, post_id) in &copies {
         written += copy_changed(store, author, post_id).await?;
     }
-    let mut limit = None;
     for u in &users {
-        written += user_changed(store, changes, u, &mut limit).await?;
+        written += user_changed(store, changes, u, &mut batch).await?;
     }
     for ((pk, _), job) in jobs {
-        written += job_step(store, &pk, job, &mut limit).await?;
+        written += job_step(store, &pk, job, &mut batch).await?;
     }
-    Ok(written)
+    Ok(written + batch.started)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -409,6 +463,7 @@ async fn follow_changed(
     f: &str,
     x: &str,
     from_mirror: bool,
+    batch: &mut Batch,
 ) -> StoreResult<usize> {
     let id = following_id(x);
     let delivered = if from_mirror {
@@ -417,9 +472,14 @@ async fn follow_changed(
         newest_edge(changes, &id, f)
     };
     let edge = gather::read_not_older(store, Container::Users, f, &id, delivered).await?;
+    let places = batch.places(store).await?;
     if !edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
         let q = Query::partition(f).eq("type", TIMELINE).eq(REF_USER, x);
-        return Ok(delete_matching(store, q, usize::MAX).await?.0);
+        let mut removed = 0;
+        for &c in places {
+            removed += delete_matching(store, c, q.clone(), usize::MAX).await?.0;
+        }
+        return Ok(removed);
     }
     let mirror_id = crate::domain::follows::follower_id(f);
     let mirror = retry(|| store.read(Container::Users, x, &mirror_id)).await?;
@@ -430,13 +490,14 @@ async fn follow_changed(
         return Ok(0);
     };
     let state = limit_state(store, x, Some(&followee)).await?;
-    copy_or_mark(store, f, x, &followee, &state).await
+    copy_or_mark(store, places, f, x, &followee, &state).await
 }
 
 /// Bring `x`'s posts into `f`'s timeline: a marker when new followers of `x` get one, else the
 /// posts copied (and any marker removed).
 async fn copy_or_mark(
     store: &dyn Store,
+    places: &[Container],
     f: &str,
     x: &str,
     followee: &Value,
@@ -444,7 +505,7 @@ async fn copy_or_mark(
 ) -> StoreResult<usize> {
     if state.marks() {
         let marker = Write::Upsert {
-            container: Container::Users,
+            container: Container::Timelines,
             pk: f.into(),
             item: merge_marker(f, x),
         };
@@ -452,14 +513,21 @@ async fn copy_or_mark(
         return Ok(1);
     }
     let name = str_field(followee, "username").unwrap_or_default();
-    backfill(store, f, x, name).await
+    backfill(store, places, f, x, name).await
 }
 
 /// Make `f`'s timeline hold the [`TIMELINE_SIZE`] newest posts of `x` (called `name` now), from
-/// the short-form copies in `x`'s partition, and no marker for `x`: only the entries missing or
-/// differing are written, so a follow projected again (its edge, then its mirror, a redelivered
-/// batch) costs two queries and no write.
-pub async fn backfill(store: &dyn Store, f: &str, x: &str, name: &str) -> StoreResult<usize> {
+/// the short-form copies in `x`'s partition, and no marker for `x` (in any of `places`, see
+/// [`relocation::places`]): only the entries missing or differing are written, so a follow
+/// projected again (its edge, then its mirror, a redelivered batch) costs two queries and no
+/// write.
+async fn backfill(
+    store: &dyn Store,
+    places: &[Container],
+    f: &str,
+    x: &str,
+    name: &str,
+) -> StoreResult<usize> {
     let q = Query::partition(x)
         .of_kind(Kind::Post)
         .live()
@@ -470,14 +538,17 @@ pub async fn backfill(store: &dyn Store, f: &str, x: &str, name: &str) -> StoreR
         .eq("type", TIMELINE)
         .eq(REF_USER, x)
         .limit(TIMELINE_KEEP as u32 + PAGE);
-    let held = query_all(store, Container::Users, held_q).await?;
+    let held = query_all(store, Container::Timelines, held_q).await?;
     let held: BTreeMap<&str, &Value> = held
         .iter()
         .filter_map(|i| Some((str_field(i, "id")?, i)))
         .collect();
     let mut written = 0;
-    if held.contains_key(marker_id(x).as_str()) {
-        written += delete_item(store, f, &marker_id(x)).await?;
+    for &c in places {
+        // Where the move has yet to look, the marker may be there unseen.
+        if c != Container::Timelines || held.contains_key(marker_id(x).as_str()) {
+            written += delete_item(store, c, f, &marker_id(x)).await?;
+        }
     }
     let writes: Vec<Write> = page
         .items
@@ -491,7 +562,7 @@ pub async fn backfill(store: &dyn Store, f: &str, x: &str, name: &str) -> StoreR
                 .get(timeline_id(&p.id).as_str())
                 .is_some_and(|h| stored_entry_content(h) == content);
             (!same).then(|| Write::Upsert {
-                container: Container::Users,
+                container: Container::Timelines,
                 pk: f.into(),
                 item: entry(f, &content),
             })
@@ -533,7 +604,8 @@ async fn query_all(store: &dyn Store, c: Container, mut q: Query) -> StoreResult
 /// Delete the entries of `f`'s timeline beyond its [`TIMELINE_KEEP`] newest (merge markers are
 /// not entries: the query leaves them out and they stay), a page at a time. Never deletes one of
 /// the newest, whatever runs concurrently: an entry beyond the newest of what was read is beyond
-/// the newest of the whole. Returns how many.
+/// the newest of the whole. Only `timelines` is trimmed: entries an earlier release left in
+/// `users` are trimmed once moved. Returns how many.
 pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
     let q = Query::partition(f)
         .eq("type", TIMELINE)
@@ -543,14 +615,14 @@ pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
     let mut deleted = 0;
     let mut last_first: Option<String> = None;
     loop {
-        let page = retry(|| store.query(Container::Users, &q)).await?;
+        let page = retry(|| store.query(Container::Timelines, &q)).await?;
         let writes: Vec<Write> = page
             .items
             .iter()
             .skip(TIMELINE_KEEP)
             .filter_map(|i| {
                 Some(Write::Delete {
-                    container: Container::Users,
+                    container: Container::Timelines,
                     pk: f.into(),
                     id: str_field(i, "id")?.into(),
                 })
@@ -675,7 +747,7 @@ async fn fan_out_page(
     let writes: Vec<Write> = followers
         .iter()
         .map(|f| Write::Upsert {
-            container: Container::Users,
+            container: Container::Timelines,
             pk: (*f).into(),
             item: entry(f, content),
         })
@@ -691,7 +763,7 @@ async fn fan_out_page(
     let post = retry(|| store.read(Container::Posts, &post_id, &post_id)).await?;
     if post.as_ref().is_none_or(is_deleted) {
         for f in &followers {
-            written += delete_item(store, f, &timeline_id(&post_id)).await?;
+            written += delete_item(store, Container::Timelines, f, &timeline_id(&post_id)).await?;
         }
         return Ok((written, None));
     }
@@ -726,7 +798,7 @@ async fn drop_unfollowed(
         .collect();
     let mut removed = 0;
     for f in followers.iter().filter(|f| !still.contains(**f)) {
-        removed += delete_item(store, f, &timeline_id(post_id)).await?;
+        removed += delete_item(store, Container::Timelines, f, &timeline_id(post_id)).await?;
     }
     Ok(removed)
 }
@@ -738,11 +810,14 @@ async fn user_changed(
     store: &dyn Store,
     changes: &[Value],
     user_id: &str,
-    limit: &mut Option<u64>,
+    batch: &mut Batch,
 ) -> StoreResult<usize> {
     let Some(user) = gather::user(store, changes, user_id).await? else {
         return Ok(0);
     };
+    // Learning whether timeline items may still be in `users` starts their move if it is owed:
+    // a store that has one has users changing.
+    batch.places(store).await?;
     if is_deleted(&user) {
         let job = read_job(store, user_id, ERASE_JOB).await?;
         return erase_step(store, user_id, job.as_ref()).await;
@@ -770,9 +845,9 @@ async fn user_changed(
         .unwrap_or(0);
     let state = limit_state(store, user_id, Some(&user)).await?;
     let side = state.side();
-    let cross_to = if !side && merges(followers, limit_of(store, limit).await?) {
+    let cross_to = if !side && merges(followers, batch.limit(store).await?) {
         Some(true)
-    } else if side && unmerges(followers, limit_of(store, limit).await?) {
+    } else if side && unmerges(followers, batch.limit(store).await?) {
         Some(false)
     } else {
         None
@@ -800,19 +875,11 @@ async fn user_changed(
     Ok(written)
 }
 
-async fn limit_of(store: &dyn Store, limit: &mut Option<u64>) -> StoreResult<u64> {
-    if let Some(l) = limit {
-        return Ok(*l);
-    }
-    let l = limit_in_force(store).await?;
-    *limit = Some(l);
-    Ok(l)
-}
-
-/// One page of the edges and entries in other users' partitions still carrying another name
-/// than `name` patched; the job item records the rename `version` as done once a page comes
-/// back short, or is written again (its change brings the next page). Patched items stop
-/// matching, so each page is the query's first.
+/// One page of the edges (in `users`) and of the entries (in `timelines`, and in `users` those
+/// still to be moved there) in other users' partitions still carrying another name than `name`
+/// patched; the job item records the rename `version` as done once both pages come back short,
+/// or is written again (its change brings the next pages). Patched items stop matching, so each
+/// page is the query's first.
 async fn rename_step(
     store: &dyn Store,
     user_id: &str,
@@ -821,8 +888,14 @@ async fn rename_step(
     job: Option<&Value>,
 ) -> StoreResult<usize> {
     let q = naming(user_id).ne("userUsername", name).live().limit(PAGE);
-    let page = retry(|| store.query(Container::Users, &q)).await?;
-    let mut writes = plan::plan_rename(Container::Users, name, &page.items);
+    let mut writes = Vec::new();
+    let mut more = false;
+    // `users` holds the edges, and entries an earlier release wrote until they are moved.
+    for c in [Container::Users, Container::Timelines] {
+        let page = retry(|| store.query(c, &q)).await?;
+        more |= page.continuation.is_some() || page.items.len() >= PAGE as usize;
+        writes.extend(plan::plan_rename(c, name, &page.items));
+    }
     if job.is_none_or(|j| j.get("renaming").and_then(Value::as_u64) != Some(version)) {
         // The first step of this rename: the author's items in the shared partition too (at
         // most TIMELINE_SIZE, so one page).
@@ -834,7 +907,6 @@ async fn rename_step(
     apply::apply_unordered(store, &writes, CONCURRENCY)
         .await
         .map_err(|(_, e)| e)?;
-    let more = page.continuation.is_some() || page.items.len() >= PAGE as usize;
     let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
     let (version_done, steps) = if more {
         (
@@ -852,13 +924,18 @@ async fn rename_step(
     Ok(writes.len() + usize::from(saved))
 }
 
-/// One step of an erased user's own timeline going (entries, markers, job items), a page at a
-/// time; the erase job item records that more may be left, and goes once nothing is.
+/// One step of an erased user's own timeline going (entries and markers in `timelines`; job
+/// items, and timeline items still to be moved, in `users`), a page of each at a time; the
+/// erase job item records that more may be left, and goes once nothing is.
 async fn erase_step(store: &dyn Store, user_id: &str, job: Option<&Value>) -> StoreResult<usize> {
-    let q = Query::partition(user_id)
+    let theirs = Query::partition(user_id)
         .any_of("type", [TIMELINE.to_string(), JOB.to_string()])
         .ne("id", ERASE_JOB);
-    let (mut written, more) = delete_matching(store, q, 1).await?;
+    let (mut written, mut more) = delete_matching(store, Container::Users, theirs, 1).await?;
+    let timeline = Query::partition(user_id).eq("type", TIMELINE);
+    let (n, m) = delete_matching(store, Container::Timelines, timeline, 1).await?;
+    written += n;
+    more |= m;
     if job.is_none() {
         // At most TIMELINE_SIZE items of theirs in the shared partition.
         written += merged::remove_author(store, user_id).await?;
@@ -870,13 +947,13 @@ async fn erase_step(store: &dyn Store, user_id: &str, job: Option<&Value>) -> St
         return Ok(written + usize::from(saved));
     }
     if job.is_some() {
-        return Ok(written + delete_item(store, user_id, ERASE_JOB).await?);
+        return Ok(written + delete_item(store, Container::Users, user_id, ERASE_JOB).await?);
     }
     Ok(written)
 }
 
-/// The query of the edges and entries in other users' partitions that name `user_id` (and so
-/// carry their name): a rename's fan-out patches these.
+/// The query of the edges (in `users`) and entries (in `timelines`) in other users' partitions
+/// that name `user_id` (and so carry their name): a rename's fan-out patches these.
 pub fn naming(user_id: &str) -> Query {
     Query::cross_partition().eq(REF_USER, user_id)
 }
@@ -890,7 +967,7 @@ async fn job_step(
     store: &dyn Store,
     user_id: &str,
     delivered: &Value,
-    limit: &mut Option<u64>,
+    batch: &mut Batch,
 ) -> StoreResult<usize> {
     let Some(id) = str_field(delivered, "id") else {
         return Ok(0);
@@ -910,7 +987,8 @@ async fn job_step(
         Some("post") => post_step(store, user_id, &job).await,
         Some("delete") => {
             let post_id = str_field(&job, "postId").unwrap_or_default().to_string();
-            delete_step(store, user_id, &post_id, Some(&job)).await
+            let places = batch.places(store).await?;
+            delete_step(store, places, user_id, &post_id, Some(&job)).await
         }
         Some("rename") => {
             let Some(user) = live_user(store, user_id).await? else {
@@ -923,10 +1001,28 @@ async fn job_step(
             let name = str_field(&user, "username").unwrap_or_default();
             rename_step(store, user_id, name, version, Some(&job)).await
         }
-        Some("limit") => limit_step(store, user_id, &job, limit).await,
+        Some("limit") => {
+            let places = batch.places(store).await?;
+            limit_step(store, places, user_id, &job).await
+        }
         Some("erase") => erase_step(store, user_id, Some(&job)).await,
+        Some("move") => relocation::step(store, &job, author_marks).await,
         _ => Ok(0),
     }
+}
+
+/// Whether new followers of `author` get a marker ([`LimitState::marks`]); `false` for an
+/// author who is gone.
+fn author_marks<'a>(
+    store: &'a dyn Store,
+    author: &'a str,
+) -> futures::future::BoxFuture<'a, StoreResult<bool>> {
+    Box::pin(async move {
+        let Some(user) = live_user(store, author).await? else {
+            return Ok(false);
+        };
+        Ok(limit_state(store, author, Some(&user)).await?.marks())
+    })
 }
 
 async fn post_step(store: &dyn Store, author: &str, job: &Value) -> StoreResult<usize> {
@@ -950,9 +1046,9 @@ async fn post_step(store: &dyn Store, author: &str, job: &Value) -> StoreResult<
 /// the crossing done (`merged` set to its target).
 async fn limit_step(
     store: &dyn Store,
+    places: &[Container],
     user_id: &str,
     job: &Value,
-    _limit: &mut Option<u64>,
 ) -> StoreResult<usize> {
     let Some(target) = job.get("target").and_then(Value::as_bool) else {
         return Ok(0);
@@ -980,7 +1076,7 @@ async fn limit_step(
     let page = retry(|| store.query(Container::Users, &q)).await?;
     for m in &page.items {
         if let Some(f) = str_field(m, REF_USER) {
-            written += copy_or_mark(store, f, user_id, &user, &state).await?;
+            written += copy_or_mark(store, places, f, user_id, &user, &state).await?;
         }
     }
     if !target && page.continuation.is_none() {
@@ -1016,7 +1112,10 @@ mod tests {
         for i in 0..TIMELINE_KEEP as u32 + PAGE {
             let marker = merge_marker(owner, &format!("author{i}"));
             assert_eq!(marker["creationDate"], MARKER_DATE);
-            store.create(Container::Users, owner, marker).await.unwrap();
+            store
+                .create(Container::Timelines, owner, marker)
+                .await
+                .unwrap();
         }
         let entries = TIMELINE_KEEP + 10;
         for i in 0..entries {
@@ -1027,12 +1126,15 @@ mod tests {
                 REF_USER: "bob",
                 "creationDate": format!("2026-01-01T00:{:02}:{:02}.000Z", i / 60, i % 60),
             });
-            store.create(Container::Users, owner, entry).await.unwrap();
+            store
+                .create(Container::Timelines, owner, entry)
+                .await
+                .unwrap();
         }
         assert_eq!(trim(&store, owner).await.unwrap(), entries - TIMELINE_KEEP);
         let left = Query::partition(owner).eq("type", TIMELINE).not_true(MERGE);
         assert_eq!(
-            store.count(Container::Users, &left).await.unwrap(),
+            store.count(Container::Timelines, &left).await.unwrap(),
             TIMELINE_KEEP as u64
         );
     }

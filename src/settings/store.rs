@@ -99,7 +99,7 @@ pub struct CosmosSettings {
     /// `BLOG_COSMOS_EMULATOR`: talk to the local Cosmos DB emulator (accept its self-signed
     /// certificate, send text JSON instead of binary encoding).
     pub emulator: bool,
-    /// `BLOG_CREATE_CONTAINERS`: create the database and the four containers when missing
+    /// `BLOG_CREATE_CONTAINERS`: create the database and the containers when missing
     /// (development only; production containers come from infra).
     pub create_containers: bool,
 }

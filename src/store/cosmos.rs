@@ -53,7 +53,7 @@ use crate::settings::CosmosSettings;
 pub struct CosmosStore {
     conn: Arc<LazyConnection>,
     /// The live change feed iterators of each container, one per reader (see [`feed`]).
-    feeds: [Mutex<feed::Cursors>; 4],
+    feeds: [Mutex<feed::Cursors>; Container::ALL.len()],
 }
 
 impl CosmosStore {

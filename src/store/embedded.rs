@@ -1,4 +1,4 @@
-//! The embedded store: the four containers in one SQLite file.
+//! The embedded store: the containers in one SQLite file.
 //!
 //! One table of items keyed by `(container, pk, id)` holds each JSON body plus the columns the
 //! queries use (`type`, `creation_date`, `user_id`, `deleted`; [`query`]), `expires` for items
@@ -60,7 +60,7 @@ struct Inner {
     opening: Vec<Mutex<()>>,
     next_reader: AtomicUsize,
     /// Commits per container, in [`Container::ALL`] order.
-    committed: [watch::Sender<u64>; 4],
+    committed: [watch::Sender<u64>; Container::ALL.len()],
     /// When the next item expires (unix seconds; `i64::MAX`: none; `i64::MIN`: not known yet):
     /// the expiry thread removes what expired once it is past ([`expiry`]).
     next_expiry: AtomicI64,
@@ -90,6 +90,7 @@ fn slot(c: Container) -> usize {
         Container::Posts => 1,
         Container::Feed => 2,
         Container::Leases => 3,
+        Container::Timelines => 4,
     }
 }
 
@@ -103,7 +104,7 @@ impl EmbeddedStore {
         let mut writer = Connection::open(path)?;
         configure(&writer)?;
         // WAL mode and the schema; a new file is created without waiting for the disk.
-        schema::prepare(&mut writer)?;
+        let was = schema::prepare(&mut writer)?;
         // Writes do not checkpoint; the checkpoint thread does (see `checkpoint`).
         writer.wal_hook(Some(checkpoint::note_wal_pages));
         let next_expiry = AtomicI64::new(i64::MIN);
@@ -120,6 +121,14 @@ impl EmbeddedStore {
                 checkpointer: Checkpointer::new(path.to_path_buf()),
             }),
         };
+        if was == 0 {
+            // A new file: every item is where this release keeps it (see `LAYOUT_ID`).
+            let layout = crate::store::new_store_layout();
+            store.inner.write(Some(Container::Leases), |w| {
+                w.write(Container::Leases, crate::store::LAYOUT_ID, layout)
+                    .map(drop)
+            })?;
+        }
         expiry::start(Arc::downgrade(&store.inner));
         Ok(store)
     }

@@ -4,6 +4,7 @@
 //! and the fan-out limit's hysteresis and its record in the store. Written once and
 //! instantiated per store with `lane_suite!(path::to::fixture_fn);`.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use blog::domain::follows;
@@ -27,7 +28,10 @@ macro_rules! lane_suite {
             other_authors_reach_timelines_while_a_big_fan_out_is_under_way,
             the_limit_has_hysteresis_and_is_kept_in_the_store,
             a_follow_shows_in_followers_without_the_timeline_lane,
-            the_timeline_lane_starts_where_an_earlier_release_left_off);
+            the_timeline_lane_starts_where_an_earlier_release_left_off,
+            a_fan_out_and_a_rename_put_no_timeline_item_in_the_users_feed,
+            timeline_items_an_earlier_release_kept_in_users_move_to_timelines,
+            a_removal_racing_the_move_of_its_item_is_not_undone);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -143,7 +147,7 @@ async fn audience(app: &TestApp, followee: &str, n: usize) -> Vec<String> {
 
 async fn entry(app: &TestApp, f: &str, post: &str) -> Option<Value> {
     app.store
-        .read(Container::Users, f, &follows::timeline_id(post))
+        .read(Container::Timelines, f, &follows::timeline_id(post))
         .await
         .unwrap()
 }
@@ -448,7 +452,11 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
         async move {
             let mut out = Vec::new();
             for f in fans {
-                let m = app.store.read(Container::Users, &f, &marker).await.unwrap();
+                let m = app
+                    .store
+                    .read(Container::Timelines, &f, &marker)
+                    .await
+                    .unwrap();
                 out.push(m.map(|m| m["_etag"].clone()));
             }
             out
@@ -543,7 +551,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
     follow(&app, &fans[2], &bob, "DELETE").await;
     app.settle().await;
     for f in &fans[..2] {
-        let m = store.read(Container::Users, f, &marker).await.unwrap();
+        let m = store.read(Container::Timelines, f, &marker).await.unwrap();
         assert!(m.is_none(), "{f}: marker left");
         assert!(entry(&app, f, &p).await.is_some(), "{f}: post not copied");
         assert!(entry(&app, f, &p2).await.is_some(), "{f}: post not copied");
@@ -576,7 +584,7 @@ pub async fn a_follow_shows_in_followers_without_the_timeline_lane(fixture: Fixt
     );
     let held = Query::partition(ana.as_str()).eq("type", follows::TIMELINE);
     assert_eq!(
-        store.count(Container::Users, &held).await.unwrap(),
+        store.count(Container::Timelines, &held).await.unwrap(),
         0,
         "the main lane wrote a timeline entry"
     );
@@ -636,5 +644,269 @@ pub async fn the_timeline_lane_starts_where_an_earlier_release_left_off(fixture:
     assert!(
         replayed.is_empty(),
         "the old post fanned out again: {replayed:?}"
+    );
+}
+
+/// A post and a rename of an author with followers put no timeline item into the users feed,
+/// the one the main lane follows (and so a follow waits behind): it carries the author, their
+/// post's copy, the edges naming them and the timeline lane's job items, whatever the
+/// audience; the entries go to `timelines`, which nothing follows.
+pub async fn a_fan_out_and_a_rename_put_no_timeline_item_in_the_users_feed(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = &*app.store;
+    let mut all = followers();
+    let bob = id(&app.create_user("bob").await);
+    let fans = audience(&app, &bob, 6).await;
+    settle(store, &mut all).await;
+    let mark = feed_end(store, Container::Users).await;
+
+    let p = id(&app.create_post(&bob, "hello", "c").await);
+    settle(store, &mut all).await;
+    assert_eq!(holding(&app, &fans, &p, "hello").await, fans.len());
+    let r = app
+        .put(
+            &format!("/api/users/{bob}"),
+            json!({ "username": "robert" }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    settle(store, &mut all).await;
+    for f in &fans {
+        let e = entry(&app, f, &p).await.expect("the entry");
+        assert_eq!(
+            e["userUsername"], "robert",
+            "{f}: the rename reached the entry"
+        );
+    }
+
+    let carried = users_changes_since(store, &mark).await;
+    let entries: Vec<&Value> = carried
+        .iter()
+        .filter(|d| d["type"] == follows::TIMELINE)
+        .collect();
+    assert!(
+        entries.is_empty(),
+        "timeline items in the users feed: {entries:?}"
+    );
+    let kinds: BTreeSet<&str> = carried.iter().filter_map(|d| d["type"].as_str()).collect();
+    let expected = BTreeSet::from(["user", "post", follows::FOLLOWING, timeline::JOB]);
+    assert!(
+        kinds.is_subset(&expected),
+        "the users feed carried {kinds:?}"
+    );
+    // The author (created, renamed, recounted), the copy, an edge per follower, a few job items.
+    assert!(
+        carried.len() <= 2 * fans.len() + 8,
+        "{} changes in the users feed for {} followers",
+        carried.len(),
+        fans.len()
+    );
+}
+
+/// The timeline items in `user`'s partition of `c` (entries and markers), by id.
+async fn timeline_items(store: &dyn Store, c: Container, user: &str) -> BTreeSet<String> {
+    let q = Query::partition(user)
+        .eq("type", follows::TIMELINE)
+        .limit(1000);
+    let page = store.query(c, &q).await.unwrap();
+    page.items
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// What an earlier release left: the timeline items in the followers' partitions of `users`
+/// (copied there, removed from `timelines`), and no record of the move.
+async fn as_an_earlier_release_left_it(store: &dyn Store) {
+    let mut q = Query::cross_partition()
+        .eq("type", follows::TIMELINE)
+        .limit(1000);
+    let mut items = Vec::new();
+    loop {
+        // Across partitions a page may hold one partition key range (Cosmos DB).
+        let page = store.query(Container::Timelines, &q).await.unwrap();
+        items.extend(page.items);
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => break,
+        }
+    }
+    assert!(!items.is_empty());
+    for item in items {
+        let (owner, id) = (
+            item["userId"].as_str().unwrap(),
+            item["id"].as_str().unwrap(),
+        );
+        let old = blog::projection::plan::content(&item);
+        store.upsert(Container::Users, owner, old).await.unwrap();
+        store.delete(Container::Timelines, owner, id).await.unwrap();
+    }
+    let layout = blog::store::LAYOUT_ID;
+    store
+        .delete(Container::Leases, layout, layout)
+        .await
+        .unwrap();
+}
+
+/// An upgrade from a release that kept timeline items in `users`: every timeline reads in full
+/// throughout; the timeline lane moves the items to `timelines` in steps and then records the
+/// move; an unfollow and a post's deletion made meanwhile reach the items wherever they are,
+/// and no move brings them back; an item left in both places by a step cut short is moved
+/// once; nothing of the timelines is left in `users`.
+pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = &*app.store;
+    let mut all = followers();
+    let bob = id(&app.create_user("bob").await);
+    let fans = audience(&app, &bob, 3).await;
+    let (ana, cy, dan) = (&fans[0], &fans[1], &fans[2]);
+    let p1 = id(&app.create_post(&bob, "one", "c").await);
+    let p2 = id(&app.create_post(&bob, "two", "c").await);
+    settle(store, &mut all).await;
+    as_an_earlier_release_left_it(store).await;
+    // A step cut short between its two writes: ana's entry of p1 in both places.
+    let cut = store
+        .read(Container::Users, ana, &follows::timeline_id(&p1))
+        .await
+        .unwrap()
+        .expect("the entry an earlier release wrote");
+    let cut = blog::projection::plan::content(&cut);
+    store.upsert(Container::Timelines, ana, cut).await.unwrap();
+
+    let shown = |user: String| {
+        let app = &app;
+        async move {
+            let r = app.get(&format!("/api/users/{user}/timeline")).await;
+            assert_eq!(r.status, 200, "{:?}", r.body);
+            r.items().iter().map(id).collect::<Vec<_>>()
+        }
+    };
+    for f in &fans {
+        assert_eq!(
+            shown(f.clone()).await,
+            [p2.clone(), p1.clone()],
+            "{f} before the move"
+        );
+    }
+
+    // Meanwhile: cy unfollows bob, bob deletes p2.
+    follow(&app, cy, &bob, "DELETE").await;
+    assert_eq!(app.delete(&format!("/api/posts/{p2}")).await.status, 204);
+    settle(store, &mut all).await;
+
+    for f in [ana, dan] {
+        assert_eq!(
+            shown(f.clone()).await,
+            vec![p1.clone()],
+            "{f} after the move"
+        );
+        assert_eq!(
+            timeline_items(store, Container::Timelines, f).await,
+            BTreeSet::from([follows::timeline_id(&p1)]),
+            "{f}"
+        );
+    }
+    assert!(shown(cy.clone()).await.is_empty());
+    for f in &fans {
+        assert!(
+            timeline_items(store, Container::Users, f).await.is_empty(),
+            "{f}: timeline items left in users"
+        );
+    }
+    assert!(timeline_items(store, Container::Timelines, cy)
+        .await
+        .is_empty());
+    let layout = blog::store::LAYOUT_ID;
+    let recorded = store.read(Container::Leases, layout, layout).await.unwrap();
+    assert!(
+        blog::store::timelines_moved(recorded.as_ref()),
+        "the move is not recorded: {recorded:?}"
+    );
+    let job = store
+        .read(
+            Container::Users,
+            projection::relocation::JOB_PARTITION,
+            projection::relocation::JOB_ID,
+        )
+        .await
+        .unwrap();
+    assert!(job.is_none(), "the move's job item stays: {job:?}");
+    let outcome = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(outcome.timelines.last().is_clean(), "{}", outcome.render());
+}
+
+/// A removal that takes an item out of `users` between the move's read of it and the move's
+/// delete (the move's delete then finds nothing): the copy the move made stays only if the item
+/// is still wanted. cy unfollowed: their copy goes; ana still follows: hers stays.
+pub async fn a_removal_racing_the_move_of_its_item_is_not_undone(fixture: Fixture) {
+    let app = TestApp::spawn(fixture, false).await;
+    let store = app.store.clone();
+    let mut all = followers();
+    let bob = id(&app.create_user("bob").await);
+    let fans = audience(&app, &bob, 2).await;
+    let (ana, cy) = (fans[0].clone(), fans[1].clone());
+    let p = id(&app.create_post(&bob, "one", "c").await);
+    settle(&*store, &mut all).await;
+    as_an_earlier_release_left_it(&*store).await;
+    follow(&app, &cy, &bob, "DELETE").await;
+
+    // Whatever the move is about to delete from `users` is deleted just before it.
+    let racing = Hooked::new(store.clone()).before({
+        let inner = store.clone();
+        move |call| {
+            let inner = inner.clone();
+            async move {
+                if call.op == "delete"
+                    && call.container == Container::Users
+                    && call.id.starts_with("timeline-")
+                {
+                    let _ = inner.delete(Container::Users, &call.pk, &call.id).await;
+                }
+                Ok(())
+            }
+            .boxed()
+        }
+    });
+    assert_eq!(projection::relocation::start(&*store).await.unwrap(), 1);
+    // Its steps, each as the job item's change delivers it, until the job item goes (across
+    // partitions a page may hold one partition key range, so this may take more than one).
+    for step in 0.. {
+        assert!(step < 10, "the move does not end");
+        let job = store
+            .read(
+                Container::Users,
+                projection::relocation::JOB_PARTITION,
+                projection::relocation::JOB_ID,
+            )
+            .await
+            .unwrap();
+        let Some(job) = job else { break };
+        projection::project_lane(&racing, Lane::Timeline, Container::Users, &[job])
+            .await
+            .expect("a step of the move");
+    }
+
+    let entry = follows::timeline_id(&p);
+    for f in [&ana, &cy] {
+        let old = store.read(Container::Users, f, &entry).await.unwrap();
+        assert!(old.is_none(), "{f}: left in users");
+    }
+    assert!(
+        store
+            .read(Container::Timelines, &ana, &entry)
+            .await
+            .unwrap()
+            .is_some(),
+        "ana still follows bob: her entry is moved"
+    );
+    assert!(
+        store
+            .read(Container::Timelines, &cy, &entry)
+            .await
+            .unwrap()
+            .is_none(),
+        "cy unfollowed bob: the move brought his entry back"
     );
 }

@@ -603,7 +603,7 @@ async fn assert_follows_converged(
 
         let entries = all(
             store,
-            Container::Users,
+            Container::Timelines,
             Query::partition(u.as_str()).eq("type", follows::TIMELINE),
         )
         .await;

@@ -739,7 +739,7 @@ pub async fn an_unfollow_racing_a_fan_out_leaves_no_copy(fixture: Fixture) {
 
     let entries = Query::partition(ana.clone()).eq("type", "timeline");
     assert_eq!(
-        store.count(Container::Users, &entries).await.unwrap(),
+        store.count(Container::Timelines, &entries).await.unwrap(),
         0,
         "ana's timeline keeps {p} after she unfollowed its author"
     );
@@ -799,7 +799,7 @@ pub async fn a_redelivered_batch_writes_nothing(fixture: Fixture) {
     let entry = format!("timeline-{p}");
     let mut entries = Vec::new();
     for f in &followers {
-        let e = store.read(Container::Users, f, &entry).await.unwrap();
+        let e = store.read(Container::Timelines, f, &entry).await.unwrap();
         let e = e.unwrap_or_else(|| panic!("no entry of {p} in {f}'s timeline"));
         assert!(e.get("commentCount").is_none() && e.get("likeCount").is_none());
         entries.push(e);
@@ -856,7 +856,7 @@ pub async fn a_redelivered_batch_writes_nothing(fixture: Fixture) {
     assert_eq!(again["_etag"], copy["_etag"]);
     for (f, before) in followers.iter().zip(&entries) {
         let e = store
-            .read(Container::Users, f, &entry)
+            .read(Container::Timelines, f, &entry)
             .await
             .unwrap()
             .unwrap();
@@ -912,7 +912,7 @@ pub async fn a_fan_out_cut_short_is_done_by_the_redelivery(fixture: Fixture) {
     assert!(cut.is_err(), "the entry's write failed: {cut:?}");
     let entry = format!("timeline-{p}");
     assert!(store
-        .read(Container::Users, &bob, &entry)
+        .read(Container::Timelines, &bob, &entry)
         .await
         .unwrap()
         .is_none());
@@ -920,7 +920,10 @@ pub async fn a_fan_out_cut_short_is_done_by_the_redelivery(fixture: Fixture) {
     projection::project_lane(&*store, timeline_lane, Container::Users, &batch)
         .await
         .expect("projected");
-    let e = store.read(Container::Users, &bob, &entry).await.unwrap();
+    let e = store
+        .read(Container::Timelines, &bob, &entry)
+        .await
+        .unwrap();
     assert!(e.is_some(), "the redelivered batch left bob without {p}");
     let timeline = app.get(&format!("/api/users/{bob}/timeline")).await;
     assert_eq!(

@@ -145,7 +145,7 @@ pub async fn a_reader_of_many_merged_authors_pays_two_queries_and_a_read_per_pos
         // Spread over time, authors interleaved with the copied one's posts below.
         p.creation_date = date(10 * a + 5);
         seeded.push((
-            Container::Users,
+            Container::Timelines,
             reader.into(),
             merge_marker(reader, &author),
         ));
@@ -158,7 +158,7 @@ pub async fn a_reader_of_many_merged_authors_pays_two_queries_and_a_read_per_pos
     for n in 0..30 {
         let mut p = post("copied", n, 1000 + n as u64);
         p.creation_date = date(4000 - 130 * n);
-        seeded.push((Container::Users, reader.into(), entry(reader, &p)));
+        seeded.push((Container::Timelines, reader.into(), entry(reader, &p)));
         seeded.push((Container::Posts, p.id.clone(), to_value(&p)));
         all.push(p);
     }
@@ -194,7 +194,10 @@ pub async fn counts_are_read_from_the_post_when_shown(app: &TestApp) {
     let mut old = entry(&ana, &p);
     old["likeCount"] = 99.into();
     old["commentCount"] = 98.into();
-    app.store.upsert(Container::Users, &ana, old).await.unwrap();
+    app.store
+        .upsert(Container::Timelines, &ana, old)
+        .await
+        .unwrap();
     let r = first_page(app, &ana).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     assert_eq!(r.items().len(), 1);
@@ -210,7 +213,7 @@ pub async fn counts_are_read_from_the_post_when_shown(app: &TestApp) {
     assert!(r.store_operations() <= 2, "{}", r.store_operations());
     let entry_before = app
         .store
-        .read(Container::Users, &ana, &follows::timeline_id(&p.id))
+        .read(Container::Timelines, &ana, &follows::timeline_id(&p.id))
         .await
         .unwrap();
 
@@ -236,7 +239,7 @@ pub async fn counts_are_read_from_the_post_when_shown(app: &TestApp) {
     }
     let entry_after = app
         .store
-        .read(Container::Users, &ana, &follows::timeline_id(&p.id))
+        .read(Container::Timelines, &ana, &follows::timeline_id(&p.id))
         .await
         .unwrap();
     assert_eq!(entry_before, entry_after, "no timeline item was written");
@@ -254,7 +257,7 @@ pub async fn a_post_deleted_meanwhile_is_left_out(app: &TestApp) {
         )
         .await;
         app.store
-            .upsert(Container::Users, &ana, entry(&ana, &p))
+            .upsert(Container::Timelines, &ana, entry(&ana, &p))
             .await
             .unwrap();
         made.push(p.id);
@@ -268,7 +271,7 @@ pub async fn a_post_deleted_meanwhile_is_left_out(app: &TestApp) {
     );
     assert!(app
         .store
-        .read(Container::Users, &ana, &follows::timeline_id(&made[1]))
+        .read(Container::Timelines, &ana, &follows::timeline_id(&made[1]))
         .await
         .unwrap()
         .is_some());

@@ -486,7 +486,7 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
         .await
         .unwrap();
     app.store
-        .delete(users, &ana, &format!("timeline-{p}"))
+        .delete(Container::Timelines, &ana, &format!("timeline-{p}"))
         .await
         .unwrap();
     let cys = app.get(&format!("/api/posts/{q}")).await.body;
@@ -497,7 +497,11 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
     }))
     .unwrap();
     app.store
-        .upsert(users, &ana, follows::timeline_entry(&ana, &cys))
+        .upsert(
+            Container::Timelines,
+            &ana,
+            follows::timeline_entry(&ana, &cys),
+        )
         .await
         .unwrap();
     app.store
@@ -544,7 +548,7 @@ async fn stored_entries(app: &TestApp, user: &str) -> u64 {
     let q = Query::partition(user).eq("type", follows::TIMELINE);
     let page = app
         .store
-        .query(Container::Users, &q.limit(1000))
+        .query(Container::Timelines, &q.limit(1000))
         .await
         .unwrap();
     page.items.iter().filter(|i| !follows::is_marker(i)).count() as u64
@@ -687,7 +691,7 @@ async fn a_repair_never_writes_from_a_stale_read() {
     // follow bob.
     let users = Container::Users;
     app.store
-        .delete(users, &ana, &format!("timeline-{p}"))
+        .delete(Container::Timelines, &ana, &format!("timeline-{p}"))
         .await
         .unwrap();
     let mirror = follows::edge(follows::FOLLOWER, &bob, &cy, "cy", &blog::domain::now());

@@ -1,4 +1,4 @@
-//! Opt-in (`BLOG_CREATE_CONTAINERS=true`) creation of the database and the four containers, for
+//! Opt-in (`BLOG_CREATE_CONTAINERS=true`) creation of the database and the containers, for
 //! development against the emulator or a scratch account. Production containers come from infra
 //! (`infra/modules/cosmos.bicep`); the SDK's control plane needs key authentication anyway.
 
@@ -27,6 +27,18 @@ pub(super) fn container_properties(c: Container) -> ContainerProperties {
         ],
         Container::Posts => &["type", "creationDate", "userId", "userUsername", "deleted"],
         Container::Feed => &["type", "creationDate"],
+        // Timeline entries and merge markers: a reader's partition newest first, a post's
+        // entries (`postId`) and an author's (`refUserId`, with their name for a rename) across
+        // partitions, merge markers told apart by `merge`.
+        Container::Timelines => &[
+            "type",
+            "creationDate",
+            "refUserId",
+            "postId",
+            "userUsername",
+            "merge",
+            "deleted",
+        ],
         // Checkpoints are only read by id; keep the default policy (every path).
         Container::Leases => &[],
     };
@@ -50,7 +62,9 @@ pub(super) fn container_properties(c: Container) -> ContainerProperties {
     props.with_indexing_policy(policy)
 }
 
-/// Create the database and the containers that do not exist yet (409 means it exists).
+/// Create the database and the containers that do not exist yet (409 means it exists). A new
+/// database (its `users` container created here) records that it holds everything where this
+/// release keeps it (`crate::store::LAYOUT_ID`): an existing one moves its timeline items first.
 pub(super) async fn create_missing(client: &CosmosClient, database: &str) -> StoreResult<()> {
     let exists = |e: &azure_data_cosmos::CosmosError| e.status().is_conflict();
     match client.create_database(database, None).await {
@@ -59,16 +73,33 @@ pub(super) async fn create_missing(client: &CosmosClient, database: &str) -> Sto
         Err(e) => return Err(bootstrap_error("database", database, &e)),
     }
     let db = client.database_client(database);
+    let mut new_store = false;
     for c in Container::ALL {
         match db.create_container(container_properties(c), None).await {
-            Ok(_) => tracing::info!(
-                database,
-                container = c.name(),
-                "created a Cosmos DB container"
-            ),
+            Ok(_) => {
+                tracing::info!(
+                    database,
+                    container = c.name(),
+                    "created a Cosmos DB container"
+                );
+                new_store |= c == Container::Users;
+            }
             Err(e) if exists(&e) => {}
             Err(e) => return Err(bootstrap_error("container", c.name(), &e)),
         }
+    }
+    if new_store {
+        let leases = db
+            .container_client(Container::Leases.name(), None)
+            .await
+            .map_err(|e| bootstrap_error("container", Container::Leases.name(), &e))?;
+        let layout = crate::store::new_store_layout();
+        let key =
+            azure_data_cosmos::models::PartitionKey::from(crate::store::LAYOUT_ID.to_string());
+        leases
+            .upsert_item(key, crate::store::LAYOUT_ID, &layout, None)
+            .await
+            .map_err(|e| bootstrap_error("item", crate::store::LAYOUT_ID, &e))?;
     }
     Ok(())
 }
@@ -123,6 +154,22 @@ mod tests {
         );
         let leases = json(Container::Leases);
         assert_eq!(leases["partitionKey"]["paths"], serde_json::json!(["/id"]));
+        let timelines = json(Container::Timelines);
+        assert_eq!(
+            timelines["partitionKey"]["paths"],
+            serde_json::json!(["/userId"])
+        );
+        // A reader's newest first, a post's entries, an author's (with their name, for a rename).
+        let included = timelines["indexingPolicy"]["includedPaths"].to_string();
+        for path in [
+            "/type/?",
+            "/creationDate/?",
+            "/postId/?",
+            "/refUserId/?",
+            "/userUsername/?",
+        ] {
+            assert!(included.contains(path), "{path} in {included}");
+        }
         assert!(leases.get("indexingPolicy").is_none());
     }
 }

@@ -45,7 +45,7 @@ pub(super) enum Source {
 
 /// A connected store: one container client per container of the data model.
 pub(super) struct Connection {
-    containers: [ContainerClient; 4],
+    containers: [ContainerClient; Container::ALL.len()],
 }
 
 impl Connection {
@@ -61,6 +61,7 @@ pub(super) fn index(c: Container) -> usize {
         Container::Posts => 1,
         Container::Feed => 2,
         Container::Leases => 3,
+        Container::Timelines => 4,
     }
 }
 

@@ -1,0 +1,194 @@
+//! The move of the timeline items (entries and merge markers) an earlier release kept in the
+//! followers' partitions of `users` to `timelines`, where this release keeps them: in bounded
+//! steps, run by the timeline lane, idempotent and resumable, with nothing lost and no timeline
+//! going empty meanwhile.
+//!
+//! - **Whether a move is owed.** The store's layout record (`store::LAYOUT_ID` in `leases`)
+//!   says `timelinesMoved: true` once nothing is left to move; a store created by this release
+//!   records it when it is created. Without it, the timeline lane starts the move at the first
+//!   batch that needs to know ([`start`]: one job item, [`JOB_ID`] in the partition
+//!   [`JOB_PARTITION`] of `users`).
+//! - **A step** ([`step`], each time the job item comes round the users feed): one query across
+//!   partitions reads a page ([`PAGE`]) of timeline items in `users`; each is created in
+//!   `timelines` unless an item of its id is there already (the lane wrote a newer one: it
+//!   wins), then deleted from `users`. A page left means the job item is written again (its
+//!   change brings the next step, behind the changes written meanwhile); an empty page records
+//!   the layout and deletes the job item. A crash between the two writes of an item leaves it
+//!   in both places, and the next step finishes it.
+//! - **Meanwhile.** Reads look in both places (`timelines` wins for an id in both); the lane
+//!   writes only to `timelines`, and removes and renames in both places, `users` first
+//!   ([`places`]). An item a removal took out of `users` between the step's read and its delete
+//!   (the step's delete finds nothing) is judged again: its copy stays only if it is still
+//!   wanted (the follow is live, and the post too, or the author still merged), so a
+//!   concurrent unfollow, post deletion or erasure is never undone by the move. A rename racing
+//!   the move of one entry may leave that entry with the old name until the post changes again;
+//!   `handler verify` reports it and `--repair` rewrites it.
+
+use serde_json::{json, Value};
+
+use futures::future::BoxFuture;
+
+use super::plan::{content, str_field};
+use crate::domain::follows::{following_id, is_live_of, is_marker, FOLLOWING, REF_USER, TIMELINE};
+use crate::domain::is_deleted;
+use crate::store::{
+    retry, timelines_moved, Container, Query, Store, StoreError, StoreResult, LAYOUT_ID,
+    TIMELINES_MOVED,
+};
+
+/// The partition of `users` holding the move's job item (no user's id: user ids are UUIDs).
+pub const JOB_PARTITION: &str = "store.move";
+/// The move's job item (`type: timelineJob`, `job: move`).
+pub const JOB_ID: &str = "timelineJob-move";
+/// Items moved per step.
+pub const PAGE: u32 = 200;
+/// Items moved at once.
+const CONCURRENCY: usize = 8;
+/// `type` of the timeline lane's job items (`timeline::JOB`), the move's among them: their
+/// changes are what the lane steps on.
+pub const JOB_TYPE: &str = "timelineJob";
+
+/// Whether new followers of an author get a merge marker rather than copies (the timeline
+/// lane's side of the fan-out limit, `timeline::LimitState::marks`), for judging a marker.
+pub type Marks = for<'a> fn(&'a dyn Store, &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+/// Whether timeline items may still be in `users`: the layout record does not say they moved
+/// (one point read).
+pub async fn moving(store: &dyn Store) -> StoreResult<bool> {
+    let layout = retry(|| store.read(Container::Leases, LAYOUT_ID, LAYOUT_ID)).await?;
+    Ok(!timelines_moved(layout.as_ref()))
+}
+
+/// The containers a removal or a rename of timeline items goes through: `users` first while the
+/// move is not done (`moving`), then `timelines`. In that order a removal racing the move of the
+/// same item finds it in one place or the other: either it takes the item out of `users` before
+/// the move's delete (which then finds nothing and judges the copy again), or the copy is in
+/// `timelines` before the removal looks there.
+pub fn places(moving: bool) -> &'static [Container] {
+    if moving {
+        &[Container::Users, Container::Timelines]
+    } else {
+        &[Container::Timelines]
+    }
+}
+
+fn job(steps: u64, moved: u64) -> Value {
+    json!({
+        "id": JOB_ID, "type": JOB_TYPE, "userId": JOB_PARTITION, "job": "move",
+        "steps": steps, "moved": moved,
+    })
+}
+
+/// Start the move: its job item, unless it is there (a move under way carries on by itself).
+/// Returns the writes made.
+pub async fn start(store: &dyn Store) -> StoreResult<usize> {
+    match retry(|| store.create(Container::Users, JOB_PARTITION, job(0, 0))).await {
+        Ok(_) => Ok(1),
+        Err(StoreError::Conflict) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// One step of the move (`job_item`: the job item as read now; `marks`: the author's side of
+/// the limit, to judge a marker). Returns the writes made.
+pub async fn step(store: &dyn Store, job_item: &Value, marks: Marks) -> StoreResult<usize> {
+    let mut q = Query::cross_partition().eq("type", TIMELINE).limit(PAGE);
+    let mut page = retry(|| store.query(Container::Users, &q)).await?;
+    while page.items.is_empty() && page.continuation.is_some() {
+        q.continuation = page.continuation.take();
+        page = retry(|| store.query(Container::Users, &q)).await?;
+    }
+    if page.items.is_empty() {
+        let layout = json!({ "id": LAYOUT_ID, TIMELINES_MOVED: true });
+        retry(|| store.upsert(Container::Leases, LAYOUT_ID, layout.clone())).await?;
+        match retry(|| store.delete(Container::Users, JOB_PARTITION, JOB_ID)).await {
+            Ok(()) | Err(StoreError::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+        tracing::info!("timeline items: the move from `users` to `timelines` is done");
+        return Ok(2);
+    }
+    let mut written = 0;
+    for chunk in page.items.chunks(CONCURRENCY) {
+        let moved =
+            futures::future::try_join_all(chunk.iter().map(|i| move_one(store, i, marks))).await?;
+        written += moved.iter().sum::<usize>();
+    }
+    let count = |f: &str| job_item.get(f).and_then(Value::as_u64).unwrap_or(0);
+    let next = job(count("steps") + 1, count("moved") + page.items.len() as u64);
+    let saved = match str_field(job_item, "_etag") {
+        Some(etag) => retry(|| {
+            store.replace(
+                Container::Users,
+                JOB_PARTITION,
+                JOB_ID,
+                next.clone(),
+                Some(etag),
+            )
+        })
+        .await
+        .map(drop),
+        None => retry(|| store.upsert(Container::Users, JOB_PARTITION, next.clone()))
+            .await
+            .map(drop),
+    };
+    match saved {
+        Ok(()) => Ok(written + 1),
+        // Another delivery moved the job on: its own change carries on.
+        Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(written),
+        Err(e) => Err(e),
+    }
+}
+
+/// Move one item: its copy created in `timelines` (unless one is there), then the item deleted
+/// from `users`; if something else deleted it first, the copy stays only while still wanted.
+async fn move_one(store: &dyn Store, item: &Value, marks: Marks) -> StoreResult<usize> {
+    let (Some(owner), Some(id)) = (str_field(item, "userId"), str_field(item, "id")) else {
+        return Ok(0);
+    };
+    let copy = content(item);
+    let created = match retry(|| store.create(Container::Timelines, owner, copy.clone())).await {
+        Ok(_) => true,
+        Err(StoreError::Conflict) => false,
+        Err(e) => return Err(e),
+    };
+    match retry(|| store.delete(Container::Users, owner, id)).await {
+        Ok(()) => Ok(usize::from(created) + 1),
+        Err(StoreError::NotFound)
+            if created && !still_wanted(store, owner, item, marks).await? =>
+        {
+            match retry(|| store.delete(Container::Timelines, owner, id)).await {
+                Ok(()) | Err(StoreError::NotFound) => Ok(2),
+                Err(e) => Err(e),
+            }
+        }
+        Err(StoreError::NotFound) => Ok(usize::from(created)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `owner`'s timeline still wants `item` (an entry or a marker): they follow its
+/// author, and the post is live (an entry) or the author is merged (a marker).
+async fn still_wanted(
+    store: &dyn Store,
+    owner: &str,
+    item: &Value,
+    marks: Marks,
+) -> StoreResult<bool> {
+    let Some(author) = str_field(item, REF_USER) else {
+        return Ok(false);
+    };
+    let edge_id = following_id(author);
+    let edge = retry(|| store.read(Container::Users, owner, &edge_id)).await?;
+    if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+        return Ok(false);
+    }
+    if is_marker(item) {
+        return marks(store, author).await;
+    }
+    let Some(post_id) = str_field(item, "postId") else {
+        return Ok(false);
+    };
+    let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
+    Ok(post.is_some_and(|p| !is_deleted(&p)))
+}
