@@ -654,14 +654,13 @@ pub async fn the_timeline_lane_starts_where_an_earlier_release_left_off(fixture:
 pub async fn a_fan_out_and_a_rename_put_no_timeline_item_in_the_users_feed(fixture: Fixture) {
     let app = TestApp::spawn(fixture, false).await;
     let store = &*app.store;
-    let mut all = followers();
     let bob = id(&app.create_user("bob").await);
     let fans = audience(&app, &bob, 6).await;
-    settle(store, &mut all).await;
+    app.settle().await;
     let mark = feed_end(store, Container::Users).await;
 
     let p = id(&app.create_post(&bob, "hello", "c").await);
-    settle(store, &mut all).await;
+    app.settle().await;
     assert_eq!(holding(&app, &fans, &p, "hello").await, fans.len());
     let r = app
         .put(
@@ -670,7 +669,7 @@ pub async fn a_fan_out_and_a_rename_put_no_timeline_item_in_the_users_feed(fixtu
         )
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
-    settle(store, &mut all).await;
+    app.settle().await;
     for f in &fans {
         let e = entry(&app, f, &p).await.expect("the entry");
         assert_eq!(
@@ -756,13 +755,12 @@ async fn as_an_earlier_release_left_it(store: &dyn Store) {
 pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(fixture: Fixture) {
     let app = TestApp::spawn(fixture, false).await;
     let store = &*app.store;
-    let mut all = followers();
     let bob = id(&app.create_user("bob").await);
     let fans = audience(&app, &bob, 3).await;
     let (ana, cy, dan) = (&fans[0], &fans[1], &fans[2]);
     let p1 = id(&app.create_post(&bob, "one", "c").await);
     let p2 = id(&app.create_post(&bob, "two", "c").await);
-    settle(store, &mut all).await;
+    app.settle().await;
     as_an_earlier_release_left_it(store).await;
     // A step cut short between its two writes: ana's entry of p1 in both places.
     let cut = store
@@ -792,7 +790,7 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
     // Meanwhile: cy unfollows bob, bob deletes p2.
     follow(&app, cy, &bob, "DELETE").await;
     assert_eq!(app.delete(&format!("/api/posts/{p2}")).await.status, 204);
-    settle(store, &mut all).await;
+    app.settle().await;
 
     for f in [ana, dan] {
         assert_eq!(
@@ -843,12 +841,11 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
 pub async fn a_removal_racing_the_move_of_its_item_is_not_undone(fixture: Fixture) {
     let app = TestApp::spawn(fixture, false).await;
     let store = app.store.clone();
-    let mut all = followers();
     let bob = id(&app.create_user("bob").await);
     let fans = audience(&app, &bob, 2).await;
     let (ana, cy) = (fans[0].clone(), fans[1].clone());
     let p = id(&app.create_post(&bob, "one", "c").await);
-    settle(&*store, &mut all).await;
+    app.settle().await;
     as_an_earlier_release_left_it(&*store).await;
     follow(&app, &cy, &bob, "DELETE").await;
 

@@ -643,6 +643,23 @@ pub async fn change_feeds_are_per_container(s: S) {
     let (posts, _) = drain(&s, Container::Posts, None).await;
     assert_eq!(ids(&users), ["u1"]);
     assert_eq!(ids(&posts), ["p1"]);
+    // Every container's change feed can be read, whether anything projects from it or not,
+    // and none carries the others' items.
+    for c in Container::ALL {
+        let (items, _) = drain(&s, c, None).await;
+        let found = ids(&items);
+        let elsewhere = |id| !found.contains(&id);
+        assert!(
+            c == Container::Users || elsewhere("u1"),
+            "{}: {found:?}",
+            c.name()
+        );
+        assert!(
+            c == Container::Posts || elsewhere("p1"),
+            "{}: {found:?}",
+            c.name()
+        );
+    }
 }
 
 pub async fn system_properties_are_stamped(s: S) {
