@@ -46,6 +46,14 @@ export AR_x86_64_unknown_linux_musl="${AR_x86_64_unknown_linux_musl:-ar}"
 # Relative relocations packed (RELR, which musl's static-PIE start-up applies): a static PIE
 # otherwise carries 24 bytes per pointer in its data.
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="${CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS:-} -C link-arg=-Wl,-z,pack-relative-relocs"
+# Source paths in panic locations as the crate's own (`tokio-1.48.0/src/…`, `src/…`), not the
+# build machine's: each file's path is kept once in the binary, for every file that can panic.
+REGISTRY_SRC="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+for index in "$REGISTRY_SRC"/*/; do
+    [ -d "$index" ] || continue
+    CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" --remap-path-prefix=$index="
+done
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" --remap-path-prefix=$ROOT/="
 # The bundled SQLite without the extensions the store never uses (full-text search, R-tree,
 # dbstat, soundex).
 export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_SOUNDEX"

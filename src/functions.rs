@@ -53,6 +53,29 @@ pub const INVOCATION_BODY_LIMIT: usize = 32 * 1024 * 1024;
 /// states the bound, which a test holds with this many bodies at the limit decoded at once).
 pub const INVOCATION_CONCURRENCY: usize = 2;
 
+/// The bytes of invocation bodies read and applied at the same time: room for one body at the
+/// limit and one of half of it. A body takes its announced size (the limit when none is
+/// announced) from this budget before it is read and gives it back once applied, so two bodies
+/// at the limit are applied one after the other while smaller ones still go two at a time:
+/// decoding a body at the limit holds a few times its size (the body, then the strings it
+/// wraps the documents in, then the documents), and two of them at once were most of the
+/// process's peak memory.
+pub const INVOCATION_BYTES_AT_ONCE: usize = INVOCATION_BODY_LIMIT + INVOCATION_BODY_LIMIT / 2;
+
+/// [`INVOCATION_BYTES_AT_ONCE`], counted in KiB (a semaphore's permits are `u32`).
+static BODY_BUDGET: tokio::sync::Semaphore =
+    tokio::sync::Semaphore::const_new(INVOCATION_BYTES_AT_ONCE / 1024);
+
+/// Take `announced` bytes (the limit when none is announced or more is) from the budget.
+async fn body_budget(announced: Option<usize>) -> tokio::sync::SemaphorePermit<'static> {
+    let bytes = announced.map_or(INVOCATION_BODY_LIMIT, |n| n.min(INVOCATION_BODY_LIMIT));
+    let kib = u32::try_from(bytes.div_ceil(1024)).expect("the body limit fits in u32 KiB");
+    BODY_BUDGET
+        .acquire_many(kib)
+        .await
+        .expect("the budget is never closed")
+}
+
 /// Which change feed a trigger follows, hence which projection it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeFeed {
@@ -127,6 +150,7 @@ where
                             .get(header::CONTENT_LENGTH)
                             .and_then(|v| v.to_str().ok())
                             .and_then(|v| v.parse::<usize>().ok());
+                        let _budget = body_budget(announced).await;
                         let body = read_body(body, announced, read_timeout).await;
                         invoke(*trigger, store, headers, body).await
                     },

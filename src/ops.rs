@@ -2,7 +2,9 @@
 //!
 //! - `handler verify [--repair]`: check every derived copy against the source of truth
 //!   ([`verify`], from [`expected`]); with `--repair`, mend it through the projections
-//!   ([`repair`]) and check again; [`newest`] is the feed as it should be. Exit 0 without drift, 1 with drift, 2 when it cannot run.
+//!   ([`repair`]) and check again; [`newest`] is the feed as it should be; [`lag`] tells lag from
+//!   drift. Exit 0 without drift (lag aside), 1 with drift or a quarantined change, 2 when it
+//!   cannot run.
 //! - `handler backup PATH`: an online copy of the embedded store ([`backup`]).
 //! - `handler quarantine list|replay|drop`: the changes a projection lane could not apply
 //!   ([`quarantine`]).
@@ -11,6 +13,7 @@
 
 pub mod backup;
 pub mod expected;
+pub mod lag;
 pub mod newest;
 pub mod progress;
 pub mod quarantine;
@@ -45,8 +48,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check every derived copy (post copies, feed, usernames, counters) against the posts and
-    /// users; exit 0 without drift, 1 with drift, 2 when it cannot run.
+    /// Check every derived copy (post copies, feed, usernames, counters, follows, timelines)
+    /// against the posts and users; exit 0 without drift (changes still on their way through
+    /// the change feed are lag, not drift), 1 with drift or a quarantined change, 2 when it
+    /// cannot run.
     Verify {
         /// Write the fixes through the projections, then verify again.
         #[arg(long)]
@@ -171,7 +176,7 @@ impl Outcome {
         self.last().is_clean() && self.timelines.last().is_clean() && self.quarantined.is_empty()
     }
 
-    /// The report as printed; its last line is `verify: N items checked, M drifted`.
+    /// The report as printed; its last line is the [`Summary`].
     pub fn render(&self) -> String {
         let mut out = report::render(&self.before);
         let mut charge = self.before.usage.request_charge;
@@ -199,15 +204,45 @@ impl Outcome {
         if charge > 0.0 {
             let _ = writeln!(out, "request units: {charge:.2}");
         }
-        let last = self.last();
+        if !self.before.lag_known {
+            out.push_str(
+                "lag: judged by time alone (no pump checkpoint in this store: the Functions \
+                 host's triggers follow its feeds)\n",
+            );
+        }
+        let s = self.summary();
         let _ = writeln!(
             out,
-            "verify: {} items checked, {} drifted",
-            last.total_checked(),
-            last.drifted_items
+            "verify: {} items checked, {} drifted, {} lagging, {} quarantined",
+            s.checked, s.drifted, s.lagging, s.quarantined
         );
         out
     }
+
+    /// The figures of the report's last line, over every part (after the repair, if any).
+    pub fn summary(&self) -> Summary {
+        let (posts, timelines) = (self.last(), self.timelines.last());
+        Summary {
+            checked: posts.total_checked() + timelines.checked,
+            drifted: posts.drifted_items + timelines.drifted(),
+            lagging: posts.lagging + timelines.lagging,
+            quarantined: self.quarantined.len() as u64,
+        }
+    }
+}
+
+/// The report's last line: `verify: N items checked, D drifted, L lagging, Q quarantined`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// Derived items checked: posts, comments, likes, copies, feed entries, users, edges,
+    /// mirrors, timeline entries and markers, merged copies.
+    pub checked: u64,
+    /// Items found wrong whose sources the change feed had applied (after the repair, if any).
+    pub drifted: u64,
+    /// Items found wrong while a change of theirs was still on its way: not drift.
+    pub lagging: u64,
+    /// Changes a projection lane could not apply, kept for replay.
+    pub quarantined: u64,
 }
 
 /// Verify, and with `repair` mend and verify again. `settle`: see [`verify::verify`];

@@ -525,6 +525,37 @@ pub async fn caught_up(store: &dyn Store) -> StoreResult<bool> {
     Ok(true)
 }
 
+/// Where one follower stands in its feed, as checkpointed.
+#[derive(Debug, Clone)]
+pub struct Position {
+    pub lane: Lane,
+    pub container: Container,
+    /// Its checkpoint (`None`: it has not checkpointed, so it starts from the beginning).
+    pub continuation: Option<String>,
+    /// Posts whose counters await a recheck.
+    pub deferred: Vec<String>,
+}
+
+/// Where every follower stands, or `None` when none has ever checkpointed in this store: its
+/// feeds are followed by something else (the Functions host's triggers, whose leases are
+/// theirs), or by nothing yet.
+pub async fn positions(store: &dyn Store) -> StoreResult<Option<Vec<Position>>> {
+    let mut out = Vec::new();
+    let mut any = false;
+    for c in FOLLOWERS {
+        let id = lease_id(c);
+        any |= store.read(Container::Leases, &id, &id).await?.is_some();
+        let checkpoint = load_checkpoint(store, c).await?;
+        out.push(Position {
+            lane: c.lane,
+            container: c.c,
+            continuation: checkpoint.continuation,
+            deferred: checkpoint.deferred,
+        });
+    }
+    Ok(any.then_some(out))
+}
+
 /// Checkpoint the followed feeds at their current end, so that a pump started afterwards
 /// projects only later changes. Only for data written with its projections already in place
 /// (the bench loads its dataset that way); anything else needs the pump to read it all.

@@ -49,6 +49,7 @@ mod args;
 mod chart;
 mod dataset;
 mod fanout;
+mod guards;
 mod lag;
 mod limit;
 mod measure;
@@ -410,6 +411,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("bench: chart written to {}", svg.display());
     }
     eprintln!("bench: done in {:.1} s", report.total_seconds);
+    let over = guards::over(&report);
+    for o in &over {
+        println!("**Over target:** {o}.");
+    }
+    if !over.is_empty() {
+        bail!(
+            "{} figures over their targets: {}",
+            over.len(),
+            over.join("; ")
+        );
+    }
     Ok(())
 }
 

@@ -28,13 +28,18 @@ pub struct Report {
     pub examples: BTreeMap<DriftKind, Vec<Drift>>,
     /// Distinct items with at least one finding.
     pub drifted_items: u64,
-    /// Posts that drifted at the first look and whose sources changed between every two later
-    /// looks: not judged (the change feed may still be on its way), not counted as drift.
-    pub changing: u64,
+    /// Posts (with their comments, likes, copies and feed entries) found wrong while a change of
+    /// theirs was still on its way through the change feed at every look (`super::lag`): lag,
+    /// not drift, and left out of the repair.
+    pub lagging: u64,
+    /// Whether lag was judged by the lanes' positions (`super::lag`); without them, by time alone.
+    pub lag_known: bool,
     /// The store operations and request units the run used (request units on Cosmos DB only).
     pub usage: Usage,
     /// What `--repair` works from.
     pub(super) todo: Todo,
+    /// Every finding recorded, for judging lag after a look ([`Report::without_lagging`]).
+    pub(super) found: Vec<Drift>,
 }
 
 /// The ids a repair needs, kept for drifted items only.
@@ -91,6 +96,7 @@ impl Report {
     pub(super) fn record(&mut self, findings: Vec<Drift>) {
         let items: BTreeSet<String> = findings.iter().map(Drift::target).collect();
         self.drifted_items += items.len() as u64;
+        self.found.extend(findings.iter().cloned());
         for d in findings {
             *self.drift.entry(d.kind).or_default() += 1;
             let ex = self.examples.entry(d.kind).or_default();
@@ -100,9 +106,61 @@ impl Report {
         }
     }
 
+    /// The report without the findings whose post `lagging` says is lagging (`post id`), nor
+    /// what a repair would write for them; those posts are counted in [`Report::lagging`].
+    pub(super) fn without_lagging(&self, lagging: impl Fn(&Drift) -> bool) -> Report {
+        let mut out = Report {
+            checked: self.checked.clone(),
+            usage: self.usage,
+            lag_known: self.lag_known,
+            ..Report::default()
+        };
+        let (late, kept): (Vec<&Drift>, Vec<&Drift>) = self.found.iter().partition(|d| lagging(d));
+        let late: BTreeSet<&str> = late.iter().map(|d| post_of(d)).collect();
+        out.record(kept.into_iter().cloned().collect());
+        out.lagging = self.lagging + late.len() as u64;
+        let mut todo = self.todo.clone();
+        todo.replay.retain(|id, _| !late.contains(id.as_str()));
+        todo.extra_copies
+            .retain(|(_, id)| !late.contains(id.as_str()));
+        todo.extra_feed.retain(|id| !late.contains(id.as_str()));
+        out.todo = todo;
+        out
+    }
+
+    /// Take in the findings of `other` (about other items), its lagging posts and its repairs.
+    pub(super) fn merge(&mut self, other: Report) {
+        self.drifted_items += other.drifted_items;
+        self.lagging += other.lagging;
+        for (kind, n) in other.drift {
+            *self.drift.entry(kind).or_default() += n;
+        }
+        for (kind, examples) in other.examples {
+            let ex = self.examples.entry(kind).or_default();
+            let room = EXAMPLES.saturating_sub(ex.len());
+            ex.extend(examples.into_iter().take(room));
+        }
+        self.found.extend(other.found);
+        self.todo.replay.extend(other.todo.replay);
+        self.todo.extra_copies.extend(other.todo.extra_copies);
+        self.todo.extra_feed.extend(other.todo.extra_feed);
+        if other.todo.oldest_newest.is_some() {
+            self.todo.oldest_newest = other.todo.oldest_newest;
+        }
+    }
+
     /// Every example, in report order.
     pub fn findings(&self) -> impl Iterator<Item = &Drift> {
         self.examples.values().flatten()
+    }
+}
+
+/// The post a finding is about: each derived item belongs to one (a comment or like by its
+/// partition, a copy or a feed entry by its id).
+pub fn post_of(d: &Drift) -> &str {
+    match d.container {
+        crate::store::Container::Posts => &d.pk,
+        _ => &d.id,
     }
 }
 
@@ -127,11 +185,12 @@ pub fn render(r: &Report) -> String {
     if r.is_clean() {
         out.push_str("drift: none\n");
     }
-    if r.changing > 0 {
+    if r.lagging > 0 {
         let _ = writeln!(
             out,
-            "not judged: {} posts still changing at every look (verify again when they are quiet)",
-            r.changing
+            "lagging: {} posts with a change still on its way through the change feed at every \
+             look (not drift; verify again when the service is quiet)",
+            r.lagging
         );
     }
     for (kind, n) in &r.drift {

@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::lag::{Touched, Window};
 use crate::domain::follows::{
     entry_content, entry_post, follower_id, following_id, is_live_of, is_marker, marker_id,
     merge_marker, stored_entry_content, timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE,
@@ -68,11 +69,41 @@ pub struct Check {
     recount: BTreeSet<String>,
     /// Writes made as they are.
     writes: Vec<Write>,
+    /// Findings left out as lag: the user's follows or timeline had a change in flight, or
+    /// changing, at every look (`super::lag`); not drift, and not repaired.
+    pub lagging: u64,
+    /// Whether lag was judged by the lanes' positions (`super::lag`); without them, by time alone.
+    pub lag_known: bool,
+    /// The users whose partitions (and posts) the check read: the user, whom they follow, who
+    /// follows them.
+    sources: BTreeSet<String>,
 }
 
 impl Check {
     pub fn is_clean(&self) -> bool {
         self.drift.is_empty()
+    }
+
+    /// Findings, one per drifted item.
+    pub fn drifted(&self) -> u64 {
+        self.drift.values().sum()
+    }
+
+    /// Take in the findings and repairs of another user's check.
+    fn absorb(&mut self, other: Check) {
+        for (kind, n) in other.drift {
+            *self.drift.entry(kind).or_default() += n;
+        }
+        for (kind, examples) in other.examples {
+            let ex = self.examples.entry(kind).or_default();
+            let room = EXAMPLES.saturating_sub(ex.len());
+            ex.extend(examples.into_iter().take(room));
+        }
+        self.replay_edges.extend(other.replay_edges);
+        self.merged_sync.extend(other.merged_sync);
+        self.replay_users.extend(other.replay_users);
+        self.recount.extend(other.recount);
+        self.writes.extend(other.writes);
     }
 
     fn found(&mut self, kind: &'static str, what: String) {
@@ -86,6 +117,13 @@ impl Check {
     /// The lines of the report.
     pub fn render(&self) -> String {
         let mut out = format!("follows and timelines: {} items checked", self.checked);
+        if self.lagging > 0 {
+            out.push_str(&format!(
+                ", {} lagging (a change still on its way through the change feed at every look; \
+                 not drift)",
+                self.lagging
+            ));
+        }
         if self.is_clean() {
             out.push_str(", no drift\n");
             return out;
@@ -101,19 +139,76 @@ impl Check {
     }
 }
 
-/// Check every user's follows and timeline; what drifted is looked at again after `settle`
-/// (changes still travelling through the change feed are not drift).
+/// Check every user's follows and timeline. Each look runs inside a [`Window`] (`super::lag`):
+/// a user whose check read a partition (theirs, a followee's, a follower's) or an author with a
+/// change in flight or made during the look is lagging at that look. What is wrong is looked at
+/// again, `settle` later, up to [`LATER_LOOKS`] times, and reported as drift at the first look
+/// that finds it wrong and not lagging; still lagging at the last look, it is counted as lag
+/// ([`Check::lagging`]), and a repair leaves it to the change feed. Where the lanes' positions
+/// are not known (the Functions host), what is still wrong `settle` later is drift. `settle`
+/// zero judges the first look alone.
 pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
-    let first = check_all(store).await?;
-    if first.is_clean() || settle.is_zero() {
-        return Ok(first);
+    let window = Window::open(store).await?;
+    let (mut check, suspects) = check_all(store).await?;
+    let touched = window.close(store).await?;
+    check.lag_known = touched.known();
+    let mut pending = Vec::new();
+    for (user, one) in suspects {
+        if !settle.is_zero() {
+            pending.push((user, one));
+        } else if lagging(&touched, &user, &one) {
+            check.lagging += one.drifted();
+        } else {
+            check.absorb(one);
+        }
     }
-    tokio::time::sleep(settle).await;
-    check_all(store).await
+    for _ in 0..LATER_LOOKS {
+        if pending.is_empty() {
+            break;
+        }
+        tokio::time::sleep(settle).await;
+        let limit = projection::timeline::limit_to_judge_by(store).await?;
+        let moving = projection::relocation::moving(store).await?;
+        let window = Window::open(store).await?;
+        let mut looked = Vec::new();
+        for (user, _) in &pending {
+            let Some(user) = live_user(store, user).await? else {
+                continue;
+            };
+            let mut one = Check::default();
+            check_user(store, &user, limit, moving, &mut one).await?;
+            if !one.is_clean() {
+                let u = str_field(&user, "userId").unwrap_or_default().to_string();
+                looked.push((u, one));
+            }
+        }
+        let touched = window.close(store).await?;
+        pending = Vec::new();
+        for (user, one) in looked {
+            if touched.known() && lagging(&touched, &user, &one) {
+                pending.push((user, one));
+            } else {
+                check.absorb(one);
+            }
+        }
+    }
+    check.lagging += pending.iter().map(|(_, one)| one.drifted()).sum::<u64>();
+    Ok(check)
 }
 
-async fn check_all(store: &dyn Store) -> StoreResult<Check> {
+/// Looks after the first at what drifted, each `settle` after the one before.
+const LATER_LOOKS: usize = super::verify::LATER_LOOKS;
+
+fn lagging(touched: &Touched, user: &str, one: &Check) -> bool {
+    let users = std::iter::once(user).chain(one.sources.iter().map(String::as_str));
+    touched.users_lagging(users)
+}
+
+/// Every user's check: the counts of all, and each user whose check found something (their id
+/// and check).
+async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)>)> {
     let mut check = Check::default();
+    let mut suspects = Vec::new();
     let limit = projection::timeline::limit_to_judge_by(store).await?;
     let moving = projection::relocation::moving(store).await?;
     let mut q = Query::cross_partition()
@@ -123,11 +218,17 @@ async fn check_all(store: &dyn Store) -> StoreResult<Check> {
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
         for user in &page.items {
-            check_user(store, user, limit, moving, &mut check).await?;
+            let mut one = Check::default();
+            check_user(store, user, limit, moving, &mut one).await?;
+            check.checked += one.checked;
+            if !one.is_clean() {
+                let u = str_field(user, "userId").unwrap_or_default().to_string();
+                suspects.push((u, one));
+            }
         }
         match page.continuation {
             Some(t) => q.continuation = Some(t),
-            None => return Ok(check),
+            None => return Ok((check, suspects)),
         }
     }
 }
@@ -197,6 +298,7 @@ async fn check_user(
         return Ok(());
     };
     check.checked += 1;
+    check.sources.insert(u.to_string());
     let edges = all_of(store, Container::Users, u, FOLLOWING).await?;
     let mirrors = all_of(store, Container::Users, u, FOLLOWER).await?;
     let (markers, entries): (Vec<_>, Vec<_>) = timeline_items(store, u, moving)
@@ -243,6 +345,7 @@ async fn check_user(
         let Some(x) = str_field(e, REF_USER) else {
             continue;
         };
+        check.sources.insert(x.to_string());
         let where_ = format!("users/{u}/{}", following_id(x));
         let Some(followee) = live_user(store, x).await? else {
             check.found("edge to an erased user", where_);
@@ -320,6 +423,7 @@ async fn check_user(
         let Some(f) = str_field(m, REF_USER) else {
             continue;
         };
+        check.sources.insert(f.to_string());
         let edge_id = following_id(u);
         let edge = retry(|| store.read(Container::Users, f, &edge_id)).await?;
         if !edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
@@ -346,6 +450,7 @@ async fn check_user(
             continue;
         };
         present.insert(shown.id.clone());
+        check.sources.insert(shown.user_id.clone());
         let post = retry(|| store.read(Container::Posts, &shown.id, &shown.id)).await?;
         let post = post
             .filter(|p| !is_deleted(p))

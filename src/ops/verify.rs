@@ -24,9 +24,10 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use super::expected::{self, str_field, Drift};
+use super::lag::Window;
 use super::newest::{self, Newest};
 use super::progress::Progress;
-use super::report::{notification, Report};
+use super::report::{notification, post_of, Report};
 use crate::domain::{is_deleted, Kind, FEED_PK};
 use crate::store::metrics;
 use crate::store::{retry, Container, Query, Store, StoreResult};
@@ -97,6 +98,9 @@ struct PostCheck {
     /// The sources as read (the post, its live comments and likes, its author's name): equal
     /// fingerprints at two looks mean nothing the projections work from changed in between.
     sources: u64,
+    /// The users whose names the findings were judged by: the post's author, and the author of
+    /// each comment or like found with a stale name.
+    users: Vec<String>,
 }
 
 /// One value for a set of items' versions, whatever order they were read in.
@@ -125,6 +129,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
             expected: None,
             replay: Vec::new(),
             sources: 0,
+            users: Vec::new(),
         });
     };
     let mut findings = Vec::new();
@@ -134,6 +139,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
     let (post_id, user_id) = (post_id.as_str(), user_id.as_str());
     let mut post = post;
     let mut sources = Fingerprint::default();
+    let mut users = Vec::new();
     let items = pages(
         store,
         Container::Posts,
@@ -159,12 +165,14 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
             };
             if let Some(d) = expected::author_drift(&item, author.as_deref()) {
                 findings.push(d);
+                users.extend(str_field(&item, "userId").map(String::from));
                 replay_items.push(item);
             }
         }
     }
     let author = names.get(user_id).await?;
     sources.add(&author);
+    users.push(user_id.to_string());
     findings.extend(expected::author_drift(&post, author.as_deref()));
     findings.extend(expected::count_drift(&post, comments, likes));
     let should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
@@ -187,19 +195,23 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, post: Value) -> StoreR
         expected: Some(should_be),
         replay,
         sources: sources.0,
+        users,
     })
 }
 
 /// Verify the whole database. `progress` reports how far it got (a bar on a terminal).
 ///
 /// On a live service a change still on its way through the change feed (a new comment's count,
-/// an edited post's copies) is not drift, so whatever drifted at the first look is looked at
-/// again, `settle` later, up to [`LATER_LOOKS`] times. A post is reported only once it is
-/// still wrong at a look *and* its sources (the post, its live comments and likes, its author's
-/// name) are exactly as they were at the look before: the change feed then had `settle` to
-/// catch up with that state and did not. A post that is clean at a look is dropped; one whose
-/// sources changed between every two looks is not judged, only counted
-/// ([`Report::changing`]). `settle` zero reports the first look as it is.
+/// an edited post's copies) is not drift. Each look runs inside a [`Window`] that tells which
+/// posts had a change in flight or changed while the look read them (`super::lag`): such a post
+/// is *lagging* at that look. Whatever is wrong at the first look is looked at again, `settle`
+/// later, up to [`LATER_LOOKS`] times. A post is reported as drift only once it is still wrong
+/// at a look that found it not lagging, *and* its sources (the post, its live comments and
+/// likes, its author's name) are exactly as they were at the look before. A post that is clean
+/// at a look is dropped; one still wrong and lagging at the last look is counted as lagging
+/// ([`Report::lagging`]), not as drift, and a repair leaves it to the change feed. Where the
+/// lanes' positions are not known (the Functions host), unchanged sources over `settle` are the
+/// whole rule. `settle` zero reports the first look as it is, lagging posts apart.
 pub async fn verify(
     store: &dyn Store,
     progress: &Progress,
@@ -214,9 +226,11 @@ pub async fn verify(
 async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreResult<Report> {
     let mut first = Report::default();
     let mut newest = Newest::default();
-    // The sources of each post that drifted at the first look.
+    // The sources and the author of each post that drifted at the first look.
     let mut first_sources = HashMap::new();
+    let mut authors: HashMap<String, Vec<String>> = HashMap::new();
     let names = Names::new(store);
+    let window = Window::open(store).await?;
 
     // 1. Posts, a few partitions at a time.
     progress.stage("posts");
@@ -233,8 +247,10 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         let checks = check_posts(store, &names, page).await?;
         progress.inc(checks.len() as u64);
         for c in checks.iter().filter(|c| !c.findings.is_empty()) {
-            if let Some(id) = c.expected.as_ref().and_then(|p| str_field(p, "id")) {
-                first_sources.insert(id.to_string(), c.sources);
+            if let Some(p) = c.expected.as_ref() {
+                let id = str_field(p, "id").unwrap_or_default().to_string();
+                authors.insert(id.clone(), c.users.clone());
+                first_sources.insert(id, c.sources);
             }
         }
         absorb(&mut first, &mut newest, checks, true);
@@ -271,16 +287,25 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
 
     // 3. The feed against the newest posts.
     progress.stage("feed");
-    check_feed(store, &mut first, &newest, true, &HashSet::new()).await?;
-    if first.is_clean() || settle.is_zero() {
+    check_feed(store, &mut first, &newest, true, &no_lag()).await?;
+    let touched = window.close(store).await?;
+    first.lag_known = touched.known();
+    if first.is_clean() {
         progress.finish();
         return Ok(first);
+    }
+    if settle.is_zero() {
+        progress.finish();
+        return Ok(first.without_lagging(|d| {
+            touched.post_lagging(post_of(d), &users_of(&authors, &newest, d))
+        }));
     }
 
     // Later looks at what drifted, with names read afresh each time.
     progress.stage("second look");
     let mut report = Report {
         checked: first.checked.clone(),
+        lag_known: first.lag_known,
         ..Report::default()
     };
     let mut suspects: HashMap<String, Option<u64>> = first
@@ -297,45 +322,77 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         let names = Names::new(store);
         let ids: Vec<String> = suspects.keys().cloned().collect();
         let mut moving = HashMap::new();
+        let window = Window::open(store).await?;
+        let mut looked = Vec::new();
         for ids in ids.chunks(PAGE as usize) {
             let mut page = Vec::new();
             for id in ids {
                 let post = retry(|| store.read(Container::Posts, id, id)).await?;
                 page.extend(post.filter(|p| !is_deleted(p)));
             }
-            let mut confirmed = Vec::new();
-            for check in check_posts(store, &names, page).await? {
-                let Some(expected) = &check.expected else {
-                    continue;
-                };
-                newest.offer(expected);
-                let id = str_field(expected, "id").unwrap_or_default().to_string();
-                if check.findings.is_empty() {
-                    continue;
-                }
-                if suspects.get(&id) == Some(&Some(check.sources)) {
-                    confirmed.push(check);
-                } else {
-                    moving.insert(id, Some(check.sources));
-                }
-            }
-            progress.inc(confirmed.len() as u64);
-            absorb(&mut report, &mut newest, confirmed, false);
+            looked.extend(check_posts(store, &names, page).await?);
         }
+        let touched = window.close(store).await?;
+        let mut confirmed = Vec::new();
+        for check in looked {
+            let Some(expected) = &check.expected else {
+                continue;
+            };
+            newest.offer(expected);
+            let id = str_field(expected, "id").unwrap_or_default().to_string();
+            if check.findings.is_empty() {
+                continue;
+            }
+            let lagging = touched.post_lagging(&id, &check.users);
+            if !lagging && suspects.get(&id) == Some(&Some(check.sources)) {
+                confirmed.push(check);
+            } else {
+                moving.insert(id, Some(check.sources));
+            }
+        }
+        progress.inc(confirmed.len() as u64);
+        absorb(&mut report, &mut newest, confirmed, false);
         suspects = moving;
     }
-    let changing: HashSet<String> = suspects.into_keys().collect();
-    report.changing = changing.len() as u64;
+    let lagging: HashSet<String> = suspects.into_keys().collect();
+    // The copies whose post is gone, and the feed, in a window of their own.
+    let window = Window::open(store).await?;
     let mut found = Vec::new();
     for (user_id, id) in &first.todo.extra_copies {
         let post = retry(|| store.read(Container::Posts, id, id)).await?;
         let post = post.filter(|p| !is_deleted(p));
         found.extend(expected::extra_copy(user_id, id, post.as_ref()));
     }
-    record_extra_copies(&mut report, found);
-    check_feed(store, &mut report, &newest, false, &changing).await?;
+    let mut last = Report::default();
+    record_extra_copies(&mut last, found);
+    check_feed(store, &mut last, &newest, false, &lagging).await?;
+    let touched = window.close(store).await?;
+    let last = last.without_lagging(|d| {
+        lagging.contains(post_of(d))
+            || touched.post_lagging(post_of(d), &users_of(&authors, &newest, d))
+    });
+    report.lagging = lagging.len() as u64;
+    report.merge(last);
     progress.finish();
     Ok(report)
+}
+
+/// The users whose names a finding's post was judged by, where known (see [`PostCheck::users`]).
+fn users_of(authors: &HashMap<String, Vec<String>>, newest: &Newest, d: &Drift) -> Vec<String> {
+    match (d.container, authors.get(post_of(d))) {
+        (Container::Users, _) => vec![d.pk.clone()],
+        (_, Some(users)) => users.clone(),
+        (_, None) => newest
+            .get(post_of(d))
+            .and_then(|p| str_field(p, "userId").map(String::from))
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// No post is taken as lagging (the first look judges after it is over).
+fn no_lag() -> HashSet<String> {
+    HashSet::new()
 }
 
 async fn check_posts(

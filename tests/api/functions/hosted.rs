@@ -300,7 +300,9 @@ async fn an_applied_batch_reports_its_lag_behind_the_newest_change() {
     assert!(!empty.logs().contains("lag_ms"), "{}", empty.logs());
 }
 
-/// The real `handler` binary, started as the host starts it, with its stdout and stderr kept.
+/// The real `handler` binary, started as the host starts it, with its stdout and stderr kept:
+/// the build under test, or the one `BLOG_TEST_HANDLER` names (the packaged `dist/app/handler`,
+/// to measure what ships).
 pub(super) struct Handler {
     pub(super) child: std::process::Child,
     pub(super) base: String,
@@ -309,7 +311,9 @@ pub(super) struct Handler {
 impl Handler {
     pub(super) fn start(dir: &std::path::Path, log_format: Option<&str>) -> Handler {
         let port = free_port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_handler"));
+        let binary = std::env::var_os("BLOG_TEST_HANDLER")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_handler").into());
+        let mut cmd = Command::new(binary);
         // Only what the host would set: nothing from the developer's shell leaks in.
         cmd.env_clear()
             .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())

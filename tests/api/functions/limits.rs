@@ -325,3 +325,62 @@ fn documented_trigger_memory_bound_mib() -> u64 {
         })
         .unwrap_or_else(|| panic!("no \"under N MiB\" in: {paragraph}"))
 }
+
+/// Two bodies that together exceed what is read and applied at once: the second is read only
+/// once the first is applied, so two bodies near the limit are never decoded at the same time
+/// (while two small ones still are: the other tests deliver theirs two at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_memory_budget_together_are_applied_one_after_the_other() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let handler = Handler::start(dir.path(), None);
+    let client = reqwest::Client::new();
+    handler.wait_ready(&client).await;
+    // A batch of posts that do not exist (applying it writes nothing), padded to just over half
+    // of the budget.
+    let size = blog::functions::INVOCATION_BYTES_AT_ONCE / 2 + 1024;
+    let pad = "x".repeat(size - 200);
+    let docs = json!([{ "id": "gone", "postId": "gone", "type": "post", "pad": pad }]);
+    let body = raw_envelope(&docs.to_string());
+    let addr = handler.base.trim_start_matches("http://").to_string();
+    let head = format!(
+        "POST /PostsChangeFeed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    // The first: all but its last byte.
+    let mut first = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    first.write_all(head.as_bytes()).await.unwrap();
+    first.write_all(&body[..body.len() - 1]).await.unwrap();
+    // The second, whole, once the first has taken its share (its bytes are being read).
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let second = tokio::spawn({
+        let (addr, head, body) = (addr.clone(), head.clone(), body.clone());
+        async move {
+            let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            s.write_all(head.as_bytes()).await.unwrap();
+            s.write_all(&body).await.unwrap();
+            let mut answer = Vec::new();
+            s.read_to_end(&mut answer).await.unwrap();
+            String::from_utf8_lossy(&answer).into_owned()
+        }
+    });
+    // Not answered while the first is unfinished: it waits for the budget, whatever the time.
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        while !second.is_finished() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        waited.is_err(),
+        "the second body was applied beside the first"
+    );
+    first.write_all(&body[body.len() - 1..]).await.unwrap();
+    let mut answer = Vec::new();
+    first.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answer = second.await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
