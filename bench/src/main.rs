@@ -415,7 +415,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     for o in &over {
         println!("**Over target:** {o}.");
     }
-    if !over.is_empty() {
+    if !over.is_empty() && !guards::JUDGED {
+        eprintln!(
+            "bench: {} figures over their targets, not judged: a debug build measures neither \
+             speed nor size",
+            over.len()
+        );
+    } else if !over.is_empty() {
         bail!(
             "{} figures over their targets: {}",
             over.len(),
