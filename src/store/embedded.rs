@@ -22,7 +22,9 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{
+    params, params_from_iter, Connection, OpenFlags, OptionalExtension, TransactionBehavior,
+};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -78,7 +80,10 @@ impl Inner {
         if let Some(reader) = self.readers[i].get() {
             return Ok(reader);
         }
-        let c = Connection::open(&self.path).map_err(sql)?;
+        // Never creating the file: the writer did. A reader opened after a failed start removed
+        // the new file (the first one opens while the start goes on) must not bring it back.
+        let flags = OpenFlags::default().difference(OpenFlags::SQLITE_OPEN_CREATE);
+        let c = Connection::open_with_flags(&self.path, flags).map_err(sql)?;
         configure(&c).map_err(sql)?;
         Ok(self.readers[i].get_or_init(|| Mutex::new(c)))
     }
