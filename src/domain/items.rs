@@ -3,7 +3,7 @@
 //! fields it keeps.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{now, short_content, Id, Text, Username};
 
@@ -148,6 +148,57 @@ impl Post {
             content: short_content(&self.content),
             updated_at: None,
             ..self.clone()
+        }
+    }
+
+    /// The post's counters, as stored. They are on the post and on its short form in `users`
+    /// and `feed`, and on no copy in another partition (see [`Post::copy_fields`]).
+    pub const COUNTERS: [&'static str; 2] = ["commentCount", "likeCount"];
+
+    /// What a copy of the post kept outside its author's own lists holds (timeline entries, the
+    /// merged authors' posts), given the post in the form the copy shows ([`Post::as_copied`]):
+    /// every field but the post's identity (`id`, `type` and the author's `userId`, which the
+    /// copy's place names in its own way) and its [counters](Post::COUNTERS) (a like or a comment
+    /// changes no such copy; a read takes the counts from the post). A field added to `Post` is
+    /// in every copy without more ado.
+    pub fn copy_fields(&self) -> Map<String, Value> {
+        let Value::Object(mut fields) = super::to_value(self) else {
+            unreachable!("a post serializes as an object")
+        };
+        for f in ["id", Kind::FIELD, "userId"]
+            .into_iter()
+            .chain(Post::COUNTERS)
+        {
+            fields.remove(f);
+        }
+        fields
+    }
+
+    /// The post a copy shows, from the copy's fields (what [`Post::copy_fields`] wrote, and
+    /// whatever else the stored copy holds: system properties, the counts older copies kept)
+    /// and its author: counters read as 0. A copy written before a field was added to `Post`
+    /// reads only if that field has a serde default (the unit tests hold every kind of copy to
+    /// it).
+    pub fn from_copy_fields(
+        mut fields: Map<String, Value>,
+        author: &str,
+    ) -> Result<Post, serde_json::Error> {
+        let post_id = fields.get("postId").cloned().unwrap_or(Value::Null);
+        fields.insert("id".into(), post_id);
+        fields.insert(Kind::FIELD.into(), Kind::Post.into());
+        fields.insert("userId".into(), author.into());
+        for f in Post::COUNTERS {
+            fields.insert(f.into(), 0.into());
+        }
+        serde_json::from_value(Value::Object(fields))
+    }
+
+    /// The post as a copy outside its author's lists shows it: the short form, counters 0.
+    pub fn as_copied(&self) -> Post {
+        Post {
+            comment_count: 0,
+            like_count: 0,
+            ..self.summary()
         }
     }
 }
