@@ -232,7 +232,8 @@ impl TryFrom<StoredCopy> for TimelineEntry {
     type Error = String;
 
     fn try_from(s: StoredCopy) -> Result<Self, String> {
-        if FollowKind::of(&s.kind) != Some(FollowKind::Timeline) || s.fields.contains_key(MERGE) {
+        let marker = s.fields.get(MERGE) == Some(&Value::Bool(true));
+        if FollowKind::of(&s.kind) != Some(FollowKind::Timeline) || marker {
             return Err(format!("not a timeline entry (type {:?})", s.kind));
         }
         let author = s.ref_user_id.ok_or("a timeline entry names no author")?;

@@ -203,6 +203,20 @@ impl Post {
     }
 }
 
+/// What a post, a comment and a like each carry: the item, its post, and its author by id and
+/// by the name the item shows (missing on an item that lost it).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Authored {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub post_id: String,
+    pub user_id: String,
+    #[serde(default)]
+    pub user_username: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Comment {
