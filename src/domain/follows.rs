@@ -478,21 +478,19 @@ mod tests {
             &crate::domain::Text::title("t").unwrap(),
             &crate::domain::Text::post_content(&"c".repeat(300)).unwrap(),
         );
+        // A copy holds every field of the post's short form but its identity and counters,
+        // under an identity of its own: what earlier releases wrote, and a field added to `Post`.
+        let summary = crate::domain::to_value(&p.summary());
+        let copied = |own: &[&'static str]| {
+            let post = keys(&summary)
+                .into_iter()
+                .filter(|k| !["id", "type", "userId", "commentCount", "likeCount"].contains(k));
+            let mut k: Vec<&str> = post.chain(own.iter().copied()).collect();
+            k.sort_unstable();
+            k
+        };
         let e = timeline_entry("f", &p);
-        assert_eq!(
-            keys(&e),
-            [
-                "content",
-                "creationDate",
-                "id",
-                "postId",
-                "refUserId",
-                "title",
-                "type",
-                "userId",
-                "userUsername"
-            ]
-        );
+        assert_eq!(keys(&e), copied(&["id", "type", "userId", "refUserId"]));
         assert_eq!(
             (e["type"].as_str(), e[REF_USER].as_str()),
             (Some(TIMELINE), Some("x"))
@@ -521,19 +519,7 @@ mod tests {
             ]
         );
         let merged = MergedPost::new(&p).to_item();
-        assert_eq!(
-            keys(&merged),
-            [
-                "content",
-                "creationDate",
-                "id",
-                "postId",
-                "title",
-                "type",
-                "userId",
-                "userUsername"
-            ]
-        );
+        assert_eq!(keys(&merged), copied(&["id", "type", "userId"]));
         assert_eq!(
             (merged["type"].as_str(), merged["userId"].as_str()),
             (Some(MERGED), Some("x"))
