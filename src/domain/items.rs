@@ -217,6 +217,18 @@ pub struct Authored {
     pub user_username: Option<String>,
 }
 
+impl Authored {
+    /// A stored item as what it carries, if it reads as a post, a comment or a like.
+    pub fn read(item: &Value) -> Option<Authored> {
+        Authored::deserialize(item).ok()
+    }
+
+    /// The author of a stored post, comment or like, if it reads as one.
+    pub fn author_of(item: &Value) -> Option<String> {
+        Authored::read(item).map(|a| a.user_id)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Comment {
