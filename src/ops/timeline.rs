@@ -253,6 +253,12 @@ async fn all_of(
     }
 }
 
+/// What any stored item carries: its id.
+#[derive(Deserialize)]
+struct Id {
+    id: String,
+}
+
 /// A live user: the item as stored (what the timeline lane reads its side of the limit from,
 /// and replays) and as read.
 struct Live {
@@ -308,10 +314,6 @@ async fn timeline_items(
     user: &str,
     moving: bool,
 ) -> StoreResult<Vec<(Container, String, Result<TimelineItem, String>)>> {
-    #[derive(Deserialize)]
-    struct Id {
-        id: String,
-    }
     let read = |c: Container, items: Vec<Value>| {
         items.into_iter().filter_map(move |i| {
             let id = Id::deserialize(&i).ok()?.id;
@@ -564,10 +566,6 @@ async fn check_merged(
         }
     }
     let mut drifted = false;
-    #[derive(Deserialize)]
-    struct Id {
-        id: String,
-    }
     for item in &held {
         let Ok(Id { id }) = Id::deserialize(item) else {
             continue;
