@@ -357,8 +357,8 @@ pub struct LimitJob {
     pub etag: Option<String>,
 }
 
-/// The marker in `owner`'s timeline saying that `author`'s posts are not copied into it (the
-/// author has more followers than the fan-out limit) but merged in when it is read.
+/// The stored form of [`MergeMarker::new`]. For the projections, which still build items as
+/// JSON; other code uses the type.
 pub fn merge_marker(owner: &str, author: &str) -> Value {
     super::to_value(&MergeMarker::new(owner, author))
 }
@@ -369,7 +369,8 @@ pub fn is_marker(item: &Value) -> bool {
 }
 
 /// An edge of `kind` ([`FOLLOWING`] or [`FOLLOWER`]) in `owner`'s partition to `other`, who is
-/// called `other_name`, made at `date`. The stored form of [`Edge::new`].
+/// called `other_name`, made at `date`: the stored form of [`Edge::new`], for the projections,
+/// which still build items as JSON.
 pub fn edge(kind: &str, owner: &str, other: &str, other_name: &str, date: &str) -> Value {
     let kind = match FollowKind::of(kind) {
         Some(FollowKind::Following) => FollowKind::Following,
@@ -379,7 +380,8 @@ pub fn edge(kind: &str, owner: &str, other: &str, other_name: &str, date: &str) 
 }
 
 /// The entry for `post` (any form; its content is cut to the short form) in `owner`'s timeline:
-/// the stored form of [`TimelineEntry::new`].
+/// the stored form of [`TimelineEntry::new`], for the projections, which still build items as
+/// JSON.
 pub fn timeline_entry(owner: &str, post: &Post) -> Value {
     TimelineEntry::new(owner, post).to_item()
 }
@@ -418,7 +420,7 @@ pub fn edge_tombstone_ops() -> Vec<PatchOp> {
     ]
 }
 
-/// Whether `item` is a live item of this follow `kind`.
+/// Whether `item` is a live edge of this follow `kind` ([`Edge::is_live`] of a stored item).
 pub fn is_live_of(item: &Value, kind: &str) -> bool {
     match (Edge::read(item), FollowKind::of(kind)) {
         (Some(e), Some(k)) => e.is_live(k),
@@ -426,8 +428,8 @@ pub fn is_live_of(item: &Value, kind: &str) -> bool {
     }
 }
 
-/// The post an entry copies. An entry holds no counts (see [`TimelineEntry`]): they read as 0
-/// here, and a timeline read replaces them with the post's.
+/// The post a stored entry copies ([`TimelineEntry::post`]). An entry holds no counts: they
+/// read as 0 here, and a timeline read replaces them with the post's.
 pub fn entry_post(entry: &Value) -> Option<Post> {
     TimelineEntry::deserialize(entry).ok().map(|e| e.post)
 }
