@@ -13,7 +13,7 @@ mod patch;
 pub mod pending;
 
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
-pub use items::{Comment, Kind, Like, Post, User};
+pub use items::{Authored, Comment, Kind, Like, Post, User};
 pub use patch::PatchOp;
 
 /// The feed shows this many posts.

@@ -15,7 +15,7 @@ use super::PathIds;
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::is_live;
-use crate::domain::{to_value, Comment, Kind, Text};
+use crate::domain::{to_value, Authored, Comment, Kind, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::Container;
@@ -126,14 +126,15 @@ pub async fn delete_comment(
         .await?
         .filter(|c| is_live(c, Kind::Comment))
         .ok_or_else(|| ApiError::not_found("comment", comment_id.as_str()))?;
-    let author = comment["userId"].as_str().unwrap_or_default().to_string();
+    let author = Authored::author_of(&comment).unwrap_or_default();
     if caller.may_act_for(&[&author], String::new).is_err() {
         // Not the comment's author: the post's author may delete it too (one more read).
         let post = store
             .read(Container::Posts, post_id.as_str(), post_id.as_str())
             .await?;
-        let post_author = post.as_ref().and_then(|p| p["userId"].as_str());
-        caller.may_act_for(&post_author.into_iter().collect::<Vec<_>>(), || {
+        let post_author = post.as_ref().and_then(Authored::author_of);
+        let post_author: Vec<&str> = post_author.iter().map(String::as_str).collect();
+        caller.may_act_for(&post_author, || {
             format!("only its author or the post's author may delete comment `{comment_id}`")
         })?;
     }

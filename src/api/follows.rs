@@ -5,6 +5,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::PagingParams;
@@ -12,10 +13,10 @@ use super::views::{PageView, PostSummaryPage, PostSummaryView, UserPage, UserVie
 use super::{page_response, AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, following_id, is_live_of, is_marker, FOLLOWER, FOLLOWING,
-    MAX_FOLLOWING, REF_USER, TIMELINE, TIMELINE_SIZE,
+    edge_tombstone_ops, following_id, is_marker, Edge, FollowKind, TimelineItem, MAX_FOLLOWING,
+    TIMELINE_SIZE,
 };
-use crate::domain::{is_deleted, is_live, now, Id, Kind};
+use crate::domain::{is_deleted, is_live, now, Id, Kind, User};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::merged;
@@ -31,12 +32,26 @@ fn acts_as(caller: &Caller, user: &Id) -> ApiResult<()> {
     })
 }
 
-async fn live_user(store: &dyn Store, id: &Id) -> ApiResult<Value> {
-    store
+async fn live_user(store: &dyn Store, id: &Id) -> ApiResult<User> {
+    let user = store
         .read(Container::Users, id.as_str(), id.as_str())
         .await?
         .filter(|u| is_live(u, Kind::User))
-        .ok_or_else(|| ApiError::not_found("user", id.as_str()))
+        .ok_or_else(|| ApiError::not_found("user", id.as_str()))?;
+    User::deserialize(&user)
+        .map_err(|e| ApiError::internal(format!("a stored user does not read as one: {e}")))
+}
+
+/// Whether a stored item is a live edge of `kind`.
+fn is_live_edge(item: &Value, kind: FollowKind) -> bool {
+    Edge::read(item).is_some_and(|e| e.is_live(kind))
+}
+
+/// The query of `user`'s live items of `kind`.
+fn of_kind(user: &Id, kind: FollowKind) -> Query {
+    Query::partition(user.as_str())
+        .eq(Kind::FIELD, kind.as_str())
+        .live()
 }
 
 /// `PUT /api/users/{userId}/following/{followeeId}`: reads both users, then creates the edge
@@ -73,19 +88,25 @@ pub async fn follow(
         ));
     }
     let store = &*s.store;
-    let follows = Query::partition(user.as_str()).eq("type", FOLLOWING).live();
+    let follows = of_kind(&user, FollowKind::Following);
     let (_, target, followed) = futures::try_join!(
         live_user(store, &user),
         live_user(store, &followee),
         async { Ok(store.count(Container::Users, &follows).await?) },
     )?;
-    let name = target["username"].as_str().unwrap_or_default();
-    let item = edge(FOLLOWING, user.as_str(), followee.as_str(), name, &now());
+    let item = Edge::new(
+        FollowKind::Following,
+        user.as_str(),
+        followee.as_str(),
+        &target.username,
+        &now(),
+    )
+    .to_item();
     let id = following_id(followee.as_str());
     if followed >= MAX_FOLLOWING as u64 {
         // Only a follow already made may be repeated.
         let existing = store.read(Container::Users, user.as_str(), &id).await?;
-        if existing.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+        if existing.is_some_and(|e| is_live_edge(&e, FollowKind::Following)) {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         return Err(ApiError::Conflict(format!(
@@ -154,7 +175,7 @@ pub async fn get_following(
             &following_id(followee.as_str()),
         )
         .await?
-        .filter(|e| is_live_of(e, FOLLOWING))
+        .filter(|e| is_live_edge(e, FollowKind::Following))
         .ok_or_else(|| ApiError::NotFound(format!("user `{user}` does not follow `{followee}`")))?;
     Ok(super::conditional::no_cache(
         axum::Json(UserView::of_edge(&edge)?).into_response(),
@@ -190,7 +211,7 @@ pub async fn unfollow(
         let Some(existing) = s.store.read(Container::Users, user.as_str(), &id).await? else {
             return Ok(StatusCode::NO_CONTENT.into_response());
         };
-        if !is_live_of(&existing, FOLLOWING) {
+        if !is_live_edge(&existing, FollowKind::Following) {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         let etag = existing.get("_etag").and_then(Value::as_str);
@@ -216,10 +237,8 @@ pub async fn unfollow(
 }
 
 /// One page of `user`'s edges of `kind`, newest first, as users: one query in their partition.
-async fn edges(s: &AppState, user: &Id, kind: &str, paging: Paging) -> ApiResult<Response> {
-    let q = Query::partition(user.as_str())
-        .eq("type", kind)
-        .live()
+async fn edges(s: &AppState, user: &Id, kind: FollowKind, paging: Paging) -> ApiResult<Response> {
+    let q = of_kind(user, kind)
         .order_by_creation(Order::Desc)
         .limit(paging.limit)
         .continuation(paging.continuation);
@@ -250,7 +269,7 @@ pub async fn list_following(
     PathId(user): PathId,
     paging: Paging,
 ) -> ApiResult<Response> {
-    edges(&s, &user, FOLLOWING, paging).await
+    edges(&s, &user, FollowKind::Following, paging).await
 }
 
 /// `GET /api/users/{userId}/followers`: one query in the user's partition (the mirrors).
@@ -271,7 +290,7 @@ pub async fn list_followers(
     PathId(user): PathId,
     paging: Paging,
 ) -> ApiResult<Response> {
-    edges(&s, &user, FOLLOWER, paging).await
+    edges(&s, &user, FollowKind::Follower, paging).await
 }
 
 /// How often a process not yet sure that timeline items have left `users` asks again.
@@ -380,32 +399,33 @@ pub async fn get_timeline(
     };
     let want = (served + paging.limit as usize).min(TIMELINE_SIZE);
     let q = Query::partition(user.as_str())
-        .eq("type", TIMELINE)
+        .eq(Kind::FIELD, FollowKind::Timeline.as_str())
         .order_by_creation(Order::Desc)
         .limit((MAX_FOLLOWING + want) as u32);
     let mut page = s.store.query(Container::Timelines, &q).await?;
+    // Read once: each item's place in the timeline (id and date), then what it is.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Placed {
+        id: String,
+        #[serde(default)]
+        creation_date: String,
+    }
+    let placed = |i: &Value| Placed::deserialize(i).map(|p| (p.creation_date, p.id)).ok();
     if s.timelines.moving(&s.store).await {
         let old = s.store.query(Container::Users, &q).await?;
         let held: std::collections::HashSet<String> = page
             .items
             .iter()
-            .filter_map(|i| i.get("id").and_then(Value::as_str).map(String::from))
+            .filter_map(|i| placed(i).map(|(_, id)| id))
             .collect();
-        page.items.extend(old.items.into_iter().filter(|i| {
-            i.get("id")
-                .and_then(Value::as_str)
-                .is_none_or(|id| !held.contains(id))
-        }));
-        let date = |i: &Value| {
-            let d = i
-                .get("creationDate")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let id = i.get("id").and_then(Value::as_str).unwrap_or_default();
-            (d.to_string(), id.to_string())
-        };
+        page.items.extend(
+            old.items
+                .into_iter()
+                .filter(|i| placed(i).is_none_or(|(_, id)| !held.contains(&id))),
+        );
         page.items
-            .sort_by_cached_key(|i| std::cmp::Reverse(date(i)));
+            .sort_by_cached_key(|i| std::cmp::Reverse(placed(i).unwrap_or_default()));
         page.continuation = page.continuation.or(old.continuation);
     }
     let mut markers = Vec::new();
@@ -413,9 +433,9 @@ pub async fn get_timeline(
     let mut more = page.continuation.is_some();
     for item in &page.items {
         if is_marker(item) {
-            markers.extend(item.get(REF_USER).and_then(Value::as_str).map(String::from));
+            markers.push(marker_author(item)?);
         } else if entries.len() < want {
-            entries.push(PostSummaryView::of_timeline_copy(item, REF_USER)?);
+            entries.extend(PostSummaryView::of_timeline_item(item)?);
         } else {
             more = true;
         }
@@ -427,7 +447,7 @@ pub async fn get_timeline(
         let merged = page
             .items
             .iter()
-            .map(|item| PostSummaryView::of_timeline_copy(item, "userId"))
+            .map(PostSummaryView::of_merged)
             .collect::<ApiResult<Vec<_>>>()?;
         entries = newest(entries, merged, want, &mut more);
     }
@@ -449,6 +469,16 @@ pub async fn get_timeline(
     let continuation =
         (more && passed == want && passed < TIMELINE_SIZE).then(|| passed.to_string());
     Ok(page_response(&PostSummaryPage::new(items, continuation)))
+}
+
+/// The author a merge marker stands for.
+fn marker_author(item: &Value) -> ApiResult<String> {
+    match TimelineItem::read(item) {
+        Ok(TimelineItem::Marker(m)) => Ok(m.ref_user_id),
+        _ => Err(ApiError::internal(
+            "a stored merge marker does not read as one",
+        )),
+    }
 }
 
 /// The `want` newest of two lists, each newest first, each post once (a merged author's posts

@@ -12,7 +12,7 @@ use super::deletion::no_content;
 use super::views::PostView;
 use super::{AppState, JsonBody, PathId};
 use crate::auth::Caller;
-use crate::domain::{is_live, to_value, Id, Kind, Post, Text};
+use crate::domain::{is_live, to_value, Authored, Id, Kind, Post, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::erase;
@@ -109,7 +109,7 @@ pub async fn update_post(
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
     let post = read_post(&*s.store, &id).await?;
-    if post["userId"].as_str() != Some(user_id.as_str()) {
+    if Authored::author_of(&post).as_deref() != Some(user_id.as_str()) {
         return Err(ApiError::Forbidden(format!(
             "only the author may edit post `{id}`"
         )));
@@ -201,7 +201,8 @@ pub async fn delete_post(
         .await?
         .filter(|p| is_live(p, Kind::Post))
         .ok_or_else(|| ApiError::not_found("post", post_id.as_str()))?;
-    let author = post["userId"].as_str().unwrap_or_default();
+    let author = Authored::author_of(&post).unwrap_or_default();
+    let author = author.as_str();
     caller.may_act_for(&[author], || {
         format!("only the author may delete post `{post_id}`")
     })?;

@@ -16,7 +16,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::auth::ClientConfig;
-use crate::domain::follows::REF_USER;
+use crate::domain::follows::{Edge, TimelineItem};
 use crate::domain::{Comment, Like, Post, User};
 use crate::error::{ApiError, ApiResult};
 
@@ -81,22 +81,22 @@ impl View for UserView {
 }
 
 impl UserView {
-    /// What a follow list shows of an edge: the user at its other end ([`REF_USER`]), by the
-    /// name the edge carries, without counts.
+    /// What a follow list shows of a stored edge: [`UserView::from_edge`].
     pub fn of_edge(edge: &Value) -> ApiResult<Self> {
-        let text = |field: &str| edge.get(field).and_then(Value::as_str).map(str::to_string);
-        let (Some(id), Some(username)) = (text(REF_USER), text("userUsername")) else {
-            return Err(ApiError::internal(
-                "a stored follow edge does not read as one",
-            ));
-        };
-        Ok(UserView {
-            user_id: id.clone(),
-            id,
-            username,
+        Edge::deserialize(edge).map(Self::from_edge).map_err(|e| {
+            ApiError::internal(format!("a stored follow edge does not read as one: {e}"))
+        })
+    }
+
+    /// The user at the other end of an edge, by the name the edge carries, without counts.
+    pub fn from_edge(edge: Edge) -> Self {
+        UserView {
+            user_id: edge.ref_user_id.clone(),
+            id: edge.ref_user_id,
+            username: edge.user_username,
             follower_count: None,
             following_count: None,
-        })
+        }
     }
 }
 
@@ -131,18 +131,33 @@ impl View for PostView {
     const KIND: &'static str = "post";
     type Stored = Post;
 
+    /// Every field is named (no `..`): a field added to [`Post`] is kept or left out here on
+    /// purpose.
     fn from_domain(p: Post) -> Self {
+        let Post {
+            id,
+            kind: _,
+            post_id,
+            user_id,
+            user_username,
+            title,
+            content,
+            comment_count,
+            like_count,
+            creation_date,
+            updated_at,
+        } = p;
         PostView {
-            id: p.id,
-            post_id: p.post_id,
-            user_id: p.user_id,
-            user_username: p.user_username,
-            title: p.title,
-            content: p.content,
-            comment_count: p.comment_count,
-            like_count: p.like_count,
-            creation_date: p.creation_date,
-            updated_at: p.updated_at,
+            id,
+            post_id,
+            user_id,
+            user_username,
+            title,
+            content,
+            comment_count,
+            like_count,
+            creation_date,
+            updated_at,
         }
     }
 }
@@ -175,43 +190,57 @@ impl View for PostSummaryView {
     const KIND: &'static str = "post";
     type Stored = Post;
 
+    /// Every field is named (no `..`), as in [`PostView`]; the short form has no `updatedAt`.
     fn from_domain(p: Post) -> Self {
+        let Post {
+            id,
+            kind: _,
+            post_id,
+            user_id,
+            user_username,
+            title,
+            content,
+            comment_count,
+            like_count,
+            creation_date,
+            updated_at: _,
+        } = p;
         PostSummaryView {
-            id: p.id,
-            post_id: p.post_id,
-            user_id: p.user_id,
-            user_username: p.user_username,
-            title: p.title,
-            content: p.content,
-            comment_count: p.comment_count,
-            like_count: p.like_count,
-            creation_date: p.creation_date,
+            id,
+            post_id,
+            user_id,
+            user_username,
+            title,
+            content,
+            comment_count,
+            like_count,
+            creation_date,
         }
     }
 }
 
 impl PostSummaryView {
-    /// What a timeline shows of one of its entries (`author` names the property holding the
-    /// post's author: `refUserId` in a reader's timeline, `userId` among the merged authors'
-    /// posts), before its counts are read from the post: a copy holds what changes rarely, and
-    /// counts an older copy may still hold are not shown.
-    pub fn of_timeline_copy(item: &Value, author: &str) -> ApiResult<Self> {
-        let field = |f: &str| item.get(f).and_then(Value::as_str).map(String::from);
-        let read = || {
-            let post_id = field("postId")?;
-            Some(PostSummaryView {
-                id: post_id.clone(),
-                post_id,
-                user_id: field(author)?,
-                user_username: field("userUsername")?,
-                title: field("title")?,
-                content: field("content")?,
-                comment_count: 0,
-                like_count: 0,
-                creation_date: field("creationDate")?,
+    /// What a timeline shows of a stored item of the reader's timeline: `Ok(None)` for a merge
+    /// marker, else the entry's post before its counts are read from the post (an entry holds
+    /// what changes rarely, and counts an older entry may still hold are not shown).
+    pub fn of_timeline_item(item: &Value) -> ApiResult<Option<Self>> {
+        match TimelineItem::read(item) {
+            Ok(TimelineItem::Entry(e)) => Ok(Some(Self::from_domain(e.post))),
+            Ok(TimelineItem::Marker(_)) => Ok(None),
+            Err(e) => Err(ApiError::internal(format!(
+                "a stored timeline item does not read as one: {e}"
+            ))),
+        }
+    }
+
+    /// What a timeline shows of a merged author's post in the shared partition, before its
+    /// counts are read from the post.
+    pub fn of_merged(item: &Value) -> ApiResult<Self> {
+        crate::domain::follows::MergedPost::deserialize(item)
+            .map(|m| Self::from_domain(m.post))
+            .map_err(|e| {
+                ApiError::internal(format!("a stored merged post does not read as one: {e}"))
             })
-        };
-        read().ok_or_else(|| ApiError::internal("a stored timeline entry does not read as one"))
     }
 }
 
@@ -371,7 +400,7 @@ impl From<ClientConfig> for ClientConfigView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::follows::{edge, timeline_entry, FOLLOWING};
+    use crate::domain::follows::{edge, timeline_entry, MergedPost, FOLLOWING};
     use crate::domain::{to_value, Id, Text, Username};
     use axum::http::StatusCode;
     use serde_json::json;
@@ -534,8 +563,12 @@ mod tests {
         let mut entry = with_internal_properties(timeline_entry("f", &p));
         // Counts an older entry still holds are not what a timeline shows.
         entry["likeCount"] = 7.into();
-        let view = PostSummaryView::of_timeline_copy(&entry, REF_USER).unwrap();
+        let view = PostSummaryView::of_timeline_item(&entry).unwrap().unwrap();
         assert_eq!((view.like_count, view.comment_count), (0, 0));
+        let merged = with_internal_properties(MergedPost::new(&p).to_item());
+        assert_eq!(PostSummaryView::of_merged(&merged).unwrap(), view);
+        let marker = crate::domain::follows::merge_marker("f", "x");
+        assert_eq!(PostSummaryView::of_timeline_item(&marker).unwrap(), None);
         assert_eq!(keys(&view), set(&POST_FIELDS));
         assert_eq!(
             (view.id.as_str(), view.post_id.as_str()),
@@ -558,8 +591,7 @@ mod tests {
             status(UserView::of_edge(&not_an_edge).unwrap_err()),
             StatusCode::INTERNAL_SERVER_ERROR
         );
-        assert!(
-            PostSummaryView::of_timeline_copy(&json!({ "id": "timeline-p" }), REF_USER).is_err()
-        );
+        assert!(PostSummaryView::of_timeline_item(&json!({ "id": "timeline-p" })).is_err());
+        assert!(PostSummaryView::of_merged(&json!({ "id": "p", "type": "merged" })).is_err());
     }
 }

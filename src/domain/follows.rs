@@ -15,7 +15,8 @@
 //! with one query on [`REF_USER`]. These types are not among the four [`super::Kind`]s of the
 //! article's model: the code written for those ignores them.
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::PatchOp;
 use super::{Post, DELETED, TOMBSTONE_TTL_SECS};
@@ -39,6 +40,8 @@ pub const TIMELINE_KEEP: usize = TIMELINE_SIZE + 20;
 pub const MAX_FOLLOWING: usize = 1_000;
 /// About one copy in this many written into a timeline trims it (see [`trims`]).
 pub const TRIM_EVERY: u64 = 16;
+/// The partition (and `type`) of the merged authors' posts in `feed` ([`MergedPost`]).
+pub const MERGED: &str = "merged";
 
 /// Whether writing post `post_id`'s copy into `owner`'s timeline trims that timeline to its
 /// [`TIMELINE_KEEP`] newest entries: for one (timeline, post) pair in [`TRIM_EVERY`], by a hash
@@ -78,17 +81,286 @@ pub fn marker_id(author: &str) -> String {
     format!("{TIMELINE}-merge-{author}")
 }
 
-/// The marker in `owner`'s timeline saying that `author`'s posts are not copied into it (the
+/// The `type` of the items follows and timelines add.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FollowKind {
+    /// [`FOLLOWING`].
+    Following,
+    /// [`FOLLOWER`].
+    Follower,
+    /// [`TIMELINE`]: entries and merge markers.
+    Timeline,
+}
+
+impl FollowKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FollowKind::Following => FOLLOWING,
+            FollowKind::Follower => FOLLOWER,
+            FollowKind::Timeline => TIMELINE,
+        }
+    }
+
+    fn of(kind: &str) -> Option<FollowKind> {
+        [
+            FollowKind::Following,
+            FollowKind::Follower,
+            FollowKind::Timeline,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == kind)
+    }
+}
+
+/// A follow edge: `following-<X>` in F's partition (F follows X), or its mirror `follower-<F>`
+/// in X's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Edge {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: FollowKind,
+    /// Whose partition it is in.
+    pub user_id: String,
+    /// The user at the other end ([`REF_USER`]).
+    pub ref_user_id: String,
+    /// Their name (blanked in a tombstone).
+    #[serde(default)]
+    pub user_username: String,
+    #[serde(default)]
+    pub creation_date: String,
+    /// A tombstone ([`DELETED`]): the follow was taken back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+}
+
+impl Edge {
+    /// An edge of `kind` in `owner`'s partition to `other`, who is called `other_name`, made at
+    /// `date`.
+    pub fn new(kind: FollowKind, owner: &str, other: &str, other_name: &str, date: &str) -> Edge {
+        let id = match kind {
+            FollowKind::Following => following_id(other),
+            _ => follower_id(other),
+        };
+        Edge {
+            id,
+            kind,
+            user_id: owner.into(),
+            ref_user_id: other.into(),
+            user_username: other_name.into(),
+            creation_date: date.into(),
+            deleted: false,
+        }
+    }
+
+    /// A stored item as an edge, if it reads as one.
+    pub fn read(item: &Value) -> Option<Edge> {
+        Edge::deserialize(item).ok()
+    }
+
+    /// Whether this is a live edge of `kind`.
+    pub fn is_live(&self, kind: FollowKind) -> bool {
+        self.kind == kind && !self.deleted
+    }
+
+    pub fn to_item(&self) -> Value {
+        super::to_value(self)
+    }
+}
+
+/// The marker in `owner`'s timeline saying that an author's posts are not copied into it (the
 /// author has more followers than the fan-out limit) but merged in when it is read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeMarker {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: FollowKind,
+    /// The timeline's owner.
+    pub user_id: String,
+    /// The merged author.
+    pub ref_user_id: String,
+    /// Always `true` ([`MERGE`]).
+    pub merge: bool,
+    /// [`MARKER_DATE`].
+    pub creation_date: String,
+}
+
+impl MergeMarker {
+    pub fn new(owner: &str, author: &str) -> MergeMarker {
+        MergeMarker {
+            id: marker_id(author),
+            kind: FollowKind::Timeline,
+            user_id: owner.into(),
+            ref_user_id: author.into(),
+            merge: true,
+            creation_date: MARKER_DATE.into(),
+        }
+    }
+}
+
+/// The entry `timeline-<P>` for post P in a reader's timeline. It holds what rarely changes
+/// ([`Post::copy_fields`]: title, short content, author and name, date) and no counts: a like or
+/// a comment changes no entry, so its price does not grow with the author's audience; a
+/// timeline read takes the counts from the post. Stored as the post's copy fields, with the
+/// reader in `userId` and the author in [`REF_USER`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StoredCopy", into = "StoredCopy")]
+pub struct TimelineEntry {
+    /// Whose timeline it is in.
+    pub owner: String,
+    /// The post as the entry shows it ([`Post::as_copied`]).
+    pub post: Post,
+}
+
+/// A copy of a post as stored: its own identity, and the post's [`Post::copy_fields`].
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredCopy {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    user_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ref_user_id: Option<String>,
+    #[serde(flatten)]
+    fields: Map<String, Value>,
+}
+
+impl TryFrom<StoredCopy> for TimelineEntry {
+    type Error = String;
+
+    fn try_from(s: StoredCopy) -> Result<Self, String> {
+        let marker = s.fields.get(MERGE) == Some(&Value::Bool(true));
+        if FollowKind::of(&s.kind) != Some(FollowKind::Timeline) || marker {
+            return Err(format!("not a timeline entry (type {:?})", s.kind));
+        }
+        let author = s.ref_user_id.ok_or("a timeline entry names no author")?;
+        let post = Post::from_copy_fields(s.fields, &author).map_err(|e| e.to_string())?;
+        Ok(TimelineEntry {
+            owner: s.user_id,
+            post,
+        })
+    }
+}
+
+impl From<TimelineEntry> for StoredCopy {
+    fn from(e: TimelineEntry) -> StoredCopy {
+        StoredCopy {
+            id: timeline_id(&e.post.post_id),
+            kind: TIMELINE.into(),
+            user_id: e.owner,
+            ref_user_id: Some(e.post.user_id.clone()),
+            fields: e.post.copy_fields(),
+        }
+    }
+}
+
+impl TimelineEntry {
+    /// The entry for `post` (any form; it is shown as [`Post::as_copied`]) in `owner`'s
+    /// timeline.
+    pub fn new(owner: &str, post: &Post) -> TimelineEntry {
+        TimelineEntry {
+            owner: owner.into(),
+            post: post.as_copied(),
+        }
+    }
+
+    pub fn to_item(&self) -> Value {
+        super::to_value(self)
+    }
+}
+
+/// An item of a timeline: an entry or a merge marker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimelineItem {
+    Entry(TimelineEntry),
+    Marker(MergeMarker),
+}
+
+impl TimelineItem {
+    /// A stored timeline item as what it is ([`MERGE`] tells a marker), or why it reads as
+    /// neither.
+    pub fn read(item: &Value) -> Result<TimelineItem, String> {
+        if is_marker(item) {
+            MergeMarker::deserialize(item)
+                .map(TimelineItem::Marker)
+                .map_err(|e| e.to_string())
+        } else {
+            TimelineEntry::deserialize(item)
+                .map(TimelineItem::Entry)
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// A merged author's post in the shared partition ([`MERGED`] in `feed`), read together with the
+/// others' when a timeline that holds their marker is read: the post's copy fields, with its
+/// id and its author in `userId`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StoredCopy", into = "StoredCopy")]
+pub struct MergedPost {
+    /// The post as the item shows it ([`Post::as_copied`]).
+    pub post: Post,
+}
+
+impl TryFrom<StoredCopy> for MergedPost {
+    type Error = String;
+
+    fn try_from(s: StoredCopy) -> Result<Self, String> {
+        if s.kind != MERGED {
+            return Err(format!("not a merged author's post (type {:?})", s.kind));
+        }
+        let post = Post::from_copy_fields(s.fields, &s.user_id).map_err(|e| e.to_string())?;
+        Ok(MergedPost { post })
+    }
+}
+
+impl From<MergedPost> for StoredCopy {
+    fn from(m: MergedPost) -> StoredCopy {
+        StoredCopy {
+            id: m.post.id.clone(),
+            kind: MERGED.into(),
+            user_id: m.post.user_id.clone(),
+            ref_user_id: None,
+            fields: m.post.copy_fields(),
+        }
+    }
+}
+
+impl MergedPost {
+    /// The item for `post` (any form; it is shown as [`Post::as_copied`]).
+    pub fn new(post: &Post) -> MergedPost {
+        MergedPost {
+            post: post.as_copied(),
+        }
+    }
+
+    pub fn to_item(&self) -> Value {
+        super::to_value(self)
+    }
+}
+
+/// The timeline lane's record of a user's side of the fan-out limit (`timelineJob-limit` in
+/// their partition of `users`), as far as `verify` reads it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct LimitJob {
+    /// Their posts are merged, not copied.
+    #[serde(default)]
+    pub merged: bool,
+    /// A crossing under way, to this side.
+    #[serde(default)]
+    pub target: Option<bool>,
+    /// The item's version, to tell whether a step moved it on.
+    #[serde(rename = "_etag", default)]
+    pub etag: Option<String>,
+}
+
+/// The stored form of [`MergeMarker::new`]. For the projections, which still build items as
+/// JSON; other code uses the type.
 pub fn merge_marker(owner: &str, author: &str) -> Value {
-    json!({
-        "id": marker_id(author),
-        "type": TIMELINE,
-        "userId": owner,
-        REF_USER: author,
-        MERGE: true,
-        "creationDate": MARKER_DATE,
-    })
+    super::to_value(&MergeMarker::new(owner, author))
 }
 
 /// Whether a timeline item is a merge marker rather than an entry.
@@ -97,67 +369,45 @@ pub fn is_marker(item: &Value) -> bool {
 }
 
 /// An edge of `kind` ([`FOLLOWING`] or [`FOLLOWER`]) in `owner`'s partition to `other`, who is
-/// called `other_name`, made at `date`.
+/// called `other_name`, made at `date`: the stored form of [`Edge::new`], for the projections,
+/// which still build items as JSON.
 pub fn edge(kind: &str, owner: &str, other: &str, other_name: &str, date: &str) -> Value {
-    let id = if kind == FOLLOWING {
-        following_id(other)
-    } else {
-        follower_id(other)
+    let kind = match FollowKind::of(kind) {
+        Some(FollowKind::Following) => FollowKind::Following,
+        _ => FollowKind::Follower,
     };
-    json!({
-        "id": id,
-        "type": kind,
-        "userId": owner,
-        REF_USER: other,
-        "userUsername": other_name,
-        "creationDate": date,
-    })
+    Edge::new(kind, owner, other, other_name, date).to_item()
 }
 
-/// The entry for `post` (any form; its content is cut to the short form) in `owner`'s timeline.
-/// It holds what rarely changes (title, short content, author and name, date) and no counts:
-/// a like or a comment changes no entry, so its price does not grow with the author's audience;
-/// a timeline read takes the counts from the post.
+/// The entry for `post` (any form; its content is cut to the short form) in `owner`'s timeline:
+/// the stored form of [`TimelineEntry::new`], for the projections, which still build items as
+/// JSON.
 pub fn timeline_entry(owner: &str, post: &Post) -> Value {
-    let mut entry = entry_content(post);
-    let o = entry.as_object_mut().expect("an object");
-    o.insert("id".into(), timeline_id(&post.id).into());
-    o.insert("type".into(), TIMELINE.into());
-    o.insert("userId".into(), owner.into());
-    entry
+    TimelineEntry::new(owner, post).to_item()
 }
 
-/// What every entry of `post` holds, whoever's timeline it is in: the fields the timeline lane
-/// records as fanned out, and compares with a post's copy to tell whether an entry changes.
+/// What every entry of `post` holds, whoever's timeline it is in (the entry without its `id`,
+/// `type` and owner): the fields the timeline lane records as fanned out, and compares with a
+/// post's copy to tell whether an entry changes.
 pub fn entry_content(post: &Post) -> Value {
-    let s = post.summary();
-    json!({
-        REF_USER: s.user_id,
-        "postId": s.post_id,
-        "userUsername": s.user_username,
-        "title": s.title,
-        "content": s.content,
-        "creationDate": s.creation_date,
-    })
+    content_of(&post.as_copied())
 }
 
-/// [`entry_content`] of a stored entry (whatever else it holds, such as the counts entries
-/// written by earlier releases carried).
-pub fn stored_entry_content(entry: &Value) -> Value {
-    let mut out = serde_json::Map::new();
-    for f in [
-        REF_USER,
-        "postId",
-        "userUsername",
-        "title",
-        "content",
-        "creationDate",
-    ] {
-        if let Some(v) = entry.get(f) {
-            out.insert(f.into(), v.clone());
-        }
-    }
+fn content_of(shown: &Post) -> Value {
+    let mut out = Map::new();
+    out.insert(REF_USER.into(), shown.user_id.clone().into());
+    out.extend(shown.copy_fields());
     Value::Object(out)
+}
+
+/// [`entry_content`] of a stored entry, as read ([`TimelineEntry`]: the counts entries written
+/// by earlier releases carried are not part of it, and a field the entry was written without
+/// reads as its default); `null` for an item that does not read as an entry.
+pub fn stored_entry_content(entry: &Value) -> Value {
+    match TimelineEntry::deserialize(entry) {
+        Ok(e) => content_of(&e.post),
+        Err(_) => Value::Null,
+    }
 }
 
 /// The patch that marks an edge deleted: the other user's name is blanked at once, as every
@@ -170,27 +420,18 @@ pub fn edge_tombstone_ops() -> Vec<PatchOp> {
     ]
 }
 
-/// Whether `item` is a live item of this follow `kind`.
+/// Whether `item` is a live edge of this follow `kind` ([`Edge::is_live`] of a stored item).
 pub fn is_live_of(item: &Value, kind: &str) -> bool {
-    item.get("type").and_then(Value::as_str) == Some(kind) && !super::is_deleted(item)
+    match (Edge::read(item), FollowKind::of(kind)) {
+        (Some(e), Some(k)) => e.is_live(k),
+        _ => false,
+    }
 }
 
-/// The post an entry copies. An entry holds no counts (see [`timeline_entry`]): they read as 0
-/// here, and a timeline read replaces them with the post's.
+/// The post a stored entry copies ([`TimelineEntry::post`]). An entry holds no counts: they
+/// read as 0 here, and a timeline read replaces them with the post's.
 pub fn entry_post(entry: &Value) -> Option<Post> {
-    serde_json::from_value(json!({
-        "id": entry.get("postId")?,
-        "type": "post",
-        "postId": entry.get("postId")?,
-        "userId": entry.get(REF_USER)?,
-        "userUsername": entry.get("userUsername")?,
-        "title": entry.get("title")?,
-        "content": entry.get("content")?,
-        "commentCount": 0,
-        "likeCount": 0,
-        "creationDate": entry.get("creationDate")?,
-    }))
-    .ok()
+    TimelineEntry::deserialize(entry).ok().map(|e| e.post)
 }
 
 #[cfg(test)]
@@ -222,6 +463,83 @@ mod tests {
         assert!(e.get("likeCount").is_none() && e.get("commentCount").is_none());
         assert_eq!(stored_entry_content(&e), entry_content(&p));
         assert_eq!(Kind::of(&e), None, "not one of the article's kinds");
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        k
+    }
+
+    /// The stored shapes are those earlier releases wrote and read: same properties, no more.
+    #[test]
+    fn each_item_is_stored_with_the_properties_it_always_had() {
+        let p = Post::new(
+            &crate::domain::Id::parse("id", "x").unwrap(),
+            "xena".into(),
+            &crate::domain::Text::title("t").unwrap(),
+            &crate::domain::Text::post_content(&"c".repeat(300)).unwrap(),
+        );
+        // A copy holds every field of the post's short form but its identity and counters,
+        // under an identity of its own: what earlier releases wrote, and a field added to `Post`.
+        let summary = crate::domain::to_value(&p.summary());
+        let copied = |own: &[&'static str]| {
+            let post = keys(&summary)
+                .into_iter()
+                .filter(|k| !["id", "type", "userId", "commentCount", "likeCount"].contains(k));
+            let mut k: Vec<&str> = post.chain(own.iter().copied()).collect();
+            k.sort_unstable();
+            k
+        };
+        let e = timeline_entry("f", &p);
+        assert_eq!(keys(&e), copied(&["id", "type", "userId", "refUserId"]));
+        assert_eq!(
+            (e["type"].as_str(), e[REF_USER].as_str()),
+            (Some(TIMELINE), Some("x"))
+        );
+        assert_eq!(e["content"].as_str().unwrap().chars().count(), 200);
+        let m = merge_marker("f", "x");
+        assert_eq!(
+            keys(&m),
+            ["creationDate", "id", "merge", "refUserId", "type", "userId"]
+        );
+        assert_eq!(
+            (m["id"].as_str(), m["merge"].as_bool()),
+            (Some("timeline-merge-x"), Some(true))
+        );
+        assert!(is_marker(&m) && !is_marker(&e));
+        let edge = edge(FOLLOWER, "x", "f", "fay", "d");
+        assert_eq!(
+            keys(&edge),
+            [
+                "creationDate",
+                "id",
+                "refUserId",
+                "type",
+                "userId",
+                "userUsername"
+            ]
+        );
+        let merged = MergedPost::new(&p).to_item();
+        assert_eq!(keys(&merged), copied(&["id", "type", "userId"]));
+        assert_eq!(
+            (merged["type"].as_str(), merged["userId"].as_str()),
+            (Some(MERGED), Some("x"))
+        );
+        // Each reads back as what it is.
+        assert_eq!(
+            TimelineItem::read(&e),
+            Ok(TimelineItem::Entry(TimelineEntry::new("f", &p)))
+        );
+        assert_eq!(
+            TimelineItem::read(&m),
+            Ok(TimelineItem::Marker(MergeMarker::new("f", "x")))
+        );
+        assert_eq!(
+            serde_json::from_value::<MergedPost>(merged).unwrap().post,
+            p.as_copied()
+        );
+        assert!(TimelineItem::read(&edge).is_err(), "an edge is no entry");
     }
 
     #[test]

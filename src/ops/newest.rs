@@ -6,35 +6,47 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::expected::{copy_drift, short_form, show, str_field, Drift, DriftKind};
-use crate::domain::{FEED_KEEP, FEED_SIZE};
+use super::expected::{copy_drift, short_form, show, Drift, DriftKind};
+use crate::domain::{Post, FEED_KEEP, FEED_SIZE};
 use crate::store::Container;
 
 /// Where a post ranks in the feed: newest first by `creationDate`, then `id`.
 pub type FeedKey = (String, String);
 
-pub fn feed_key(post: &Value) -> Option<FeedKey> {
-    Some((
-        str_field(post, "creationDate")?.to_string(),
-        str_field(post, "id")?.to_string(),
-    ))
+/// What ranks a stored post or feed entry.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Ranked {
+    id: String,
+    #[serde(default)]
+    creation_date: Option<String>,
+}
+
+/// Where a stored post or feed entry ranks, if it reads as one.
+pub fn feed_key(item: &Value) -> Option<FeedKey> {
+    let r = Ranked::deserialize(item).ok()?;
+    Some((r.creation_date?, r.id))
+}
+
+/// Where `post` ranks.
+pub fn key_of(post: &Post) -> FeedKey {
+    (post.creation_date.clone(), post.id.clone())
 }
 
 /// The [`FEED_KEEP`] newest posts seen so far, with the short forms the feed should hold.
 /// Memory stays bounded however many posts pass through.
 #[derive(Debug, Default, Clone)]
 pub struct Newest {
-    posts: BTreeMap<FeedKey, Value>,
+    posts: BTreeMap<FeedKey, Post>,
 }
 
 impl Newest {
-    /// Offer a post as it should be (see [`expected_post`]).
-    pub fn offer(&mut self, expected: &Value) {
-        let Some(key) = feed_key(expected) else {
-            return;
-        };
+    /// Offer a post as it should be (see [`super::expected::expected_post`]).
+    pub fn offer(&mut self, expected: &Post) {
+        let key = key_of(expected);
         if let Some(seen) = self.posts.get_mut(&key) {
             *seen = short_form(expected);
             return;
@@ -56,7 +68,7 @@ impl Newest {
     }
 
     /// The short form the feed should hold for post `id`, if it is among the newest.
-    pub fn get(&self, id: &str) -> Option<&Value> {
+    pub fn get(&self, id: &str) -> Option<&Post> {
         self.posts
             .iter()
             .find_map(|((_, i), v)| (i == id).then_some(v))
@@ -85,21 +97,23 @@ impl Newest {
     /// extra entry is returned with its `creationDate`, for the caller to tell a post created
     /// after the newest were gathered from a real extra.
     pub fn feed_drift(&self, feed: &[Value]) -> (Vec<Drift>, Vec<Drift>) {
-        let by_id: BTreeMap<&str, &Value> = feed
+        let by_id: BTreeMap<String, (&Value, Option<String>)> = feed
             .iter()
-            .filter_map(|v| Some((str_field(v, "id")?, v)))
+            .filter_map(|v| {
+                let r = Ranked::deserialize(v).ok()?;
+                Some((r.id, (v, r.creation_date)))
+            })
             .collect();
         let mut drift = Vec::new();
         // Missing entries are drift above the feed's own length (a gap) or among the shown.
         let present = self
             .posts
             .values()
-            .filter(|e| by_id.contains_key(str_field(e, "id").unwrap_or_default()))
+            .filter(|e| by_id.contains_key(&e.id))
             .count();
         let required = present.max(FEED_SIZE);
         for (rank, expected) in self.posts.values().rev().enumerate() {
-            let id = str_field(expected, "id").unwrap_or_default();
-            let found = by_id.get(id).copied();
+            let found = by_id.get(&expected.id).map(|(v, _)| *v);
             if found.is_none() && rank >= required {
                 continue;
             }
@@ -108,15 +122,15 @@ impl Newest {
         let extra = by_id
             .into_iter()
             .filter(|(id, _)| !self.contains(id))
-            .map(|(id, v)| {
+            .map(|(id, (_, date))| {
                 Drift::new(
                     DriftKind::FeedExtra,
                     Container::Feed,
                     crate::domain::FEED_PK,
-                    id,
+                    &id,
                     format!(
                         "not among the {FEED_KEEP} newest posts (creationDate {})",
-                        show(v.get("creationDate"))
+                        show(date.map(Value::from).as_ref())
                     ),
                 )
             })
@@ -130,10 +144,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn post(id: &str, date: &str) -> Value {
-        json!({"id": id, "type": "post", "postId": id, "userId": "u1", "userUsername": "ana",
-               "title": "t", "content": "x".repeat(300), "commentCount": 0,
-               "likeCount": 0, "creationDate": date})
+    fn post(id: &str, date: &str) -> Post {
+        serde_json::from_value(
+            json!({"id": id, "type": "post", "postId": id, "userId": "u1", "userUsername": "ana",
+                   "title": "t", "content": "x".repeat(300), "commentCount": 0,
+                   "likeCount": 0, "creationDate": date}),
+        )
+        .unwrap()
+    }
+
+    fn stored(p: Post) -> Value {
+        crate::domain::to_value(&p)
     }
 
     fn date(i: usize) -> String {
@@ -152,23 +173,23 @@ mod tests {
         assert!(!newest.contains("p019"));
         // Offered again (a second look), a post is updated in place and pushes nothing out.
         let mut again = post("p020", &date(20));
-        again["likeCount"] = json!(5);
+        again.like_count = 5;
         newest.offer(&again);
         assert_eq!(newest.len(), FEED_KEEP);
-        assert_eq!(newest.get("p020").unwrap()["likeCount"], 5);
+        assert_eq!(newest.get("p020").unwrap().like_count, 5);
         assert!(newest.contains("p139"));
-        again["likeCount"] = json!(0);
+        again.like_count = 0;
         newest.offer(&again);
         assert!(!newest.would_rank(&(date(5), "p005".into())));
         assert!(newest.would_rank(&(date(500), "new".into())));
 
         let mut feed: Vec<Value> = (20..140)
-            .map(|i| short_form(&post(&format!("p{i:03}"), &date(i))))
+            .map(|i| stored(short_form(&post(&format!("p{i:03}"), &date(i)))))
             .collect();
         assert_eq!(newest.feed_drift(&feed), (vec![], vec![]));
 
         feed.retain(|v| v["id"] != "p050");
-        feed.push(short_form(&post("p003", &date(3))));
+        feed.push(stored(short_form(&post("p003", &date(3)))));
         feed.iter_mut().find(|v| v["id"] == "p100").unwrap()["likeCount"] = json!(9);
         let (drift, extra) = newest.feed_drift(&feed);
         let got: Vec<_> = drift.iter().map(|d| (d.kind, d.id.as_str())).collect();
@@ -195,7 +216,7 @@ mod tests {
         let prefix = |n: usize| -> Vec<Value> {
             (140 - n..140)
                 .rev()
-                .map(|i| short_form(&post(&format!("p{i:03}"), &date(i))))
+                .map(|i| stored(short_form(&post(&format!("p{i:03}"), &date(i)))))
                 .collect()
         };
         assert_eq!(newest.feed_drift(&prefix(105)), (vec![], vec![]));

@@ -16,12 +16,11 @@
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use super::expected::str_field;
 use super::newest::{feed_key, FeedKey};
 use super::progress::Progress;
 use super::report::Report;
 use super::verify::CONCURRENCY;
-use crate::domain::{is_deleted, FEED_PK};
+use crate::domain::{is_deleted, Authored, FEED_PK};
 use crate::projection::{self, INCREMENT_GRACE};
 use crate::store::metrics::{self, Usage};
 use crate::store::{retry, Container, Store, StoreError, StoreResult};
@@ -67,7 +66,7 @@ async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaire
         let target = format!("users/{user_id}/{post_id}");
         let result = async {
             let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
-            if post.as_ref().and_then(|p| str_field(p, "userId")) == Some(user_id) {
+            if post.as_ref().and_then(Authored::author_of).as_ref() == Some(user_id) {
                 return Ok(false); // its post has appeared since: not extra any more
             }
             delete(store, Container::Users, user_id, post_id).await

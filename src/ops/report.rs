@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::expected::{str_field, Drift, DriftKind};
+use super::expected::{Drift, DriftKind};
 use super::newest::FeedKey;
-use crate::domain::Kind;
+use crate::domain::{Kind, Post};
 use crate::store::metrics::Usage;
 
 /// Examples kept per kind of drift.
@@ -58,13 +58,12 @@ pub(super) struct Todo {
 }
 
 impl Todo {
-    fn docs(&mut self, post: &Value) -> &mut Vec<Value> {
-        let id = str_field(post, "postId").unwrap_or_default().to_string();
-        self.replay.entry(id).or_default()
+    fn docs(&mut self, post: &Post) -> &mut Vec<Value> {
+        self.replay.entry(post.post_id.clone()).or_default()
     }
 
     /// Replay the post itself (its counters, name and copies are planned from it).
-    pub fn replay_post(&mut self, post: &Value) {
+    pub fn replay_post(&mut self, post: &Post) {
         let docs = self.docs(post);
         if !docs.iter().any(|d| Kind::of(d) == Some(Kind::Post)) {
             docs.insert(0, notification(post));
@@ -72,7 +71,7 @@ impl Todo {
     }
 
     /// Replay these documents of the post's partition.
-    pub(super) fn replay_items(&mut self, post: &Value, items: Vec<Value>) {
+    pub(super) fn replay_items(&mut self, post: &Post, items: Vec<Value>) {
         if !items.is_empty() {
             self.docs(post).extend(items);
         }
@@ -165,12 +164,12 @@ pub fn post_of(d: &Drift) -> &str {
 }
 
 /// A post as a change notification: the projections read everything else themselves.
-pub(super) fn notification(post: &Value) -> Value {
+pub(super) fn notification(post: &Post) -> Value {
     json!({
-        "id": post.get("id"),
+        "id": post.id,
         "type": Kind::Post,
-        "postId": post.get("postId"),
-        "userId": post.get("userId"),
+        "postId": post.post_id,
+        "userId": post.user_id,
     })
 }
 

@@ -33,16 +33,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::lag::{Touched, Window};
 use crate::domain::follows::{
-    entry_content, entry_post, follower_id, following_id, is_live_of, is_marker, marker_id,
-    merge_marker, stored_entry_content, timeline_entry, FOLLOWER, FOLLOWING, REF_USER, TIMELINE,
-    TIMELINE_SIZE,
+    follower_id, following_id, marker_id, Edge, FollowKind, LimitJob, MergeMarker, MergedPost,
+    TimelineEntry, TimelineItem, TIMELINE, TIMELINE_SIZE,
 };
-use crate::domain::{is_deleted, is_live, Kind, Post};
-use crate::projection::plan::{str_field, Write};
+use crate::domain::{is_deleted, is_live, Kind, Post, User};
+use crate::projection::plan::Write;
 use crate::projection::{self, apply};
 use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreResult};
 
@@ -178,8 +178,7 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
             let mut one = Check::default();
             check_user(store, &user, limit, moving, &mut one).await?;
             if !one.is_clean() {
-                let u = str_field(&user, "userId").unwrap_or_default().to_string();
-                looked.push((u, one));
+                looked.push((user.user.user_id, one));
             }
         }
         let touched = window.close(store).await?;
@@ -217,13 +216,15 @@ async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)
         .limit(PAGE);
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
-        for user in &page.items {
+        for item in &page.items {
+            let Some(user) = Live::read(item) else {
+                continue;
+            };
             let mut one = Check::default();
-            check_user(store, user, limit, moving, &mut one).await?;
+            check_user(store, &user, limit, moving, &mut one).await?;
             check.checked += one.checked;
             if !one.is_clean() {
-                let u = str_field(user, "userId").unwrap_or_default().to_string();
-                suspects.push((u, one));
+                suspects.push((user.user.user_id, one));
             }
         }
         match page.continuation {
@@ -252,77 +253,143 @@ async fn all_of(
     }
 }
 
-async fn live_user(store: &dyn Store, id: &str) -> StoreResult<Option<Value>> {
+/// What any stored item carries: its id.
+#[derive(Deserialize)]
+struct Id {
+    id: String,
+}
+
+/// A live user: the item as stored (what the timeline lane reads its side of the limit from,
+/// and replays) and as read.
+struct Live {
+    item: Value,
+    user: User,
+}
+
+impl Live {
+    fn read(item: &Value) -> Option<Live> {
+        let user = User::deserialize(item).ok()?;
+        Some(Live {
+            item: item.clone(),
+            user,
+        })
+    }
+}
+
+async fn live_user(store: &dyn Store, id: &str) -> StoreResult<Option<Live>> {
     let user = retry(|| store.read(Container::Users, id, id)).await?;
-    Ok(user.filter(|u| is_live(u, Kind::User)))
+    Ok(user
+        .filter(|u| is_live(u, Kind::User))
+        .as_ref()
+        .and_then(Live::read))
 }
 
-fn name_of(user: &Value) -> &str {
-    str_field(user, "username").unwrap_or_default()
+/// Every live edge of `kind` in `user`'s partition, each as read and as stored (what a replay
+/// hands the projections).
+async fn edges_of(
+    store: &dyn Store,
+    user: &str,
+    kind: FollowKind,
+) -> StoreResult<Vec<(Edge, Value)>> {
+    let items = all_of(store, Container::Users, user, kind.as_str()).await?;
+    Ok(items
+        .into_iter()
+        .filter_map(|i| Some((Edge::read(&i).filter(|e| e.is_live(kind))?, i)))
+        .collect())
 }
 
-/// `user`'s timeline items, each with the container it is in: those in `timelines`, and while
-/// the move is not done (`moving`) those in `users` that `timelines` does not hold too.
+/// Whether the edge `id` in `owner`'s partition is a live `following` edge.
+async fn follows(store: &dyn Store, owner: &str, id: &str) -> StoreResult<bool> {
+    let edge = retry(|| store.read(Container::Users, owner, id)).await?;
+    Ok(edge
+        .and_then(|e| Edge::read(&e))
+        .is_some_and(|e| e.is_live(FollowKind::Following)))
+}
+
+/// `user`'s timeline items, each with the container it is in and as read (`Err`: what it does
+/// not read as): those in `timelines`, and while the move is not done (`moving`) those in
+/// `users` that `timelines` does not hold too.
 async fn timeline_items(
     store: &dyn Store,
     user: &str,
     moving: bool,
-) -> StoreResult<Vec<(Container, Value)>> {
-    let mut items: Vec<(Container, Value)> = all_of(store, Container::Timelines, user, TIMELINE)
-        .await?
-        .into_iter()
-        .map(|i| (Container::Timelines, i))
-        .collect();
+) -> StoreResult<Vec<(Container, String, Result<TimelineItem, String>)>> {
+    let read = |c: Container, items: Vec<Value>| {
+        items.into_iter().filter_map(move |i| {
+            let id = Id::deserialize(&i).ok()?.id;
+            Some((c, id, TimelineItem::read(&i)))
+        })
+    };
+    let mut items: Vec<_> = read(
+        Container::Timelines,
+        all_of(store, Container::Timelines, user, TIMELINE).await?,
+    )
+    .collect();
     if moving {
-        let held: BTreeSet<String> = items
-            .iter()
-            .filter_map(|(_, i)| str_field(i, "id").map(String::from))
-            .collect();
-        for i in all_of(store, Container::Users, user, TIMELINE).await? {
-            if str_field(&i, "id").is_some_and(|id| !held.contains(id)) {
-                items.push((Container::Users, i));
-            }
-        }
+        let held: BTreeSet<String> = items.iter().map(|(_, id, _)| id.clone()).collect();
+        let old = all_of(store, Container::Users, user, TIMELINE).await?;
+        items.extend(read(Container::Users, old).filter(|(_, id, _)| !held.contains(id)));
     }
     Ok(items)
 }
 
+/// The newest live posts of `author` (their copies in `users`, at most [`TIMELINE_SIZE`]), by
+/// the name `name`.
+async fn newest_posts(store: &dyn Store, author: &str, name: &str) -> StoreResult<Vec<Post>> {
+    let q = Query::partition(author)
+        .of_kind(Kind::Post)
+        .live()
+        .order_by_creation(Order::Desc)
+        .limit(TIMELINE_SIZE as u32);
+    let copies = retry(|| store.query(Container::Users, &q)).await?;
+    Ok(copies
+        .items
+        .iter()
+        .filter_map(|c| Post::deserialize(c).ok())
+        .map(|mut p| {
+            p.user_username = name.to_string();
+            p
+        })
+        .collect())
+}
+
 async fn check_user(
     store: &dyn Store,
-    user: &Value,
+    live: &Live,
     limit: u64,
     moving: bool,
     check: &mut Check,
 ) -> StoreResult<()> {
-    let Some(u) = str_field(user, "userId") else {
-        return Ok(());
-    };
+    let user = &live.user;
+    let u = user.user_id.as_str();
     check.checked += 1;
     check.sources.insert(u.to_string());
-    let edges = all_of(store, Container::Users, u, FOLLOWING).await?;
-    let mirrors = all_of(store, Container::Users, u, FOLLOWER).await?;
-    let (markers, entries): (Vec<_>, Vec<_>) = timeline_items(store, u, moving)
-        .await?
-        .into_iter()
-        .partition(|(_, i)| is_marker(i));
+    let edges = edges_of(store, u, FollowKind::Following).await?;
+    let mirrors = edges_of(store, u, FollowKind::Follower).await?;
+    let mut markers = Vec::new();
+    let mut entries = Vec::new();
+    for (c, id, item) in timeline_items(store, u, moving).await? {
+        match item {
+            Ok(TimelineItem::Marker(m)) => markers.push((c, m)),
+            Ok(TimelineItem::Entry(e)) => entries.push((c, id, Some(e))),
+            Err(_) => entries.push((c, id, None)),
+        }
+    }
     let mut marked: BTreeMap<String, Container> = markers
         .iter()
-        .filter_map(|(c, m)| Some((str_field(m, REF_USER)?.to_string(), *c)))
+        .map(|(c, m)| (m.ref_user_id.clone(), *c))
         .collect();
     check.checked += markers.len() as u64;
     check.checked += (edges.len() + mirrors.len() + entries.len()) as u64;
 
     // Counters.
-    let counted = |field: &str| user.get(field).and_then(Value::as_u64);
-    if counted("followingCount") != Some(edges.len() as u64)
-        || counted("followerCount") != Some(mirrors.len() as u64)
-    {
+    if user.following_count != edges.len() as u64 || user.follower_count != mirrors.len() as u64 {
         check.found("counter", format!("users/{u}/{u}"));
         check.recount.insert(u.to_string());
     }
     // Their side of the fan-out limit.
     let followers = mirrors.len() as u64;
-    let state = projection::timeline::limit_state(store, u, Some(user)).await?;
+    let state = projection::timeline::limit_state(store, u, Some(&live.item)).await?;
     let side = state.side();
     if (!side && projection::timeline::merges(followers, limit))
         || (side && projection::timeline::unmerges(followers, limit))
@@ -331,29 +398,27 @@ async fn check_user(
             "fan-out limit crossing owed",
             format!("users/{u}/{u} ({followers} followers, limit {limit})"),
         );
-        check.replay_users.push(user.clone());
+        check.replay_users.push(live.item.clone());
     }
     if state.target.is_none() {
-        check_merged(store, u, name_of(user), state.merged, check).await?;
+        check_merged(store, u, &user.username, state.merged, check).await?;
     }
 
     // Edges: a live followee by their current name, with a mirror by this user's current name;
     // their newest posts in the timeline.
     let mut followed: BTreeMap<String, String> = BTreeMap::new();
-    let mut wanted: BTreeMap<String, Value> = BTreeMap::new();
-    for e in &edges {
-        let Some(x) = str_field(e, REF_USER) else {
-            continue;
-        };
+    let mut wanted: BTreeMap<String, Post> = BTreeMap::new();
+    for (e, stored) in &edges {
+        let x = e.ref_user_id.as_str();
         check.sources.insert(x.to_string());
         let where_ = format!("users/{u}/{}", following_id(x));
         let Some(followee) = live_user(store, x).await? else {
             check.found("edge to an erased user", where_);
-            check.replay_edges.push(e.clone());
+            check.replay_edges.push(stored.clone());
             continue;
         };
-        let name = name_of(&followee).to_string();
-        if str_field(e, "userUsername") != Some(name.as_str()) {
+        let name = followee.user.username.clone();
+        if e.user_username != name {
             check.found("edge name", where_.clone());
             check.writes.push(Write::Patch {
                 container: Container::Users,
@@ -365,18 +430,18 @@ async fn check_user(
         }
         let mirror_id = follower_id(u);
         let mirror = retry(|| store.read(Container::Users, x, &mirror_id)).await?;
-        let mirror_ok = mirror.as_ref().is_some_and(|m| {
-            is_live_of(m, FOLLOWER) && str_field(m, "userUsername") == Some(name_of(user))
-        });
+        let mirror_ok = mirror
+            .and_then(|m| Edge::read(&m))
+            .is_some_and(|m| m.is_live(FollowKind::Follower) && m.user_username == user.username);
         if !mirror_ok {
             check.found(
                 "mirror missing or stale",
                 format!("users/{x}/{}", follower_id(u)),
             );
-            check.replay_edges.push(e.clone());
+            check.replay_edges.push(stored.clone());
         }
         followed.insert(x.to_string(), name.clone());
-        let state = projection::timeline::limit_state(store, x, Some(&followee)).await?;
+        let state = projection::timeline::limit_state(store, x, Some(&followee.item)).await?;
         if state.target.is_some() {
             // A crossing under way: its markers and copies are lag, not drift.
             marked.remove(x);
@@ -391,22 +456,13 @@ async fn check_user(
                 check.writes.push(Write::Upsert {
                     container: Container::Timelines,
                     pk: u.into(),
-                    item: merge_marker(u, x),
+                    item: crate::domain::to_value(&MergeMarker::new(u, x)),
                 });
             }
             continue;
         }
-        let q = Query::partition(x)
-            .of_kind(Kind::Post)
-            .live()
-            .order_by_creation(Order::Desc)
-            .limit(TIMELINE_SIZE as u32);
-        let copies = retry(|| store.query(Container::Users, &q)).await?;
-        for c in copies.items {
-            if let Ok(mut p) = serde_json::from_value::<Post>(c) {
-                p.user_username = name.clone();
-                wanted.insert(p.id.clone(), crate::domain::to_value(&p));
-            }
+        for p in newest_posts(store, x, &name).await? {
+            wanted.insert(p.id.clone(), p);
         }
     }
     // Markers for anyone not followed, or not merged.
@@ -419,14 +475,10 @@ async fn check_user(
     }
 
     // Mirrors: each has its edge.
-    for m in &mirrors {
-        let Some(f) = str_field(m, REF_USER) else {
-            continue;
-        };
+    for (m, _) in &mirrors {
+        let f = m.ref_user_id.as_str();
         check.sources.insert(f.to_string());
-        let edge_id = following_id(u);
-        let edge = retry(|| store.read(Container::Users, f, &edge_id)).await?;
-        if !edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
+        if !follows(store, f, &following_id(u)).await? {
             check.found(
                 "mirror without its edge",
                 format!("users/{u}/{}", follower_id(f)),
@@ -441,58 +493,54 @@ async fn check_user(
 
     // Timeline entries: of a followed author's live post, as the post is now.
     let mut present = BTreeSet::new();
-    for (c, entry) in &entries {
-        let id = str_field(entry, "id").unwrap_or_default().to_string();
+    for (c, id, entry) in &entries {
         let where_ = format!("{}/{u}/{id}", c.name());
-        let Some(shown) = entry_post(entry) else {
+        let Some(entry) = entry else {
             check.found("timeline entry extra", where_);
-            check.writes.push(delete_entry(*c, u, &id));
+            check.writes.push(delete_entry(*c, u, id));
             continue;
         };
+        let shown = &entry.post;
         present.insert(shown.id.clone());
         check.sources.insert(shown.user_id.clone());
         let post = retry(|| store.read(Container::Posts, &shown.id, &shown.id)).await?;
         let post = post
             .filter(|p| !is_deleted(p))
-            .and_then(|p| serde_json::from_value::<Post>(p).ok());
+            .and_then(|p| Post::deserialize(&p).ok());
         let author_name = followed.get(&shown.user_id);
         let (Some(mut post), Some(name)) = (post, author_name) else {
             check.found("timeline entry extra", where_);
-            check.writes.push(delete_entry(*c, u, &id));
+            check.writes.push(delete_entry(*c, u, id));
             continue;
         };
         post.user_username = name.clone();
-        if stored_entry_content(entry) != entry_content(&post) {
+        let should_be = TimelineEntry::new(u, &post);
+        if entry.post != should_be.post {
             check.found("timeline entry stale", where_);
             // Written to `timelines`; one still in `users` then goes with the move.
             check.writes.push(Write::Upsert {
                 container: Container::Timelines,
                 pk: u.into(),
-                item: timeline_entry(u, &post),
+                item: should_be.to_item(),
             });
         }
     }
     // Only the newest posts across the authors followed need an entry: a timeline is trimmed to
     // its newest entries, so an older post's entry may be gone.
-    let mut wanted: Vec<(String, Value)> = wanted.into_iter().collect();
-    wanted.sort_by_cached_key(|(id, p)| {
-        let date = str_field(p, "creationDate").unwrap_or_default().to_string();
-        std::cmp::Reverse((date, id.clone()))
-    });
+    let mut wanted: Vec<Post> = wanted.into_values().collect();
+    wanted.sort_by(|a, b| (&b.creation_date, &b.id).cmp(&(&a.creation_date, &a.id)));
     wanted.truncate(TIMELINE_SIZE);
-    for (post_id, summary) in &wanted {
-        if !present.contains(post_id) {
+    for p in &wanted {
+        if !present.contains(&p.id) {
             check.found(
                 "timeline entry missing",
-                format!("timelines/{u}/timeline-{post_id}"),
+                format!("timelines/{u}/timeline-{}", p.id),
             );
-            if let Ok(p) = serde_json::from_value::<Post>(summary.clone()) {
-                check.writes.push(Write::Upsert {
-                    container: Container::Timelines,
-                    pk: u.into(),
-                    item: timeline_entry(u, &p),
-                });
-            }
+            check.writes.push(Write::Upsert {
+                container: Container::Timelines,
+                pk: u.into(),
+                item: TimelineEntry::new(u, p).to_item(),
+            });
         }
     }
     Ok(())
@@ -511,26 +559,20 @@ async fn check_merged(
     let q = shared::of_author(u).limit(TIMELINE_SIZE as u32 + shared::PAGE);
     let held = retry(|| store.query(Container::Feed, &q)).await?.items;
     check.checked += held.len() as u64;
-    let mut wanted: BTreeMap<String, Value> = BTreeMap::new();
+    let mut wanted: BTreeMap<String, MergedPost> = BTreeMap::new();
     if merged {
-        let q = Query::partition(u)
-            .of_kind(Kind::Post)
-            .live()
-            .order_by_creation(Order::Desc)
-            .limit(TIMELINE_SIZE as u32);
-        for c in retry(|| store.query(Container::Users, &q)).await?.items {
-            if let Ok(mut p) = serde_json::from_value::<Post>(c) {
-                p.user_username = name.to_string();
-                wanted.insert(p.id.clone(), shared::item(&p));
-            }
+        for p in newest_posts(store, u, name).await? {
+            wanted.insert(p.id.clone(), MergedPost::new(&p));
         }
     }
     let mut drifted = false;
     for item in &held {
-        let id = str_field(item, "id").unwrap_or_default();
-        let content = projection::plan::content(item);
+        let Ok(Id { id }) = Id::deserialize(item) else {
+            continue;
+        };
+        let id = id.as_str();
         match wanted.remove(id) {
-            Some(w) if w == content => {}
+            Some(w) if MergedPost::deserialize(item).is_ok_and(|m| m == w) => {}
             Some(_) => {
                 check.found("merged copy stale", format!("feed/merged/{id}"));
                 drifted = true;
@@ -627,38 +669,38 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
 async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
     let users = Container::Users;
     match w {
-        Write::Upsert { pk: u, item, .. } if is_marker(item) => {
-            let x = str_field(item, REF_USER).unwrap_or_default();
-            Ok(merged_followee(store, u, x).await?.then(|| w.clone()))
-        }
-        Write::Upsert { pk: u, item, .. } => {
-            let Some(shown) = entry_post(item) else {
-                return Ok(None);
-            };
-            Ok(wanted_entry(store, u, &shown.id)
+        Write::Upsert { pk: u, item, .. } => match TimelineItem::read(item) {
+            Ok(TimelineItem::Marker(m)) => Ok(merged_followee(store, u, &m.ref_user_id)
                 .await?
-                .map(|post| Write::Upsert {
-                    container: Container::Timelines,
-                    pk: u.clone(),
-                    item: timeline_entry(u, &post),
-                }))
-        }
+                .then(|| w.clone())),
+            Ok(TimelineItem::Entry(e)) => {
+                Ok(wanted_entry(store, u, &e.post.id)
+                    .await?
+                    .map(|post| Write::Upsert {
+                        container: Container::Timelines,
+                        pk: u.clone(),
+                        item: TimelineEntry::new(u, &post).to_item(),
+                    }))
+            }
+            Err(_) => Ok(None),
+        },
         Write::Patch { pk: u, id, .. } => {
             let Some(x) = id.strip_prefix(&following_id("")) else {
                 return Ok(Some(w.clone()));
             };
-            let edge = retry(|| store.read(users, u, id)).await?;
-            let followee = live_user(store, x).await?;
-            Ok(match (edge, followee) {
-                (Some(e), Some(followee)) if is_live_of(&e, FOLLOWING) => Some(Write::Patch {
-                    container: users,
-                    pk: u.clone(),
-                    id: id.clone(),
-                    ops: vec![PatchOp::set("/userUsername", name_of(&followee))],
-                    if_match: None,
-                }),
-                _ => None,
-            })
+            if !follows(store, u, id).await? {
+                return Ok(None);
+            }
+            Ok(live_user(store, x).await?.map(|followee| Write::Patch {
+                container: users,
+                pk: u.clone(),
+                id: id.clone(),
+                ops: vec![PatchOp::set(
+                    "/userUsername",
+                    followee.user.username.as_str(),
+                )],
+                if_match: None,
+            }))
         }
         Write::Delete {
             container,
@@ -668,9 +710,7 @@ async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
         } => {
             if let Some(f) = id.strip_prefix(&follower_id("")) {
                 // A mirror goes only while its edge is still missing.
-                let edge_id = following_id(u);
-                let edge = retry(|| store.read(users, f, &edge_id)).await?;
-                let has_edge = edge.is_some_and(|e| is_live_of(&e, FOLLOWING));
+                let has_edge = follows(store, f, &following_id(u)).await?;
                 return Ok((!has_edge).then(|| w.clone()));
             }
             let Some(item) = retry(|| store.read(*container, u, id)).await? else {
@@ -679,14 +719,10 @@ async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
             if is_deleted(&item) {
                 return Ok(None);
             }
-            let still_wanted = if is_marker(&item) {
-                let x = str_field(&item, REF_USER).unwrap_or_default();
-                merged_followee(store, u, x).await?
-            } else {
-                match entry_post(&item) {
-                    Some(shown) => wanted_entry(store, u, &shown.id).await?.is_some(),
-                    None => false,
-                }
+            let still_wanted = match TimelineItem::read(&item) {
+                Ok(TimelineItem::Marker(m)) => merged_followee(store, u, &m.ref_user_id).await?,
+                Ok(TimelineItem::Entry(e)) => wanted_entry(store, u, &e.post.id).await?.is_some(),
+                Err(_) => false,
             };
             Ok((!still_wanted).then(|| w.clone()))
         }
@@ -695,9 +731,7 @@ async fn fresh(store: &dyn Store, w: &Write) -> StoreResult<Option<Write>> {
 
 /// Whether `u` follows `x` now, and `x` is merged (their followers hold a marker for them).
 async fn merged_followee(store: &dyn Store, u: &str, x: &str) -> StoreResult<bool> {
-    let edge_id = following_id(x);
-    let edge = retry(|| store.read(Container::Users, u, &edge_id)).await?;
-    if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+    if !follows(store, u, &following_id(x)).await? {
         return Ok(false);
     }
     Ok(match live_user(store, x).await? {
@@ -712,14 +746,12 @@ async fn wanted_entry(store: &dyn Store, u: &str, post_id: &str) -> StoreResult<
     let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
     let Some(mut post) = post
         .filter(|p| !is_deleted(p))
-        .and_then(|p| serde_json::from_value::<Post>(p).ok())
+        .and_then(|p| Post::deserialize(&p).ok())
     else {
         return Ok(None);
     };
     let author = post.user_id.clone();
-    let edge_id = following_id(&author);
-    let edge = retry(|| store.read(Container::Users, u, &edge_id)).await?;
-    if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+    if !follows(store, u, &following_id(&author)).await? {
         return Ok(None);
     }
     let Some(a) = live_user(store, &author).await? else {
@@ -727,7 +759,7 @@ async fn wanted_entry(store: &dyn Store, u: &str, post_id: &str) -> StoreResult<
     };
     match settled_side(store, &author, &a).await? {
         Some(false) => {
-            post.user_username = name_of(&a).to_string();
+            post.user_username = a.user.username;
             Ok(Some(post))
         }
         _ => Ok(None),
@@ -737,8 +769,8 @@ async fn wanted_entry(store: &dyn Store, u: &str, post_id: &str) -> StoreResult<
 /// Whether author `x` is merged (`Some(true)`) or copied (`Some(false)`), as their limit job
 /// records it; `None` while a crossing is under way (the timeline lane writes the markers and
 /// copies then, and a repair leaves them to it).
-async fn settled_side(store: &dyn Store, x: &str, author: &Value) -> StoreResult<Option<bool>> {
-    let state = projection::timeline::limit_state(store, x, Some(author)).await?;
+async fn settled_side(store: &dyn Store, x: &str, author: &Live) -> StoreResult<Option<bool>> {
+    let state = projection::timeline::limit_state(store, x, Some(&author.item)).await?;
     Ok(state.target.is_none().then_some(state.merged))
 }
 
@@ -746,7 +778,9 @@ async fn settled_side(store: &dyn Store, x: &str, author: &Value) -> StoreResult
 /// crossing it starts is done.
 async fn replay_user(store: &dyn Store, user: &Value) -> Result<usize, String> {
     use projection::{project_lane, Lane};
-    let u = str_field(user, "userId").unwrap_or_default().to_string();
+    let u = User::deserialize(user)
+        .map_err(|e| format!("a stored user does not read as one: {e}"))?
+        .user_id;
     let mut written = project_lane(
         store,
         Lane::Timeline,
@@ -761,15 +795,18 @@ async fn replay_user(store: &dyn Store, user: &Value) -> Result<usize, String> {
         let job = retry(|| store.read(Container::Users, &u, projection::timeline::LIMIT_JOB))
             .await
             .map_err(|e| e.to_string())?;
-        let Some(job) = job.filter(|j| j.get("target").is_some_and(|t| !t.is_null())) else {
+        let Some(job) = job else {
             return Ok(written);
         };
-        // A step that did not move the job on (its user gone, say) ends the replay.
-        let etag = str_field(&job, "_etag").map(String::from);
-        if etag.is_some() && etag == last_etag {
+        let state = LimitJob::deserialize(&job).unwrap_or_default();
+        if state.target.is_none() {
             return Ok(written);
         }
-        last_etag = etag;
+        // A step that did not move the job on (its user gone, say) ends the replay.
+        if state.etag.is_some() && state.etag == last_etag {
+            return Ok(written);
+        }
+        last_etag = state.etag;
         written += project_lane(store, Lane::Timeline, Container::Users, &[job])
             .await
             .map_err(|e| e.to_string())?
@@ -822,4 +859,33 @@ pub async fn verify_and_repair(
         None
     };
     Ok(Outcome { before, repair })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Id, Text};
+
+    /// `verify` judges the merged authors' posts by [`MergedPost`]; the projection that writes
+    /// them builds its own item, which must be the same.
+    #[test]
+    fn verify_expects_the_merged_post_the_projection_writes() {
+        let mut p = Post::new(
+            &Id::parse("id", "x").unwrap(),
+            "xena".into(),
+            &Text::title("t").unwrap(),
+            &Text::post_content(&"c".repeat(300)).unwrap(),
+        );
+        p.like_count = 4;
+        let written = projection::merged::item(&p);
+        assert_eq!(written, MergedPost::new(&p).to_item());
+        assert_eq!(
+            MergedPost::deserialize(&written).unwrap(),
+            MergedPost::new(&p)
+        );
+        assert_eq!(
+            projection::merged::PARTITION,
+            crate::domain::follows::MERGED
+        );
+    }
 }
