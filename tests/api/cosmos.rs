@@ -94,6 +94,11 @@ mod api {
     crate::api_suite!(cosmos_fixture);
 }
 
+mod search {
+    use super::*;
+    crate::search_suite!(cosmos_fixture);
+}
+
 mod deletes {
     use super::*;
     crate::deletes_suite!(cosmos_fixture);

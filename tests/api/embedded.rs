@@ -12,6 +12,11 @@ mod api {
     crate::api_suite!(embedded_fixture);
 }
 
+mod search {
+    use super::*;
+    crate::search_suite!(embedded_fixture);
+}
+
 mod deletes {
     use super::*;
     crate::deletes_suite!(embedded_fixture);
