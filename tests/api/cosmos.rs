@@ -18,7 +18,8 @@
 //!   its stores write full-text conditions as case-insensitive substring tests
 //!   (`CosmosStore::with_emulated_full_text`): the search tests run every other part of the
 //!   query here, and what only words can tell (word boundaries, stems, accents) is tested on the
-//!   embedded store; the query a real account gets is pinned in `src/store/cosmos/sql.rs`.
+//!   embedded store; the query a real account gets is pinned in `src/store/cosmos/sql.rs`, and
+//!   `the_search_query_a_real_account_gets_reaches_the_emulator` sends it through the SDK.
 //! - It enforces no indexing policy, so an `ORDER BY` that would need a composite index on a
 //!   real account passes here; the store orders by one property only for that reason.
 
@@ -44,8 +45,14 @@ const GATEWAY: &str = "https://eastus.emulator.local";
 /// Any base64 string: the emulator checks no signatures.
 const KEY: &str = "dGVzdGtleQ==";
 
-/// A Cosmos store on a fresh in-memory emulated account.
+/// A Cosmos store on a fresh in-memory emulated account, writing full-text conditions as the
+/// emulator can evaluate them (see the module docs).
 pub async fn cosmos_store() -> CosmosStore {
+    emulated_account().await.with_emulated_full_text()
+}
+
+/// A Cosmos store on a fresh in-memory emulated account, as a real account's is configured.
+async fn emulated_account() -> CosmosStore {
     let region = VirtualRegion::new("East US", GATEWAY.parse().expect("url"));
     let config = VirtualAccountConfig::new(vec![region])
         .expect("emulator config")
@@ -64,7 +71,7 @@ pub async fn cosmos_store() -> CosmosStore {
         .build(account, RoutingStrategy::ProximityTo(Region::EAST_US))
         .await
         .expect("client on the in-memory emulator");
-    CosmosStore::with_client(client, "blog", true).with_emulated_full_text()
+    CosmosStore::with_client(client, "blog", true)
 }
 
 pub async fn cosmos_fixture() -> Fixture {
@@ -529,5 +536,31 @@ async fn the_feed_snapshot_holds_for_its_maximum_age() {
     let app = TestApp::spawn_with_feed_cache(cosmos_fixture().await, Duration::ZERO).await;
     for _ in 0..2 {
         assert_eq!(app.get("/api/feed").await.store_operations(), 1);
+    }
+}
+
+/// The search query a real account gets goes through the SDK as it is (planned across the
+/// partitions with its order, and sent); the emulator then names the one function it cannot
+/// evaluate. What the store suite runs instead differs from it only there
+/// (`cosmos_search_query_is_pinned` in `src/store/cosmos/sql.rs`).
+#[tokio::test]
+async fn the_search_query_a_real_account_gets_reaches_the_emulator() {
+    let store = emulated_account().await;
+    store
+        .create(
+            Container::Posts,
+            "p1",
+            post("p1", "u1", "2026-01-01T00:00:00.000Z"),
+        )
+        .await
+        .unwrap();
+    let q = Query::cross_partition()
+        .of_kind(blog::domain::Kind::Post)
+        .live()
+        .containing_words(&blog::store::SEARCHABLE, vec!["t".into()])
+        .order_by_creation(blog::store::Order::Desc);
+    match store.query(Container::Posts, &q).await {
+        Err(StoreError::BadRequest(m)) if m.contains("unknown function: FullTextContains") => {}
+        other => panic!("{other:?}"),
     }
 }
