@@ -8,6 +8,8 @@ use std::collections::{BTreeSet, HashSet};
 
 use axum::extract::State;
 use axum::response::Response;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
 use utoipa::IntoParams;
 
 use super::views::{PageView, PostSummaryPage, PostSummaryView, View};
@@ -107,13 +109,18 @@ pub async fn search_posts(
     Search(words): Search,
     paging: Paging,
 ) -> ApiResult<Response> {
+    let continuation = paging
+        .continuation
+        .as_deref()
+        .map(unpack_token)
+        .transpose()?;
     let q = Query::cross_partition()
         .of_kind(Kind::Post)
         .live()
         .containing_words(&SEARCHABLE, words)
         .order_by_creation(Order::Desc)
         .limit(paging.limit)
-        .continuation(paging.continuation);
+        .continuation(continuation);
     let Page {
         items,
         continuation,
@@ -131,7 +138,44 @@ pub async fn search_posts(
         .filter(|p| live.contains(&p.user_id))
         .map(|p| PostSummaryView::from_domain(p.summary()))
         .collect();
-    Ok(page_response(&PostSummaryPage::new(shown, continuation)))
+    let token = continuation.as_deref().map(pack_token);
+    Ok(page_response(&PostSummaryPage::new(shown, token)))
+}
+
+/// The longest store token a client's token may unpack to.
+const MAX_STORE_TOKEN: u64 = 64 * 1024;
+
+/// The client's form of a store's continuation token: deflated, then base64url. A query across
+/// partitions resumes each partition still holding results, so Cosmos DB's token names every
+/// one of them (a few hundred characters each) and would pass `continuationToken`'s 4,096
+/// characters at about 14 physical partitions; deflated, at about 60 (docs/scale.md).
+fn pack_token(token: &str) -> String {
+    use std::io::Write as _;
+    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(token.as_bytes()).expect("writing to memory");
+    URL_SAFE_NO_PAD.encode(z.finish().expect("writing to memory"))
+}
+
+/// The store's token in a client's token, or a 400 naming `continuationToken`.
+fn unpack_token(token: &str) -> ApiResult<String> {
+    use std::io::Read as _;
+    let bad = || {
+        ApiError::invalid(
+            Place::Query,
+            "continuationToken",
+            "`continuationToken` is not valid",
+        )
+    };
+    let packed = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let mut out = String::new();
+    flate2::read::DeflateDecoder::new(packed.as_slice())
+        .take(MAX_STORE_TOKEN + 1)
+        .read_to_string(&mut out)
+        .map_err(|_| bad())?;
+    if out.is_empty() || out.len() as u64 > MAX_STORE_TOKEN {
+        return Err(bad());
+    }
+    Ok(out)
 }
 
 /// Which of the posts' authors are live users: a point read of each (at once), none for an
@@ -171,6 +215,58 @@ mod tests {
             ApiError::InvalidInput(errors) => format!("{errors:?}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn tokens_round_trip_and_a_foreign_one_is_a_400() {
+        let store = format!("c1.{}", "eyJyYW5nZXMiOlt7Im1pbl9lcGsiOiIifV19".repeat(40));
+        let packed = pack_token(&store);
+        assert!(packed.len() < store.len() / 4, "{}", packed.len());
+        assert_eq!(unpack_token(&packed).unwrap(), store);
+        for foreign in ["", "not a token", "eyJhIjoiYiJ9", &pack_token("")] {
+            let e = field_of(unpack_token(foreign).unwrap_err());
+            assert!(e.contains("continuationToken"), "{foreign}: {e}");
+        }
+        // A token that would unpack to more than any store's is refused, not unpacked.
+        let bomb = pack_token(&"a".repeat(MAX_STORE_TOKEN as usize + 1));
+        assert!(unpack_token(&bomb).is_err());
+    }
+
+    /// A Cosmos DB token of a search across 50 physical partitions (its shape as the SDK writes
+    /// it, each partition's resume point with a random item id) fits in `continuationToken`.
+    #[test]
+    fn a_token_across_fifty_partitions_fits() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut random = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let ranges: Vec<serde_json::Value> = (0..50u128)
+            .map(|i| {
+                let rid: Vec<u8> = (0..16).map(|_| random() as u8).collect();
+                serde_json::json!({
+                    "min_epk": format!("{:032X}", i << 120),
+                    "max_epk": format!("{:032X}", (i + 1) << 120),
+                    "boundary": {
+                        "resume_values": [{ "type": "string",
+                            "value": format!("2026-11-26T12:{:02}:{:02}.{:03}Z",
+                                random() % 60, random() % 60, random() % 1000) }],
+                        "last_rid": base64::engine::general_purpose::STANDARD.encode(rid),
+                        "skip_count": 1
+                    }
+                })
+            })
+            .collect();
+        let state = serde_json::json!({ "op": "Query", "rid": "AAAAAYAAAAI=",
+            "root": { "kind": "streaming_ordered_merge", "directions": ["Descending"],
+                "query_fingerprint": "bd5501ad7cbb515556c38d5e790b0144", "ranges": ranges } });
+        let store = format!("c1.{}", URL_SAFE_NO_PAD.encode(state.to_string()));
+        assert!(store.len() > 4096 * 3, "{}", store.len());
+        let packed = pack_token(&store);
+        assert!(packed.len() <= 4096, "{}", packed.len());
+        assert_eq!(unpack_token(&packed).unwrap(), store);
     }
 
     #[test]
