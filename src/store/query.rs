@@ -52,7 +52,10 @@ pub struct Words {
 }
 
 /// The fields of a post indexed for full text, in `posts` (the Cosmos DB container's full-text
-/// policy and the embedded store's FTS5 table hold the same list).
+/// policy and the embedded store's FTS5 table hold the same list). A field joins by being
+/// added here, to the full-text paths and indexes (`cosmos/bootstrap.rs` follows this list;
+/// `infra/modules/cosmos.bicep` names them), and as a column of the FTS5 table, which a schema
+/// migration rebuilds and refills from the posts (`embedded/schema.rs`).
 pub const SEARCHABLE: [&str; 2] = ["title", "content"];
 
 /// A query on one container: `SELECT * FROM c WHERE <filters, ANDed> [AND <words>]
