@@ -17,6 +17,7 @@ mod likes;
 pub mod openapi;
 mod posts;
 mod schema;
+mod search;
 mod users;
 pub mod views;
 pub mod write_limit;
@@ -134,6 +135,7 @@ macro_rules! api_table {
             comments::delete_comment,
             likes::delete_like,
             feed::get_feed,
+            search::search_posts,
             follows::follow,
             follows::get_following,
             follows::unfollow,

@@ -52,9 +52,9 @@ export async function api(method, path, { body, ifMatch } = {}) {
 /** A path segment (an id), URL-encoded. */
 export const seg = encodeURIComponent;
 
-/** A list request's path with `limit` and, when there is one, the continuation token. */
-export function listPath(path, token, limit = 20) {
-  const q = new URLSearchParams({ limit: String(limit) });
+/** A list request's path with `params`, `limit` and, when there is one, the continuation token. */
+export function listPath(path, token, limit = 20, params = {}) {
+  const q = new URLSearchParams({ ...params, limit: String(limit) });
   if (token) q.set('continuationToken', token);
   return `${path}?${q}`;
 }

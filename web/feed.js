@@ -1,12 +1,12 @@
-// The screens of lists of posts: the feed of everyone's newest (Q6) and the timeline of the
-// people one follows. Each screen is `async (ctx, ...params)` and draws into ctx.render(...);
+// The screens of lists of posts: the feed of everyone's newest (Q6), the timeline of the
+// people one follows, and search. Each screen is `async (ctx, ...params)` and draws into ctx.render(...);
 // ctx.alive() turns false once the reader has moved on (polling stops then).
 
 import { api, listPath, seg } from './api.js';
 import { arriving, forgetArrived, GIVE_UP_MS, setArriving, watchFeed } from './arriving.js';
 import { session } from './auth.js';
 import { heading, needUser, postCard } from './parts.js';
-import { h, link, pagedList, put } from './ui.js';
+import { field, form, h, link, pagedList, put } from './ui.js';
 
 // --- the feed (Q6) --------------------------------------------------------------------------
 
@@ -53,5 +53,31 @@ export async function following(ctx) {
     h('p', { class: 'muted' }, 'The newest posts of the people you follow, copied here by the change feed.'),
     list.el,
   );
+  await list.load();
+}
+
+// --- search ---------------------------------------------------------------------------------
+
+/** `#/search/<words>`: a search box, and the posts holding every word, newest first. */
+export async function search(ctx, q = '') {
+  const box = field('search-q', 'Words to find', { type: 'search', maxlength: 200, required: true, value: q });
+  const searchForm = form('Search posts', [box.field], 'Search', () => {
+    const words = box.input.value.trim();
+    if (words === q) ctx.refresh();
+    else ctx.go(`#/search/${seg(words)}`);
+  });
+  const intro = h(
+    'p',
+    { class: 'muted' },
+    'Posts whose title or content hold every word, newest first. Case, accents and word endings do not matter.',
+  );
+  if (!q.trim()) return ctx.render(heading('Search'), intro, searchForm);
+  const list = pagedList(
+    `Posts with the words ${q}`,
+    async (t) => (await api('GET', listPath('search', t, 20, { q }))).data,
+    postCard,
+    'No post holds all of these words.',
+  );
+  ctx.render(heading('Search'), intro, searchForm, list.el);
   await list.load();
 }

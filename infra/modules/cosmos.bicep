@@ -85,6 +85,13 @@ var typeThenNewest = [
   ]
 ]
 
+// Full-text search (FullTextContains) reads only the paths a container's full-text policy
+// names; the containers other than posts name none.
+var noFullText = {
+  defaultLanguage: 'en-US'
+  fullTextPaths: []
+}
+
 var containers = [
   {
     // Users and their own posts: WHERE c.type = 'post' ORDER BY c.creationDate DESC,
@@ -93,6 +100,7 @@ var containers = [
     // the timeline lane's job items; timeline entries an earlier release kept here (by
     // refUserId and postId) until they are moved to `timelines`.
     name: 'users'
+    fullTextPolicy: noFullText
     partitionKey: '/userId'
     indexingPolicy: {
       indexingMode: 'consistent'
@@ -127,9 +135,22 @@ var containers = [
   {
     // Posts with their comments and likes: filter on type ordered by creationDate,
     // cross-partition by userId with userUsername != @name,
-    // SELECT VALUE COUNT(1) ... WHERE c.type = 'like'.
+    // SELECT VALUE COUNT(1) ... WHERE c.type = 'like'; search across partitions:
+    // FullTextContains(c.title, @w) OR FullTextContains(c.content, @w) for each word, through
+    // the full-text policy and indexes on title and content (docs/scale.md, search).
     name: 'posts'
     partitionKey: '/postId'
+    fullTextPolicy: {
+      defaultLanguage: 'en-US'
+      fullTextPaths: [
+        {
+          path: '/title'
+        }
+        {
+          path: '/content'
+        }
+      ]
+    }
     indexingPolicy: {
       indexingMode: 'consistent'
       automatic: true
@@ -152,11 +173,20 @@ var containers = [
       ]
       excludedPaths: excludeAll
       compositeIndexes: typeThenNewest
+      fullTextIndexes: [
+        {
+          path: '/title'
+        }
+        {
+          path: '/content'
+        }
+      ]
     }
   }
   {
     // Materialized feed: WHERE c.type = 'post' ORDER BY c.creationDate DESC in its one partition.
     name: 'feed'
+    fullTextPolicy: noFullText
     partitionKey: '/type'
     indexingPolicy: {
       indexingMode: 'consistent'
@@ -179,6 +209,7 @@ var containers = [
     // rename), markers told apart by merge. No trigger follows this container: the timeline
     // lane writes it, nothing projects from it.
     name: 'timelines'
+    fullTextPolicy: noFullText
     partitionKey: '/userId'
     indexingPolicy: {
       indexingMode: 'consistent'
@@ -215,6 +246,7 @@ var containers = [
     // is false, so it must exist). The trigger's lease manager queries it, so it keeps
     // the default consistent indexing of every path.
     name: 'leases'
+    fullTextPolicy: noFullText
     partitionKey: '/id'
     indexingPolicy: {
       indexingMode: 'consistent'
@@ -233,7 +265,7 @@ var containers = [
   }
 ]
 
-resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
+resource account 'Microsoft.DocumentDB/databaseAccounts@2025-10-15' = {
   #checkov:skip=CKV_AZURE_101:Holds only with vnetEnabled=false (the default): the Function App then has no virtual network and reaches Cosmos DB on the public endpoint, where key auth is off and every request needs an Entra token with a data-plane role. With vnetEnabled=true publicNetworkAccess is Disabled and the app goes through a private endpoint.
   name: accountName
   location: location
@@ -251,11 +283,19 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
         isZoneRedundant: false
       }
     ]
+    // Full-text search (the posts' full-text policy and indexes) is an account capability.
     capabilities: isServerless ? [
       {
         name: 'EnableServerless'
       }
-    ] : []
+      {
+        name: 'EnableNoSQLFullTextSearch'
+      }
+    ] : [
+      {
+        name: 'EnableNoSQLFullTextSearch'
+      }
+    ]
     backupPolicy: backupPolicy
     disableLocalAuth: true
     disableKeyBasedMetadataWriteAccess: true
@@ -267,7 +307,7 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   }
 }
 
-resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15' = {
+resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2025-10-15' = {
   parent: account
   name: databaseName
   properties: {
@@ -284,7 +324,7 @@ resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-11-15
   }
 }
 
-resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-11-15' = [for c in containers: {
+resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-10-15' = [for c in containers: {
   parent: database
   name: c.name
   properties: {
@@ -298,6 +338,7 @@ resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
         version: 2
       }
       indexingPolicy: c.indexingPolicy
+      fullTextPolicy: c.fullTextPolicy
       // Time to live on, with no default expiry (-1): only items that carry a `ttl` expire.
       // A deleted user, post, comment or like is marked (`deleted: true`, `ttl`) for the change
       // feed to carry, and Cosmos DB removes the mark when it expires.
@@ -309,7 +350,7 @@ resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
 
 // One at a time: Cosmos DB rejects concurrent RBAC writes on the same account.
 @batchSize(1)
-resource dataContributors 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-11-15' = [for principalId in dataContributorPrincipalIds: {
+resource dataContributors 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2025-10-15' = [for principalId in dataContributorPrincipalIds: {
   parent: account
   name: guid(account.id, principalId, dataContributorRoleDefinitionId)
   properties: {

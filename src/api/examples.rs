@@ -167,6 +167,8 @@ impl Examples {
             "commentId" => json!(COMMENT),
             "followeeId" => json!(ANA),
             "limit" => json!(20),
+            // Words of the example post's title and content.
+            "q" => json!("cosmos partition"),
             "If-None-Match" | "If-Match" => {
                 let body = serde_json::to_vec(etag_of?).expect("examples serialize");
                 json!(tag_of(&body))

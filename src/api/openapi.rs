@@ -32,7 +32,7 @@ use crate::settings::AuthMode;
     info(
         title = "blog",
         description = "A blog backend on the Azure Cosmos DB data model: users, posts, comments, likes and a feed. \
-Every query is one store operation on one partition. Errors are `application/problem+json`. \
+Every query of the article's model is one store operation on one partition (search, across partitions, is the one exception). Errors are `application/problem+json`. \
 Reads are anonymous; writes act as the caller.",
         license(name = "MIT", identifier = "MIT"),
     ),

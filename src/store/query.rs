@@ -40,13 +40,33 @@ pub enum Scope {
     CrossPartition,
 }
 
-/// A query on one container: `SELECT * FROM c WHERE <filters, ANDed>
+/// A full-text condition: every one of `words` is a word of at least one of `fields` (a word may
+/// be in one field and the next word in another), words as the store's full-text analyzer reads
+/// them (case and English word endings do not matter; docs/api.md's search section says where
+/// the stores differ). Only the fields a store indexes for full text may be named: the posts'
+/// `title` and `content` ([`SEARCHABLE`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Words {
+    pub fields: Vec<String>,
+    pub words: Vec<String>,
+}
+
+/// The fields of a post indexed for full text, in `posts` (the Cosmos DB container's full-text
+/// policy and the embedded store's FTS5 table hold the same list). A field joins by being
+/// added here, to the full-text paths and indexes (`cosmos/bootstrap.rs` follows this list;
+/// `infra/modules/cosmos.bicep` names them), and as a column of the FTS5 table, which a schema
+/// migration rebuilds and refills from the posts (`embedded/schema.rs`).
+pub const SEARCHABLE: [&str; 2] = ["title", "content"];
+
+/// A query on one container: `SELECT * FROM c WHERE <filters, ANDed> [AND <words>]
 /// [ORDER BY c.creationDate <order>, c.id <order>] LIMIT limit`, paged by an
 /// opaque continuation token. `count_only` turns it into `SELECT VALUE COUNT(1)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
     pub scope: Scope,
     pub filters: Vec<Filter>,
+    /// A full-text condition ANDed with the filters.
+    pub words: Option<Words>,
     /// Order by `creationDate` (ties broken by `id`); `None` means store order.
     pub order_by_creation: Option<Order>,
     /// Page size.
@@ -59,6 +79,7 @@ impl Query {
         Query {
             scope: Scope::Partition(pk.into()),
             filters: Vec::new(),
+            words: None,
             order_by_creation: None,
             limit: 100,
             continuation: None,
@@ -117,6 +138,15 @@ impl Query {
             field: field.into(),
             cmp: Cmp::NotTrue,
             value: Value::Bool(true),
+        });
+        self
+    }
+
+    /// Only items where each of `words` is a word of one of `fields` (see [`Words`]).
+    pub fn containing_words(mut self, fields: &[&str], words: Vec<String>) -> Self {
+        self.words = Some(Words {
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            words,
         });
         self
     }

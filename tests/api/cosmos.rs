@@ -14,6 +14,12 @@
 //!   its counters with the post.
 //! - It does not evaluate bracket property access (`c["type"]`) in filters; the store writes
 //!   `c.type` (brackets only for reserved words).
+//! - It evaluates no full-text function (`FullTextContains` is an unknown function to it), so
+//!   its stores write full-text conditions as case-insensitive substring tests
+//!   (`CosmosStore::with_emulated_full_text`): the search tests run every other part of the
+//!   query here, and what only words can tell (word boundaries, stems, accents) is tested on the
+//!   embedded store; the query a real account gets is pinned in `src/store/cosmos/sql.rs`, and
+//!   `the_search_query_a_real_account_gets_reaches_the_emulator` sends it through the SDK.
 //! - It enforces no indexing policy, so an `ORDER BY` that would need a composite index on a
 //!   real account passes here; the store orders by one property only for that reason.
 
@@ -39,8 +45,14 @@ const GATEWAY: &str = "https://eastus.emulator.local";
 /// Any base64 string: the emulator checks no signatures.
 const KEY: &str = "dGVzdGtleQ==";
 
-/// A Cosmos store on a fresh in-memory emulated account.
+/// A Cosmos store on a fresh in-memory emulated account, writing full-text conditions as the
+/// emulator can evaluate them (see the module docs).
 pub async fn cosmos_store() -> CosmosStore {
+    emulated_account().await.with_emulated_full_text()
+}
+
+/// A Cosmos store on a fresh in-memory emulated account, as a real account's is configured.
+async fn emulated_account() -> CosmosStore {
     let region = VirtualRegion::new("East US", GATEWAY.parse().expect("url"));
     let config = VirtualAccountConfig::new(vec![region])
         .expect("emulator config")
@@ -81,12 +93,17 @@ mod store {
         batch_succeeds_as_a_whole, batch_fails_as_a_whole, change_feed_latest_version_in_commit_order,
         change_feeds_are_per_container, change_feed_readers_take_turns_without_starving,
         system_properties_are_stamped, patch_honours_etags, live_queries_leave_marked_items_out,
-        any_of_finds_the_listed_values_across_partitions);
+        any_of_finds_the_listed_values_across_partitions, full_text_finds_live_posts_with_every_word);
 }
 
 mod api {
     use super::*;
     crate::api_suite!(cosmos_fixture);
+}
+
+mod search {
+    use super::*;
+    crate::search_suite!(cosmos_fixture);
 }
 
 mod deletes {
@@ -519,5 +536,31 @@ async fn the_feed_snapshot_holds_for_its_maximum_age() {
     let app = TestApp::spawn_with_feed_cache(cosmos_fixture().await, Duration::ZERO).await;
     for _ in 0..2 {
         assert_eq!(app.get("/api/feed").await.store_operations(), 1);
+    }
+}
+
+/// The search query a real account gets goes through the SDK as it is (planned across the
+/// partitions with its order, and sent); the emulator then names the one function it cannot
+/// evaluate. What the store suite runs instead differs from it only there
+/// (`cosmos_search_query_is_pinned` in `src/store/cosmos/sql.rs`).
+#[tokio::test]
+async fn the_search_query_a_real_account_gets_reaches_the_emulator() {
+    let store = emulated_account().await;
+    store
+        .create(
+            Container::Posts,
+            "p1",
+            post("p1", "u1", "2026-01-01T00:00:00.000Z"),
+        )
+        .await
+        .unwrap();
+    let q = Query::cross_partition()
+        .of_kind(blog::domain::Kind::Post)
+        .live()
+        .containing_words(&blog::store::SEARCHABLE, vec!["t".into()])
+        .order_by_creation(blog::store::Order::Desc);
+    match store.query(Container::Posts, &q).await {
+        Err(StoreError::BadRequest(m)) if m.contains("unknown function: FullTextContains") => {}
+        other => panic!("{other:?}"),
     }
 }

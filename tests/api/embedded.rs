@@ -12,6 +12,11 @@ mod api {
     crate::api_suite!(embedded_fixture);
 }
 
+mod search {
+    use super::*;
+    crate::search_suite!(embedded_fixture);
+}
+
 mod deletes {
     use super::*;
     crate::deletes_suite!(embedded_fixture);
@@ -458,5 +463,64 @@ mod feed_snapshot {
         for _ in 0..2 {
             assert_eq!(app.get("/api/feed").await.store_operations(), 1);
         }
+    }
+}
+
+/// How the embedded store reads words in a full-text query (docs/api.md, search): what the
+/// in-memory emulator's substring stand-in cannot show, so it is tested on this store alone.
+mod words {
+    use blog::domain::Kind;
+    use blog::store::{Container, Order, Query, SEARCHABLE};
+    use serde_json::json;
+
+    use crate::helpers::embedded_fixture;
+
+    #[tokio::test]
+    async fn words_match_whole_words_folding_case_accents_and_english_endings() {
+        let fixture = embedded_fixture().await;
+        let s = fixture.store.clone();
+        let posts = [
+            ("p1", "Category theory", "for cats"),
+            ("p2", "Un café à Paris", "CRÈME brûlée"),
+            ("p3", "Running notes", "she runs; they ran"),
+            ("p4", "co-operation", "e-mail: ana@example.org"),
+        ];
+        for (i, (id, title, content)) in posts.into_iter().enumerate() {
+            let item = json!({ "id": id, "postId": id, "type": "post", "userId": "u1",
+                "title": title, "content": content,
+                "creationDate": format!("2026-01-01T00:00:0{i}.000Z") });
+            s.create(Container::Posts, id, item).await.unwrap();
+        }
+        let found = |words: &[&str]| {
+            let s = s.clone();
+            let q = Query::cross_partition()
+                .of_kind(Kind::Post)
+                .live()
+                .containing_words(&SEARCHABLE, words.iter().map(|w| w.to_string()).collect())
+                .order_by_creation(Order::Asc);
+            async move {
+                let page = s.query(Container::Posts, &q).await.unwrap();
+                page.items
+                    .iter()
+                    .map(|v| v["id"].as_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            }
+        };
+        // Whole words: `cat` is a word of p1 ("cats"), not a part of "Category" only.
+        assert_eq!(found(&["cat"]).await, ["p1"]);
+        assert_eq!(found(&["categ"]).await, Vec::<String>::new());
+        // Case and accents fold, both ways.
+        assert_eq!(found(&["CAFE", "creme"]).await, ["p2"]);
+        assert_eq!(found(&["brûlée"]).await, ["p2"]);
+        assert_eq!(found(&["Brulee", "paris"]).await, ["p2"]);
+        // English endings: run, runs, running are one word; "ran" is another.
+        assert_eq!(found(&["run"]).await, ["p3"]);
+        assert_eq!(found(&["running", "note"]).await, ["p3"]);
+        // Punctuation splits words: "co-operation" holds "co" and "operation".
+        assert_eq!(found(&["operation"]).await, ["p4"]);
+        assert_eq!(found(&["example"]).await, ["p4"]);
+        // A quote in a word is a character, never query syntax.
+        assert_eq!(found(&["\"cat"]).await, ["p1"]);
+        assert_eq!(found(&["cat OR café"]).await, Vec::<String>::new());
     }
 }

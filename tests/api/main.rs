@@ -12,6 +12,7 @@
 //!   Easy Auth principals, on both stores, and what the binary logs about them;
 //! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load;
 //! - `deletes_suite`: unlike, delete a comment or a post, erase an account, on both stores;
+//! - `search_suite`: `GET /api/search` on both stores;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them.
 //!
@@ -26,6 +27,7 @@ mod deletes_suite;
 mod lane_suite;
 mod ops_suite;
 mod quarantine_suite;
+mod search_suite;
 mod store_suite;
 mod timeline_read_suite;
 mod timeline_suite;

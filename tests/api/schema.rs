@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use blog::domain::Kind;
 use blog::store::embedded::{schema, EmbeddedStore};
+use blog::store::{Container, Query, Store, SEARCHABLE};
 use serde_json::json;
 
 use crate::helpers::{Fixture, TestApp};
@@ -35,6 +37,14 @@ async fn opens_serves_and_keeps_working(file: &str) {
     let (dir, db) = copy_of(file);
     let store = EmbeddedStore::open(&db).unwrap_or_else(|e| panic!("{file}: {e:#}"));
     assert_eq!(user_version(&db), schema::CURRENT, "{file}");
+    // The posts written before search existed are found by their words.
+    let search = Query::cross_partition()
+        .of_kind(Kind::Post)
+        .live()
+        .containing_words(&SEARCHABLE, vec!["HELLO".into()]);
+    let found = store.query(Container::Posts, &search).await.unwrap();
+    assert_eq!(found.items.len(), 1, "{file}: {found:?}");
+    assert_eq!(found.items[0]["id"], POST, "{file}");
     let app = TestApp::spawn(
         Fixture {
             store: Arc::new(store),
@@ -118,6 +128,11 @@ async fn a_file_from_commit_a38adcc_opens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_from_schema_2_gains_deletes() {
     opens_serves_and_keeps_working("00a4957-schema-2.db").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_from_schema_3_gains_search() {
+    opens_serves_and_keeps_working("00936de-schema-3.db").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

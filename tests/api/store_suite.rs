@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use blog::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError};
+use blog::store::{BatchOp, Container, Order, PatchOp, Query, Store, StoreError, SEARCHABLE};
 use serde_json::{json, Value};
 
 /// Instantiate every suite test as a `#[tokio::test]` over stores made by `$fixture`.
@@ -20,7 +20,8 @@ macro_rules! store_suite {
             change_feeds_are_per_container, change_feed_readers_take_turns_without_starving,
             system_properties_are_stamped,
             patch_honours_etags, live_queries_leave_marked_items_out,
-            any_of_finds_the_listed_values_across_partitions);
+            any_of_finds_the_listed_values_across_partitions,
+            full_text_finds_live_posts_with_every_word);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -726,4 +727,113 @@ pub async fn patch_honours_etags(s: S) {
         )
         .await;
     assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
+}
+
+/// A post as the service stores it in `posts`, with its title and content.
+fn post_with_text(post: &str, i: u32, title: &str, content: &str) -> Value {
+    let mut v = item(post, post, "post", &date(i));
+    v["title"] = json!(title);
+    v["content"] = json!(content);
+    v
+}
+
+/// Every page of `q`'s results, in order.
+async fn all_pages(s: &S, c: Container, mut q: Query) -> Vec<String> {
+    let mut found = Vec::new();
+    loop {
+        let page = s.query(c, &q).await.unwrap();
+        found.extend(ids(&page.items).into_iter().map(String::from));
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return found,
+        }
+    }
+}
+
+/// A full-text query across partitions finds the live posts holding every word, in the title
+/// or the content (one word in each counts), whatever their case, newest first, page by page;
+/// it follows edits, deletion marks and removals, and finds nothing that is not a post.
+pub async fn full_text_finds_live_posts_with_every_word(s: S) {
+    let posts = [
+        ("p1", 1, "Rust on Cosmos", "a first look"),
+        ("p2", 2, "Notes", "rust and COSMOS, together"),
+        ("p3", 3, "Rust only", "nothing else"),
+        ("p4", 4, "Cosmos rust", "the newest"),
+        ("p5", 5, "Gardening", "tomatoes"),
+    ];
+    for (id, i, title, content) in posts {
+        s.create(Container::Posts, id, post_with_text(id, i, title, content))
+            .await
+            .unwrap();
+    }
+    // A comment that holds the words is not a post.
+    let mut comment = item("p5", "c1", "comment", &date(6));
+    comment["content"] = json!("rust cosmos");
+    s.create(Container::Posts, "p5", comment).await.unwrap();
+    let search = |words: &[&str]| {
+        Query::cross_partition()
+            .of_kind(blog::domain::Kind::Post)
+            .live()
+            .containing_words(&SEARCHABLE, words.iter().map(|w| w.to_string()).collect())
+            .order_by_creation(Order::Desc)
+            .limit(1)
+    };
+    assert_eq!(
+        all_pages(&s, Container::Posts, search(&["rust", "cosmos"])).await,
+        ["p4", "p2", "p1"]
+    );
+    assert_eq!(
+        all_pages(&s, Container::Posts, search(&["RUST"])).await,
+        ["p4", "p3", "p2", "p1"]
+    );
+    assert_eq!(
+        s.count(Container::Posts, &search(&["cosmos"]))
+            .await
+            .unwrap(),
+        3
+    );
+    assert!(
+        all_pages(&s, Container::Posts, search(&["tomatoes", "rust"]))
+            .await
+            .is_empty()
+    );
+
+    // An edit that takes a word out, a counter's change, a deletion mark, a removal.
+    let edited = post_with_text("p4", 4, "Gardening", "the newest");
+    s.replace(Container::Posts, "p4", "p4", edited, None)
+        .await
+        .unwrap();
+    s.patch(
+        Container::Posts,
+        "p2",
+        "p2",
+        &[PatchOp::set("/likeCount", 3)],
+        None,
+    )
+    .await
+    .unwrap();
+    s.patch(
+        Container::Posts,
+        "p1",
+        "p1",
+        &[PatchOp::set("/deleted", true)],
+        None,
+    )
+    .await
+    .unwrap();
+    s.delete(Container::Posts, "p3", "p3").await.unwrap();
+    assert_eq!(
+        all_pages(&s, Container::Posts, search(&["rust"])).await,
+        ["p2"]
+    );
+    assert_eq!(
+        all_pages(&s, Container::Posts, search(&["gardening"])).await,
+        ["p5", "p4"]
+    );
+    // Only the indexed fields may be searched.
+    let bad = Query::cross_partition().containing_words(&["userUsername"], vec!["ana".into()]);
+    assert!(matches!(
+        s.query(Container::Posts, &bad).await,
+        Err(StoreError::BadRequest(_))
+    ));
 }

@@ -204,6 +204,22 @@ try:
     assert "Hello from Chromium" in q(f'.post-summary[data-id="{post_id}"]').text
     shot("feed")
 
+    # Search: two of the post's words, in any case, one from its title and one from its content;
+    # a word it lacks finds nothing; the found post links to it (the comment below opens it).
+    d.find_element(By.LINK_TEXT, "Search").click()
+    h1_is("Search")
+    controls_are_labelled()
+    fill("#search-q", "tomatoes chromium")
+    submit("#search-q")
+    until("nothing found", lambda: "No post holds all of these words." in q("main").text)
+    assert "#/search/tomatoes%20chromium" in d.current_url, d.current_url
+    fill("#search-q", "CHROMIUM lines")
+    submit("#search-q")
+    until("the post found", lambda: qs(f'.post-summary[data-id="{post_id}"]'))
+    assert "Hello from Chromium" in q(f'.post-summary[data-id="{post_id}"]').text
+    controls_are_labelled()
+    shot("search")
+
     # Comment, with the keyboard only: type, Tab to the button, Enter.
     q(f'.post-summary[data-id="{post_id}"] h2 a').click()
     h1_is("Hello from Chromium")

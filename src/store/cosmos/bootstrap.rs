@@ -4,11 +4,16 @@
 
 use std::borrow::Cow;
 
-use azure_data_cosmos::models::{ContainerProperties, IndexingMode, IndexingPolicy, TimeToLive};
+use azure_data_cosmos::models::{
+    ContainerProperties, FullTextPolicy, IndexingMode, IndexingPolicy, TimeToLive,
+};
 use azure_data_cosmos::CosmosClient;
 
 use super::errors::Failure;
 use crate::store::{Container, StoreError, StoreResult};
+
+/// The language the posts' full-text paths are analyzed as (infra's `defaultLanguage` too).
+pub(super) const FULL_TEXT_LANGUAGE: &str = "en-US";
 
 /// The properties a container is created with: its partition key path and an indexing policy
 /// that indexes only the paths the store's queries filter or sort on, so writes stay cheap.
@@ -59,6 +64,18 @@ pub(super) fn container_properties(c: Container) -> ContainerProperties {
     }
     // `automatic: false` is legacy "manual" indexing; the service expects `true`.
     policy.automatic = true;
+    if c == Container::Posts {
+        // Search: the posts' title and content, analyzed as `en-US` (the default language), with
+        // a full-text index each so that `FullTextContains` reads the index, not every post.
+        let mut text = FullTextPolicy::new(FULL_TEXT_LANGUAGE);
+        for field in crate::store::SEARCHABLE {
+            text = text.with_full_text_path(format!("/{field}"));
+            policy = policy.with_full_text_index(format!("/{field}"));
+        }
+        return props
+            .with_full_text_policy(text)
+            .with_indexing_policy(policy);
+    }
     props.with_indexing_policy(policy)
 }
 
@@ -171,5 +188,37 @@ mod tests {
             assert!(included.contains(path), "{path} in {included}");
         }
         assert!(leases.get("indexingPolicy").is_none());
+    }
+
+    /// Search needs the posts' full-text policy and index on title and content, and nothing
+    /// else has one.
+    #[test]
+    fn cosmos_posts_have_a_full_text_policy_and_index() {
+        let json = |c| serde_json::to_value(container_properties(c)).unwrap();
+        let posts = json(Container::Posts);
+        assert_eq!(
+            posts["fullTextPolicy"],
+            serde_json::json!({
+                "defaultLanguage": "en-US",
+                "fullTextPaths": [{ "path": "/title" }, { "path": "/content" }]
+            })
+        );
+        assert_eq!(
+            posts["indexingPolicy"]["fullTextIndexes"],
+            serde_json::json!([{ "path": "/title" }, { "path": "/content" }])
+        );
+        for c in [
+            Container::Users,
+            Container::Feed,
+            Container::Timelines,
+            Container::Leases,
+        ] {
+            let props = json(c);
+            assert!(props.get("fullTextPolicy").is_none(), "{c:?}");
+            assert!(
+                props["indexingPolicy"].get("fullTextIndexes").is_none(),
+                "{c:?}"
+            );
+        }
     }
 }

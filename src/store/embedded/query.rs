@@ -7,7 +7,9 @@ use rusqlite::{params_from_iter, Connection};
 use serde_json::Value;
 
 use super::{parse_body, sql};
-use crate::store::{Cmp, Container, Order, Page, Query, Scope, StoreError, StoreResult};
+use crate::store::{
+    Cmp, Container, Order, Page, Query, Scope, StoreError, StoreResult, Words, SEARCHABLE,
+};
 
 /// Position after the last item of a page, for keyset paging.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -108,7 +110,47 @@ pub(super) fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<
             args.push(sql_value(&f.value));
         }
     }
+    if let Some(words) = &q.words {
+        // The posts' words are in the FTS5 table `post_text` (schema.rs keeps it in step with
+        // the live posts), keyed through `post_words` by the post's id, which is its partition.
+        sql.push_str(
+            " AND (pk, id) IN (SELECT w.post_id, w.post_id FROM post_text
+               JOIN post_words w ON w.rowid = post_text.rowid WHERE post_text MATCH ?)",
+        );
+        args.push(SqlValue::Text(match_expression(c, words)?));
+    }
     Ok((sql, args))
+}
+
+/// The FTS5 query of [`Words`]: `{title content} : ("w1" AND "w2")`, each word a quoted string
+/// (so that no word is read as an operator), its `"` doubled.
+fn match_expression(c: Container, words: &Words) -> StoreResult<String> {
+    if c != Container::Posts
+        || words.fields.is_empty()
+        || words
+            .fields
+            .iter()
+            .any(|f| !SEARCHABLE.contains(&f.as_str()))
+    {
+        return Err(StoreError::BadRequest(format!(
+            "only the posts' {SEARCHABLE:?} are indexed for full text"
+        )));
+    }
+    if words.words.is_empty() || words.words.iter().any(|w| w.trim().is_empty()) {
+        return Err(StoreError::BadRequest(
+            "a full-text condition needs at least one word".into(),
+        ));
+    }
+    let quoted: Vec<String> = words
+        .words
+        .iter()
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect();
+    Ok(format!(
+        "{{{}}} : ({})",
+        words.fields.join(" "),
+        quoted.join(" AND ")
+    ))
 }
 
 pub(super) fn run_query(conn: &Connection, c: Container, q: &Query) -> StoreResult<Page> {

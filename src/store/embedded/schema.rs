@@ -56,6 +56,51 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX items_by_partition ON items (container, pk, type, creation_date, id, deleted);
     CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
     ",
+    // 3 → 4: full-text search of the live posts' titles and contents. `post_text` (FTS5,
+    // contentless: the text stays in the item alone) holds their words, `post_words` maps its
+    // rowids to the posts; triggers on `items` keep both in step with every write in the same
+    // transaction (a post created, edited, marked deleted, removed or expired), and only when
+    // the title, content or mark changed (a counter's change re-indexes nothing). The tokenizer
+    // reads words as Unicode letters and digits, folds case and accents, and stems English
+    // word endings (Porter), as close as FTS5 comes to Cosmos DB's `en-US` analyzer.
+    "
+    CREATE TABLE post_words (rowid INTEGER PRIMARY KEY, post_id TEXT NOT NULL UNIQUE);
+    CREATE VIRTUAL TABLE post_text USING fts5(
+        title, content, content = '', contentless_delete = 1,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER post_text_insert AFTER INSERT ON items
+    WHEN new.container = 'posts' AND new.type = 'post' AND new.deleted = 0 BEGIN
+        INSERT INTO post_words (post_id) VALUES (new.pk);
+        INSERT INTO post_text (rowid, title, content)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content')
+            FROM post_words WHERE post_id = new.pk;
+    END;
+    CREATE TRIGGER post_text_delete AFTER DELETE ON items
+    WHEN old.container = 'posts' AND old.type = 'post' BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+    END;
+    CREATE TRIGGER post_text_update AFTER UPDATE ON items
+    WHEN old.container = 'posts' AND (old.type = 'post' OR new.type = 'post')
+      AND (old.type IS NOT new.type OR old.deleted IS NOT new.deleted
+        OR json_extract(old.body, '$.title') IS NOT json_extract(new.body, '$.title')
+        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')) BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+        INSERT INTO post_words (post_id)
+            SELECT new.pk WHERE new.type = 'post' AND new.deleted = 0;
+        INSERT INTO post_text (rowid, title, content)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content')
+            FROM post_words WHERE post_id = new.pk;
+    END;
+    INSERT INTO post_words (post_id)
+        SELECT pk FROM items WHERE container = 'posts' AND type = 'post' AND deleted = 0;
+    INSERT INTO post_text (rowid, title, content)
+        SELECT w.rowid, json_extract(i.body, '$.title'), json_extract(i.body, '$.content')
+        FROM post_words w JOIN items i ON i.container = 'posts' AND i.pk = w.post_id
+          AND i.id = w.post_id;
+    ",
 ];
 
 /// What [`MIGRATIONS`] add up to, created in one step on a new file: the migrations' `ALTER`s
@@ -82,6 +127,36 @@ const NEW_FILE: &str = "
     CREATE INDEX items_by_user ON items (container, user_id, pk, id);
     CREATE INDEX items_by_partition ON items (container, pk, type, creation_date, id, deleted);
     CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
+    CREATE TABLE post_words (rowid INTEGER PRIMARY KEY, post_id TEXT NOT NULL UNIQUE);
+    CREATE VIRTUAL TABLE post_text USING fts5(
+        title, content, content = '', contentless_delete = 1,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER post_text_insert AFTER INSERT ON items
+    WHEN new.container = 'posts' AND new.type = 'post' AND new.deleted = 0 BEGIN
+        INSERT INTO post_words (post_id) VALUES (new.pk);
+        INSERT INTO post_text (rowid, title, content)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content')
+            FROM post_words WHERE post_id = new.pk;
+    END;
+    CREATE TRIGGER post_text_delete AFTER DELETE ON items
+    WHEN old.container = 'posts' AND old.type = 'post' BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+    END;
+    CREATE TRIGGER post_text_update AFTER UPDATE ON items
+    WHEN old.container = 'posts' AND (old.type = 'post' OR new.type = 'post')
+      AND (old.type IS NOT new.type OR old.deleted IS NOT new.deleted
+        OR json_extract(old.body, '$.title') IS NOT json_extract(new.body, '$.title')
+        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')) BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+        INSERT INTO post_words (post_id)
+            SELECT new.pk WHERE new.type = 'post' AND new.deleted = 0;
+        INSERT INTO post_text (rowid, title, content)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content')
+            FROM post_words WHERE post_id = new.pk;
+    END;
 ";
 
 /// The schema version this build writes.
@@ -283,6 +358,10 @@ mod tests {
         out.extend(rows(
             "SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name",
         ));
+        out.extend(rows(
+            "SELECT name, tbl_name, sql FROM sqlite_master
+             WHERE type = 'trigger' OR name IN ('post_words', 'post_text') ORDER BY name",
+        ));
         out.extend(rows("SELECT * FROM meta ORDER BY key"));
         out
     }
@@ -467,6 +546,56 @@ mod tests {
                 ("c3".to_string(), 0, None)
             ]
         );
+    }
+
+    /// The live posts already stored are found by their words once a version 3 file is
+    /// migrated, and the triggers keep the index in step from then on.
+    #[test]
+    fn a_version_3_file_gains_the_search_index_filled_from_the_posts() {
+        let mut c = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..3] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 3).unwrap();
+        c.execute(
+            "INSERT INTO items (container, pk, id, type, lsn, body, deleted) VALUES
+             ('posts', 'p1', 'p1', 'post', 1, '{\"title\":\"Rust\",\"content\":\"on Cosmos\"}', 0),
+             ('posts', 'p2', 'p2', 'post', 2, '{\"title\":\"Rust\",\"content\":\"gone\"}', 1),
+             ('posts', 'p1', 'c1', 'comment', 3, '{\"content\":\"rust\"}', 0),
+             ('users', 'u1', 'p3', 'post', 4, '{\"title\":\"Rust\",\"content\":\"copy\"}', 0)",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut c).unwrap(), 3);
+        let found = |c: &Connection, word: &str| -> Vec<String> {
+            let mut s = c
+                .prepare(
+                    "SELECT w.post_id FROM post_text JOIN post_words w ON w.rowid = post_text.rowid
+                     WHERE post_text MATCH ?1 ORDER BY w.post_id",
+                )
+                .unwrap();
+            s.query_map([word], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(found(&c, "rust"), ["p1"]);
+        assert_eq!(found(&c, "cosmos"), ["p1"]);
+        // Edited, then removed: the triggers follow.
+        c.execute(
+            "UPDATE items SET body = '{\"title\":\"Go\",\"content\":\"on Cosmos\"}'
+             WHERE container = 'posts' AND pk = 'p1' AND id = 'p1'",
+            [],
+        )
+        .unwrap();
+        assert!(found(&c, "rust").is_empty());
+        assert_eq!(found(&c, "go"), ["p1"]);
+        c.execute("DELETE FROM items WHERE id = 'p1'", []).unwrap();
+        assert!(found(&c, "go").is_empty());
+        let left: i64 = c
+            .query_row("SELECT count(*) FROM post_words", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
     }
 
     #[test]
