@@ -166,7 +166,7 @@ impl TestApp {
         });
         TestApp {
             origin,
-            client: reqwest::Client::new(),
+            client: client(),
             store: fixture.store,
             dir: fixture.dir,
             pump,
@@ -333,4 +333,16 @@ pub fn id(v: &Value) -> String {
 /// last one's: items created within the same millisecond tie, and a tie's order is the store's.
 pub async fn next_millisecond() {
     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+}
+
+/// The tests' HTTP client. It drops a pooled connection after idling for half the server's
+/// header timeout (`BLOG_HEADER_TIMEOUT_SECS`, which also closes a kept-alive connection that
+/// idles between requests), as any client of a server with an idle timeout should: otherwise a
+/// request sent on a connection idle for the whole timeout (a test that worked on the store
+/// directly meanwhile) can meet the server's close and fail with "connection closed".
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(blog::settings::DEFAULT_HEADER_TIMEOUT / 2)
+        .build()
+        .expect("the tests' client builds")
 }

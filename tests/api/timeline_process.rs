@@ -29,7 +29,7 @@ impl Handler {
         Handler {
             child,
             base,
-            client: reqwest::Client::new(),
+            client: crate::helpers::client(),
         }
     }
 
