@@ -42,8 +42,9 @@ use crate::domain::follows::{
     TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post};
-use crate::projection::plan::{str_field, Write};
-use crate::projection::{self, apply};
+use crate::projection;
+use crate::projection::engine as apply;
+use crate::projection::write::{str_field, Write};
 use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreResult};
 
 /// Items per page of the traversal's queries.
@@ -528,7 +529,7 @@ async fn check_merged(
     let mut drifted = false;
     for item in &held {
         let id = str_field(item, "id").unwrap_or_default();
-        let content = projection::plan::content(item);
+        let content = projection::write::content(item);
         match wanted.remove(id) {
             Some(w) if w == content => {}
             Some(_) => {
