@@ -47,32 +47,30 @@ pub const CONCURRENCY: usize = 8;
 /// [`crate::domain::pending`]) is deleted outright: its post's counters go with the post.
 pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
     if is_pending_count(item) {
-        return Some(Write::Delete {
+        return Some(Write::delete(
             container,
-            pk: str_field(item, container.partition_key_field())?.into(),
-            id: str_field(item, "id")?.into(),
-        });
+            str_field(item, container.partition_key_field())?,
+            str_field(item, "id")?,
+        ));
     }
-    Some(Write::Patch {
+    Some(Write::patch(
         container,
-        pk: str_field(item, container.partition_key_field())?.into(),
-        id: str_field(item, "id")?.into(),
-        ops: tombstone_ops(Kind::of(item)?),
-        if_match: None,
-    })
+        str_field(item, container.partition_key_field())?,
+        str_field(item, "id")?,
+        tombstone_ops(Kind::of(item)?),
+    ))
 }
 
 /// Delete post `post_id` by `user_id`: mark it, remove its copies, and mark the first page of
 /// its comments and likes (all of them, for most posts); the posts projection marks the rest
 /// ([`sweep_post`]). Returns the writes made.
 pub async fn post(store: &dyn Store, post_id: &str, user_id: &str) -> StoreResult<usize> {
-    let mark = Write::Patch {
-        container: Container::Posts,
-        pk: post_id.into(),
-        id: post_id.into(),
-        ops: tombstone_ops(Kind::Post),
-        if_match: None,
-    };
+    let mark = Write::patch(
+        Container::Posts,
+        post_id,
+        post_id,
+        tombstone_ops(Kind::Post),
+    );
     apply_one(store, &mark).await?;
     for w in remove_copies(post_id, user_id) {
         apply_one(store, &w).await?;
@@ -116,16 +114,15 @@ pub async fn sweep_post(store: &dyn Store, post: &Value) -> StoreResult<usize> {
         return Ok(marked);
     }
     let sweeps = post.get(SWEEPS).and_then(Value::as_u64).unwrap_or(0);
-    let touch = Write::Patch {
-        container: Container::Posts,
-        pk: post_id.into(),
-        id: post_id.into(),
-        ops: vec![crate::store::PatchOp::set(
+    let touch = Write::patch(
+        Container::Posts,
+        post_id,
+        post_id,
+        vec![crate::store::PatchOp::set(
             &format!("/{SWEEPS}"),
             sweeps + 1,
         )],
-        if_match: None,
-    };
+    );
     apply_one(store, &touch).await?;
     Ok(marked + 1)
 }
@@ -184,10 +181,12 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
         let announce = || {
             posts
                 .iter()
-                .map(|p| Write::Upsert {
-                    container: Container::Posts,
-                    pk: p.to_string(),
-                    item: pending_count(p, &crate::domain::now()),
+                .map(|p| {
+                    Write::upsert(
+                        Container::Posts,
+                        p.to_string(),
+                        pending_count(p, &crate::domain::now()),
+                    )
                 })
                 .collect::<Vec<_>>()
         };
@@ -272,13 +271,7 @@ async fn account_step(store: &dyn Store, user_id: &str, user: &Value) -> StoreRe
         written += follows::erase_edges(store, user_id).await?;
         vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)]
     };
-    let done = Write::Patch {
-        container: Container::Users,
-        pk: user_id.into(),
-        id: user_id.into(),
-        ops,
-        if_match: None,
-    };
+    let done = Write::patch(Container::Users, user_id, user_id, ops);
     apply_one(store, &done).await?;
     Ok(written + 1)
 }
@@ -290,15 +283,7 @@ pub const ERASED: &str = "erased";
 /// feed.
 pub fn remove_copies(post_id: &str, user_id: &str) -> [Write; 2] {
     [
-        Write::Delete {
-            container: Container::Users,
-            pk: user_id.into(),
-            id: post_id.into(),
-        },
-        Write::Delete {
-            container: Container::Feed,
-            pk: FEED_PK.into(),
-            id: post_id.into(),
-        },
+        Write::delete(Container::Users, user_id, post_id),
+        Write::delete(Container::Feed, FEED_PK, post_id),
     ]
 }

@@ -115,43 +115,22 @@ async fn edge_changed(
                 if stored.as_ref().map(content) == Some(mirror.clone()) {
                     return Ok(0);
                 }
-                apply_one(
-                    store,
-                    &Write::Upsert {
-                        container: Container::Users,
-                        pk: x.into(),
-                        item: mirror,
-                    },
-                )
-                .await?;
+                apply_one(store, &Write::upsert(Container::Users, x, mirror)).await?;
                 return Ok(1);
             }
             // One of the two is gone (erased, or the follow raced an erasure): so is the edge.
             _ => {
                 apply_one(
                     store,
-                    &Write::Patch {
-                        container: Container::Users,
-                        pk: f.into(),
-                        id: id.clone(),
-                        ops: edge_tombstone_ops(),
-                        if_match: str_field(e, "_etag").map(String::from),
-                    },
+                    &Write::patch(Container::Users, f, id.clone(), edge_tombstone_ops())
+                        .if_match(str_field(e, "_etag")),
                 )
                 .await?;
                 written += 1;
             }
         }
     }
-    apply_one(
-        store,
-        &Write::Delete {
-            container: Container::Users,
-            pk: x.into(),
-            id: follower_id(f),
-        },
-    )
-    .await?;
+    apply_one(store, &Write::delete(Container::Users, x, follower_id(f))).await?;
     Ok(written + 1)
 }
 
@@ -178,13 +157,8 @@ pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
     if ops.is_empty() {
         return Ok(0);
     }
-    let patch = Write::Patch {
-        container: Container::Users,
-        pk: user_id.into(),
-        id: user_id.into(),
-        ops,
-        if_match: str_field(&user, "_etag").map(String::from),
-    };
+    let patch =
+        Write::patch(Container::Users, user_id, user_id, ops).if_match(str_field(&user, "_etag"));
     apply_one(store, &patch).await?;
     Ok(1)
 }

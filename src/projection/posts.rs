@@ -154,31 +154,25 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
                 // redelivered batch files the same one.
                 let mut pending = crate::domain::pending::pending_count(post_id, &facts.now);
                 pending["id"] = format!("pending-mark-{id}").into();
-                writes.push(Write::Upsert {
-                    container: Container::Posts,
-                    pk: post_id.into(),
-                    item: pending,
-                });
+                writes.push(Write::upsert(Container::Posts, post_id, pending));
             }
-            writes.push(Write::Patch {
-                container: Container::Posts,
-                pk: post_id.into(),
-                id: id.into(),
-                ops: tombstone_ops(kind),
-                if_match: None,
-            });
+            writes.push(Write::patch(
+                Container::Posts,
+                post_id,
+                id,
+                tombstone_ops(kind),
+            ));
             continue;
         }
         if let (Some(user), Some(name)) = (author, str_field(doc, "userUsername")) {
             if let Some(current) = facts.usernames.get(user) {
                 if current != name {
-                    writes.push(Write::Patch {
-                        container: Container::Posts,
-                        pk: post_id.into(),
-                        id: id.into(),
-                        ops: vec![PatchOp::set("/userUsername", current.as_str())],
-                        if_match: None,
-                    });
+                    writes.push(Write::patch(
+                        Container::Posts,
+                        post_id,
+                        id,
+                        vec![PatchOp::set("/userUsername", current.as_str())],
+                    ));
                 }
             }
         }
@@ -198,11 +192,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     for doc in changes.iter().filter(|d| is_pending_count(d)) {
         if let (Some(post_id), Some(id)) = (str_field(doc, "postId"), str_field(doc, "id")) {
             if facts.deleted_posts.contains_key(post_id) {
-                writes.push(Write::Delete {
-                    container: Container::Posts,
-                    pk: post_id.into(),
-                    id: id.into(),
-                });
+                writes.push(Write::delete(Container::Posts, post_id, id));
             }
         }
     }
@@ -219,13 +209,12 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
             continue;
         };
         if facts.deleted_users.contains(&post.user_id) {
-            writes.push(Write::Patch {
-                container: Container::Posts,
-                pk: post_id.clone(),
-                id: post_id.clone(),
-                ops: tombstone_ops(Kind::Post),
-                if_match: None,
-            });
+            writes.push(Write::patch(
+                Container::Posts,
+                post_id.clone(),
+                post_id.clone(),
+                tombstone_ops(Kind::Post),
+            ));
             continue;
         }
         let (post, ops) = as_copied(facts, post);
@@ -246,11 +235,11 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     }
 
     for post in changed_posts.values() {
-        writes.push(Write::Upsert {
-            container: Container::Users,
-            pk: post.user_id.clone(),
-            item: crate::domain::to_value(&post.summary()),
-        });
+        writes.push(Write::upsert(
+            Container::Users,
+            post.user_id.clone(),
+            crate::domain::to_value(&post.summary()),
+        ));
     }
     // The feed entries of deleted posts went with their copies above.
     let feed: Vec<FeedEntry> = facts

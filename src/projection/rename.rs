@@ -143,13 +143,12 @@ pub fn plan_rename(container: Container, username: &str, stale: &[Value]) -> Vec
         .iter()
         .filter(|d| str_field(d, "userUsername").is_some_and(|n| n != username))
         .filter_map(|d| {
-            Some(Write::Patch {
+            Some(Write::patch(
                 container,
-                pk: str_field(d, pk_field)?.into(),
-                id: str_field(d, "id")?.into(),
-                ops: vec![PatchOp::set("/userUsername", username)],
-                if_match: None,
-            })
+                str_field(d, pk_field)?,
+                str_field(d, "id")?,
+                vec![PatchOp::set("/userUsername", username)],
+            ))
         })
         .collect()
 }
@@ -180,13 +179,13 @@ pub fn owed(user: &Value) -> Option<Owed<'_>> {
 /// made only if the user item is still at the `_etag` read: after a newer rename, that
 /// rename's own change is carried in turn.
 pub fn record_propagated(user_id: &str, version: u64, etag: Option<&str>) -> Write {
-    Write::Patch {
-        container: Container::Users,
-        pk: user_id.into(),
-        id: user_id.into(),
-        ops: vec![PatchOp::set("/propagatedVersion", version)],
-        if_match: etag.map(String::from),
-    }
+    Write::patch(
+        Container::Users,
+        user_id,
+        user_id,
+        vec![PatchOp::set("/propagatedVersion", version)],
+    )
+    .if_match(etag)
 }
 
 /// Users whose change in the `users` feed may call for a rename (or an erasure).

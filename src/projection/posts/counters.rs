@@ -169,11 +169,9 @@ pub(super) fn answered(facts: &PostsFacts) -> Vec<Write> {
         .filter_map(|id| Some((id, facts.posts.get(id)?)))
         .filter(|(_, post)| confirmed(facts, post))
         .flat_map(|(id, _)| {
-            facts.pending[id].iter().map(|p| Write::Delete {
-                container: Container::Posts,
-                pk: id.clone(),
-                id: p.id.clone(),
-            })
+            facts.pending[id]
+                .iter()
+                .map(|p| Write::delete(Container::Posts, id.clone(), p.id.clone()))
         })
         .collect()
 }

@@ -42,16 +42,14 @@ pub fn plan_feed<'a>(posts: impl Iterator<Item = &'a Post>, feed: &[FeedEntry]) 
     let mut writes = Vec::new();
     for (rank, ((_, id), post)) in all.iter().rev().enumerate() {
         match (rank < FEED_KEEP, post) {
-            (true, Some(p)) => writes.push(Write::Upsert {
-                container: Container::Feed,
-                pk: FEED_PK.into(),
-                item: crate::domain::to_value(&p.summary()),
-            }),
-            (false, _) if feed.iter().any(|e| e.id == *id) => writes.push(Write::Delete {
-                container: Container::Feed,
-                pk: FEED_PK.into(),
-                id: id.clone(),
-            }),
+            (true, Some(p)) => writes.push(Write::upsert(
+                Container::Feed,
+                FEED_PK,
+                crate::domain::to_value(&p.summary()),
+            )),
+            (false, _) if feed.iter().any(|e| e.id == *id) => {
+                writes.push(Write::delete(Container::Feed, FEED_PK, id.clone()))
+            }
             _ => {}
         }
     }

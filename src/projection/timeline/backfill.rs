@@ -69,11 +69,7 @@ pub(super) async fn copy_or_mark(
     state: &LimitState,
 ) -> StoreResult<usize> {
     if state.marks() {
-        let marker = Write::Upsert {
-            container: Container::Timelines,
-            pk: f.into(),
-            item: merge_marker(f, x),
-        };
+        let marker = Write::upsert(Container::Timelines, f, merge_marker(f, x));
         apply_one(store, &marker).await?;
         return Ok(1);
     }
@@ -126,11 +122,7 @@ async fn backfill(
             let same = held
                 .get(timeline_id(&p.id).as_str())
                 .is_some_and(|h| stored_entry_content(h) == content);
-            (!same).then(|| Write::Upsert {
-                container: Container::Timelines,
-                pk: f.into(),
-                item: entry(f, &content),
-            })
+            (!same).then(|| Write::upsert(Container::Timelines, f, entry(f, &content)))
         })
         .collect();
     apply_all(store, &writes, CONCURRENCY).await?;
