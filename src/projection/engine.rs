@@ -443,4 +443,68 @@ mod tests {
         );
         assert!(newest_change(&changes, Kind::User, "p1").is_none());
     }
+
+    async fn store_with(n: usize) -> (tempfile::TempDir, crate::store::embedded::EmbeddedStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::embedded::EmbeddedStore::open(&dir.path().join("b.db")).unwrap();
+        for i in 0..n {
+            let item = json!({ "id": format!("t{i:04}"), "type": "timeline", "userId": "ana" });
+            store
+                .create(Container::Timelines, "ana", item)
+                .await
+                .unwrap();
+        }
+        (dir, store)
+    }
+
+    fn all_of_ana() -> Sweep<'static> {
+        Sweep {
+            container: Container::Timelines,
+            query: Query::partition("ana").eq("type", "timeline").limit(PAGE),
+            keep: 0,
+            pages: usize::MAX,
+            concurrency: CONCURRENCY,
+            what: "deleted",
+        }
+    }
+
+    /// More items than a page: each page's writes make its items stop matching, and the sweep
+    /// goes on until none is left.
+    #[tokio::test]
+    async fn a_sweep_writes_every_page_until_nothing_matches() {
+        let (_dir, store) = store_with(2 * PAGE as usize + 50).await;
+        let delete = |i: &Value| {
+            Some(Write::delete(
+                Container::Timelines,
+                "ana",
+                str_field(i, "id")?,
+            ))
+        };
+        let (n, more) = sweep(&store, all_of_ana(), delete).await.unwrap();
+        assert_eq!((n, more), (2 * PAGE as usize + 50, false));
+        let left = Query::partition("ana").eq("type", "timeline");
+        assert_eq!(store.count(Container::Timelines, &left).await.unwrap(), 0);
+    }
+
+    /// Writes that leave the items matching (a store that ignores them, a plan that misses the
+    /// query's condition) end the sweep with an error instead of reading the same page forever.
+    #[tokio::test]
+    async fn a_sweep_whose_writes_do_not_take_stops() {
+        let (_dir, store) = store_with(PAGE as usize + 1).await;
+        let touch = |i: &Value| {
+            let ops = vec![crate::store::PatchOp::set("/touched", true)];
+            Some(Write::patch(
+                Container::Timelines,
+                "ana",
+                str_field(i, "id")?,
+                ops,
+            ))
+        };
+        let bounded = Sweep {
+            pages: 5,
+            ..all_of_ana()
+        };
+        let e = sweep(&store, bounded, touch).await.unwrap_err();
+        assert!(e.to_string().contains("stay after being deleted"), "{e}");
+    }
 }
