@@ -126,3 +126,99 @@ pub async fn remove(store: &dyn Store, copies: &Copies<'_>, owners: &[&str]) -> 
     }
     Ok(removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+
+    /// Bob's post `p1` and its copies in `timelines`; the relation is a mirror in Bob's
+    /// partition of `users` per owner, and an owner is still related while their own edge is.
+    async fn setup(owners: &[&str], still: &[&str]) -> (tempfile::TempDir, EmbeddedStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("b.db")).unwrap();
+        let post = json!({"id": "p1", "type": "post", "postId": "p1", "userId": "bob"});
+        store.create(Container::Posts, "p1", post).await.unwrap();
+        for o in owners {
+            let mirror = json!({"id": format!("mirror-{o}"), "type": "m", "userId": "bob", "o": o});
+            store.create(Container::Users, "bob", mirror).await.unwrap();
+        }
+        for o in still {
+            let edge = json!({"id": "edge-bob", "type": "e", "userId": o});
+            store.create(Container::Users, o, edge).await.unwrap();
+        }
+        (dir, store)
+    }
+
+    async fn holders(store: &EmbeddedStore, owners: &[&str]) -> Vec<String> {
+        let mut held = Vec::new();
+        for o in owners {
+            if store
+                .read(Container::Timelines, o, "copy-p1")
+                .await
+                .unwrap()
+                .is_some()
+            {
+                held.push(o.to_string());
+            }
+        }
+        held
+    }
+
+    async fn run(store: &EmbeddedStore) -> Step {
+        let item = |o: &str| json!({"id": "copy-p1", "type": "copy", "userId": o});
+        let copies = Copies {
+            post_id: "p1",
+            container: Container::Timelines,
+            id: "copy-p1".into(),
+            item: &item,
+        };
+        let still = |os: &[&str]| {
+            Query::cross_partition()
+                .eq("id", "edge-bob")
+                .any_of("userId", os.iter().map(|o| o.to_string()))
+        };
+        let owners = Owners {
+            container: Container::Users,
+            query: Query::partition("bob").eq("type", "m").limit(2),
+            owner: "o",
+            still: &still,
+            still_owner: "userId",
+        };
+        let mut step = step(store, &copies, &owners, None).await.unwrap();
+        while let Some(next) = step.next.take() {
+            let more = super::step(store, &copies, &owners, Some(&next))
+                .await
+                .unwrap();
+            step.written += more.written;
+            step.owners.extend(more.owners);
+            step.next = more.next;
+        }
+        step
+    }
+
+    #[tokio::test]
+    async fn every_related_owner_gets_a_copy_and_a_former_one_none() {
+        let all = ["ana", "cy", "dee"];
+        let (_dir, store) = setup(&all, &["ana", "dee"]).await;
+        let step = run(&store).await;
+        assert_eq!(step.owners.len(), 3, "three owners in two pages");
+        assert_eq!(holders(&store, &all).await, ["ana", "dee"]);
+    }
+
+    #[tokio::test]
+    async fn a_post_gone_meanwhile_takes_its_copies_back() {
+        let all = ["ana", "cy"];
+        let (_dir, store) = setup(&all, &all).await;
+        let ops = crate::domain::tombstone_ops(crate::domain::Kind::Post);
+        store
+            .patch(Container::Posts, "p1", "p1", &ops, None)
+            .await
+            .unwrap();
+        let step = run(&store).await;
+        assert!(step.next.is_none() && step.owners.is_empty());
+        assert!(holders(&store, &all).await.is_empty());
+    }
+}
