@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use blog::domain::FEED_PK;
 use blog::domain::{self, Comment, Kind, Like, Post, User};
-use blog::projection::plan::Counted;
+use blog::projection::posts::counters::Counted;
 use blog::projection::{self, PostsFacts, Write};
 use blog::store::{BatchOp, Container, Query, Store};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -555,7 +555,7 @@ pub async fn verify(store: &dyn Store) -> anyhow::Result<Verification> {
         }
         out.changes_replayed += page.items.len();
         let needs = projection::posts_needs(&page.items);
-        let facts = projection::gather::posts_facts(store, &page.items, &needs).await?;
+        let facts = projection::posts::gather::posts_facts(store, &page.items, &needs).await?;
         for w in projection::plan_posts(&page.items, &facts) {
             out.writes_planned += 1;
             let Write::Upsert {

@@ -6,7 +6,7 @@
 //! first write, or in the same transactional batch, the writer creates a *pending count* item in
 //! the post's partition (`type: pendingCount`); once the counter write has landed, it deletes it.
 //! A pending count still there means a counter change that may not have landed; only then does
-//! the posts projection recount (see `crate::projection::plan::counter_fix`). A writer whose
+//! the posts projection recount (see `crate::projection::posts::counters::counter_fix`). A writer whose
 //! pending count is gone when it comes to delete it (a recount took it, deciding the change was
 //! lost) creates a new one, so the recount is made again with its change in place.
 

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::domain::Kind;
-use crate::projection::plan::str_field;
+use crate::projection::write::str_field;
 use crate::projection::Lane;
 use crate::pump;
 use crate::store::{retry, Container, Store, StoreResult};

@@ -42,8 +42,9 @@ use crate::domain::follows::{
     TimelineEntry, TimelineItem, TIMELINE, TIMELINE_SIZE,
 };
 use crate::domain::{is_deleted, is_live, Kind, Post, User};
-use crate::projection::plan::Write;
-use crate::projection::{self, apply};
+use crate::projection;
+use crate::projection::engine as apply;
+use crate::projection::write::Write;
 use crate::store::{retry, Container, Order, PatchOp, Query, Store, StoreResult};
 
 /// Items per page of the traversal's queries.

@@ -19,11 +19,24 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::apply;
-use super::plan::{remove_copies, str_field, Write};
+use super::engine::{apply_all, apply_one, user, wrote, Unit};
+use super::follows;
+use super::write::{str_field, Write};
 use crate::domain::pending::{is_pending_count, pending_count};
-use crate::domain::{tombstone_ops, Kind};
+use crate::domain::{tombstone_ops, Kind, FEED_PK};
 use crate::store::{retry, Container, Query, Store, StoreResult};
+
+/// Erasures of accounts, main lane ([`project_accounts`]).
+pub const ACCOUNTS: Unit = Unit {
+    name: "erasure",
+    feed: Container::Users,
+    watches: &["user"],
+    reads: &[Container::Users, Container::Posts],
+    writes: &[Container::Posts, Container::Users, Container::Feed],
+    project: |store, changes| {
+        Box::pin(async move { project_accounts(store, changes).await.map(wrote) })
+    },
+};
 
 /// Items marked per step: memory stays bounded whatever the number of items.
 pub const PAGE: u32 = 200;
@@ -34,35 +47,33 @@ pub const CONCURRENCY: usize = 8;
 /// [`crate::domain::pending`]) is deleted outright: its post's counters go with the post.
 pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
     if is_pending_count(item) {
-        return Some(Write::Delete {
+        return Some(Write::delete(
             container,
-            pk: str_field(item, container.partition_key_field())?.into(),
-            id: str_field(item, "id")?.into(),
-        });
+            str_field(item, container.partition_key_field())?,
+            str_field(item, "id")?,
+        ));
     }
-    Some(Write::Patch {
+    Some(Write::patch(
         container,
-        pk: str_field(item, container.partition_key_field())?.into(),
-        id: str_field(item, "id")?.into(),
-        ops: tombstone_ops(Kind::of(item)?),
-        if_match: None,
-    })
+        str_field(item, container.partition_key_field())?,
+        str_field(item, "id")?,
+        tombstone_ops(Kind::of(item)?),
+    ))
 }
 
 /// Delete post `post_id` by `user_id`: mark it, remove its copies, and mark the first page of
 /// its comments and likes (all of them, for most posts); the posts projection marks the rest
 /// ([`sweep_post`]). Returns the writes made.
 pub async fn post(store: &dyn Store, post_id: &str, user_id: &str) -> StoreResult<usize> {
-    let mark = Write::Patch {
-        container: Container::Posts,
-        pk: post_id.into(),
-        id: post_id.into(),
-        ops: tombstone_ops(Kind::Post),
-        if_match: None,
-    };
-    apply::apply_one(store, &mark).await?;
+    let mark = Write::patch(
+        Container::Posts,
+        post_id,
+        post_id,
+        tombstone_ops(Kind::Post),
+    );
+    apply_one(store, &mark).await?;
     for w in remove_copies(post_id, user_id) {
-        apply::apply_one(store, &w).await?;
+        apply_one(store, &w).await?;
     }
     let items = tombstone_page(store, Container::Posts, Query::partition(post_id)).await?;
     Ok(1 + 2 + items)
@@ -82,9 +93,7 @@ pub async fn tombstone_page(
         .iter()
         .filter_map(|i| tombstone(container, i))
         .collect();
-    apply::apply_unordered(store, &writes, CONCURRENCY)
-        .await
-        .map_err(|(_, e)| e)?;
+    apply_all(store, &writes, CONCURRENCY).await?;
     Ok(writes.len())
 }
 
@@ -105,17 +114,16 @@ pub async fn sweep_post(store: &dyn Store, post: &Value) -> StoreResult<usize> {
         return Ok(marked);
     }
     let sweeps = post.get(SWEEPS).and_then(Value::as_u64).unwrap_or(0);
-    let touch = Write::Patch {
-        container: Container::Posts,
-        pk: post_id.into(),
-        id: post_id.into(),
-        ops: vec![crate::store::PatchOp::set(
+    let touch = Write::patch(
+        Container::Posts,
+        post_id,
+        post_id,
+        vec![crate::store::PatchOp::set(
             &format!("/{SWEEPS}"),
             sweeps + 1,
         )],
-        if_match: None,
-    };
-    apply::apply_one(store, &touch).await?;
+    );
+    apply_one(store, &touch).await?;
     Ok(marked + 1)
 }
 
@@ -146,9 +154,7 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
             writes.extend(tombstone(Container::Posts, post));
             writes.extend(remove_copies(id, user_id));
         }
-        apply::apply_unordered(store, &writes, CONCURRENCY)
-            .await
-            .map_err(|(_, e)| e)?;
+        apply_all(store, &writes, CONCURRENCY).await?;
         return Ok((writes.len(), true));
     }
     // Their comments and likes elsewhere. Nothing lowers those posts' counters as the marks
@@ -175,18 +181,18 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
         let announce = || {
             posts
                 .iter()
-                .map(|p| Write::Upsert {
-                    container: Container::Posts,
-                    pk: p.to_string(),
-                    item: pending_count(p, &crate::domain::now()),
+                .map(|p| {
+                    Write::upsert(
+                        Container::Posts,
+                        p.to_string(),
+                        pending_count(p, &crate::domain::now()),
+                    )
                 })
                 .collect::<Vec<_>>()
         };
         let (before, after) = (announce(), announce());
         for writes in [&before, &marks, &after] {
-            apply::apply_unordered(store, writes, CONCURRENCY)
-                .await
-                .map_err(|(_, e)| e)?;
+            apply_all(store, writes, CONCURRENCY).await?;
         }
         return Ok((before.len() + marks.len() + after.len(), true));
     }
@@ -199,9 +205,7 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
         .filter_map(|c| str_field(c, "id"))
         .flat_map(|id| remove_copies(id, user_id))
         .collect();
-    apply::apply_unordered(store, &writes, CONCURRENCY)
-        .await
-        .map_err(|(_, e)| e)?;
+    apply_all(store, &writes, CONCURRENCY).await?;
     Ok((writes.len(), !writes.is_empty()))
 }
 
@@ -220,4 +224,66 @@ pub async fn user_steps(
             return Ok((written, more));
         }
     }
+}
+
+/// Erasures (main lane, `users` feed): each erased user changed in `changes` gets one bounded
+/// step ([`account_step`]). Returns the writes made; a user whose step fails fails the batch,
+/// naming the user.
+pub async fn project_accounts(
+    store: &dyn Store,
+    changes: &[Value],
+) -> Result<usize, super::ProjectionError> {
+    let mut total = 0;
+    for user_id in super::rename::users_changed(changes) {
+        let step = async {
+            match user(store, changes, &user_id).await? {
+                Some(u) if crate::domain::is_deleted(&u) => account_step(store, &user_id, &u).await,
+                _ => Ok(0),
+            }
+        };
+        total += step.await.map_err(|e| super::ProjectionError {
+            reason: e.to_string(),
+            not_applied: vec![format!("users/{user_id}/{user_id}")],
+        })?;
+    }
+    Ok(total)
+}
+
+/// An erased user (their item is a tombstone): everything of theirs goes, a bounded step each
+/// time the tombstone comes through the users feed (a step that leaves more to do touches the
+/// tombstone, which sends it round again behind the changes written meanwhile); the step that
+/// finds nothing left records the erasure (`erased: true`), after which the account's identity
+/// may create a user again.
+async fn account_step(store: &dyn Store, user_id: &str, user: &Value) -> StoreResult<usize> {
+    if user.get(ERASED) == Some(&Value::Bool(true)) {
+        return Ok(0);
+    }
+    let (mut written, more) = user_steps(store, user_id, PAGE as usize).await?;
+    let ops = if more {
+        let sweeps = user.get(SWEEPS).and_then(Value::as_u64).unwrap_or(0);
+        vec![crate::store::PatchOp::set(
+            &format!("/{SWEEPS}"),
+            sweeps + 1,
+        )]
+    } else {
+        // Their follows go last, once their own items are gone (the edges' marks then take
+        // their posts out of their followers' timelines, in the timeline lane).
+        written += follows::erase_edges(store, user_id).await?;
+        vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)]
+    };
+    let done = Write::patch(Container::Users, user_id, user_id, ops);
+    apply_one(store, &done).await?;
+    Ok(written + 1)
+}
+
+/// Set on a user's tombstone once everything of theirs is deleted.
+pub const ERASED: &str = "erased";
+
+/// The copies of post `post_id` by `user_id`: in the author's partition of `users` and in the
+/// feed.
+pub fn remove_copies(post_id: &str, user_id: &str) -> [Write; 2] {
+    [
+        Write::delete(Container::Users, user_id, post_id),
+        Write::delete(Container::Feed, FEED_PK, post_id),
+    ]
 }

@@ -28,7 +28,8 @@ use serde_json::{json, Value};
 
 use futures::future::BoxFuture;
 
-use super::plan::{content, str_field};
+use super::engine::JOB;
+use super::write::{content, str_field};
 use crate::domain::follows::{following_id, is_live_of, is_marker, FOLLOWING, REF_USER, TIMELINE};
 use crate::domain::is_deleted;
 use crate::store::{
@@ -44,9 +45,6 @@ pub const JOB_ID: &str = "timelineJob-move";
 pub const PAGE: u32 = 200;
 /// Items moved at once.
 const CONCURRENCY: usize = 8;
-/// `type` of the timeline lane's job items (`timeline::JOB`), the move's among them: their
-/// changes are what the lane steps on.
-pub const JOB_TYPE: &str = "timelineJob";
 
 /// Whether new followers of an author get a merge marker rather than copies (the timeline
 /// lane's side of the fan-out limit, `timeline::LimitState::marks`), for judging a marker.
@@ -74,7 +72,7 @@ pub fn places(moving: bool) -> &'static [Container] {
 
 fn job(steps: u64, moved: u64) -> Value {
     json!({
-        "id": JOB_ID, "type": JOB_TYPE, "userId": JOB_PARTITION, "job": "move",
+        "id": JOB_ID, "type": JOB, "userId": JOB_PARTITION, "job": "move",
         "steps": steps, "moved": moved,
     })
 }

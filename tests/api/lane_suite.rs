@@ -736,7 +736,7 @@ async fn as_an_earlier_release_left_it(store: &dyn Store) {
             item["userId"].as_str().unwrap(),
             item["id"].as_str().unwrap(),
         );
-        let old = blog::projection::plan::content(&item);
+        let old = blog::projection::write::content(&item);
         store.upsert(Container::Users, owner, old).await.unwrap();
         store.delete(Container::Timelines, owner, id).await.unwrap();
     }
@@ -768,7 +768,7 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
         .await
         .unwrap()
         .expect("the entry an earlier release wrote");
-    let cut = blog::projection::plan::content(&cut);
+    let cut = blog::projection::write::content(&cut);
     store.upsert(Container::Timelines, ana, cut).await.unwrap();
 
     let shown = |user: String| {

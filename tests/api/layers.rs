@@ -1,5 +1,5 @@
 //! The library's modules import downward only: no cycle among its modules at any depth, from
-//! the top-level ones (`api`, `store`, …) down to single files (`projection::plan`), so each can
+//! the top-level ones (`api`, `store`, …) down to single files (`projection::posts::gather`), so each can
 //! be read knowing only the ones below it, and `app` (the composition root) is the one place that
 //! knows them all. How imports are read (through `use`s, paths, macros and re-exports such as
 //! `crate::AppState`) is in `check`, which the bench's layering test shares.
@@ -20,7 +20,7 @@ fn the_modules_import_downward_only() {
         "{top:?}"
     );
     assert!(
-        imports.edges["projection::plan"].contains("domain"),
+        imports.edges["projection::posts::gather"].contains("domain"),
         "submodules are read: {:?}",
         imports.edges
     );
@@ -108,8 +108,8 @@ fn cycle_in(files: &[(&str, &str)]) -> Option<String> {
 }
 
 /// The checker finds what it is for: a cycle through a re-export of the crate root (as
-/// `crate::AppState` is), one between files of one module (as `projection::plan` and
-/// `projection::gather` could make), one through `super::`; and nothing once the edge closing
+/// `crate::AppState` is), one between files of one module (as `projection::posts` and
+/// `projection::erase` could make), one through `super::`; and nothing once the edge closing
 /// each is gone, nor in comments, strings or unit tests.
 #[test]
 fn a_planted_cycle_is_found() {

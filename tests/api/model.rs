@@ -502,7 +502,7 @@ async fn assert_converged(w: &World<'_>, seed: u64) {
         // not the copy's content (the timelines are compared on their own).
         let copies: BTreeMap<String, Value> = copies
             .into_iter()
-            .map(|c| (id(&c), blog::projection::plan::without_pending(&c)))
+            .map(|c| (id(&c), blog::projection::posts::without_pending(&c)))
             .collect();
         assert_eq!(
             copies,

@@ -652,7 +652,7 @@ pub async fn an_erased_user_is_unfollowed_by_followers_in_every_partition(app: &
     assert_eq!(app.delete(&format!("/api/users/{bob}")).await.status, 204);
     // The step that unfollows, taken at once: in the feed's own order, an edge's projection
     // that runs first marks that edge itself (its followee is gone), doing part of the step.
-    let marked = projection::follows::erase_user(&*app.store, &bob).await;
+    let marked = projection::follows::erase_edges(&*app.store, &bob).await;
     assert!(marked.is_ok(), "{marked:?}");
     app.settle().await;
     let held = Query::cross_partition()

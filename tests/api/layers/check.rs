@@ -1,5 +1,5 @@
 //! The import graph of a crate, read from its source with `syn`, and the cycles in it. Every file
-//! is a module (`src/projection/plan.rs` is `projection::plan`, the crate root `lib.rs` or
+//! is a module (`src/projection/posts.rs` is `projection::posts`, the crate root `lib.rs` or
 //! `main.rs` is ``), and a module imports another when its code names something there: in a
 //! `use` (`crate::`, `super::`, `self::`, a child module, or a name an earlier `use` bound), in a
 //! path in its code, or in a macro's tokens. A name is followed through the `use`s that
@@ -342,8 +342,8 @@ impl Imports {
     /// `a` at depth 1), leaving out an import within one of them and one between a module and
     /// its own ancestor: a module's file is the namespace its submodules share, so it may use
     /// them and they what it defines (`super::Report`). What is checked is everything else:
-    /// submodules of one module among themselves (`projection::plan` and
-    /// `projection::gather`), and whole subtrees among each other.
+    /// submodules of one module among themselves (`projection::posts` and
+    /// `projection::erase`), and whole subtrees among each other.
     pub fn at_depth(&self, depth: usize) -> BTreeMap<String, BTreeSet<String>> {
         let cut = |m: &str| {
             split(m)

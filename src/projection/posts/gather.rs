@@ -1,75 +1,20 @@
 //! Reading the facts a plan needs: the source of truth, never older than the change handled.
 
-use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::plan::{
-    content, str_field, Counted, FeedEntry, PendingCount, PostsFacts, PostsNeeds, INCREMENT_GRACE,
-};
+use super::counters::{Counted, PendingCount, INCREMENT_GRACE};
+use super::feed::FeedEntry;
+use super::{PostsFacts, PostsNeeds};
 use crate::domain::pending::PENDING_COUNT;
 use crate::domain::{is_deleted, Kind, Post, FEED_KEEP, FEED_PK};
+use crate::projection::engine::{newest_change, read_not_older};
+use crate::projection::write::{content, str_field};
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
-/// Which of two versions of one item was written later, by the store's stamps: `_ts` (whole
-/// seconds) when they differ, else `_lsn` when both carry it. `None` when the stamps cannot tell.
-pub fn compare_versions(a: &Value, b: &Value) -> Option<Ordering> {
-    let stamp = |v: &Value, f: &str| v.get(f).and_then(Value::as_i64);
-    match (stamp(a, "_ts"), stamp(b, "_ts")) {
-        (Some(x), Some(y)) if x != y => Some(x.cmp(&y)),
-        _ => match (stamp(a, "_lsn"), stamp(b, "_lsn")) {
-            (Some(x), Some(y)) => Some(x.cmp(&y)),
-            _ => None,
-        },
-    }
-}
-
-/// Point-read an item, and never return a version older than `changed` (a version of the same
-/// item delivered by the change feed). Under scale-out a read may go through another session
-/// than the write and see an older version, or none yet: it is read once more, and if it is
-/// still older the changed document itself is the newer truth. `Ok(None)` when the item does
-/// not exist and no change of it was delivered.
-pub async fn read_not_older(
-    store: &dyn Store,
-    c: Container,
-    pk: &str,
-    id: &str,
-    changed: Option<&Value>,
-) -> StoreResult<Option<Value>> {
-    let older =
-        |read: &Value| changed.is_some_and(|ch| compare_versions(read, ch) == Some(Ordering::Less));
-    let read = retry(|| store.read(c, pk, id)).await?;
-    // Missing although the feed delivered it: not yet visible to this session (users and posts
-    // are never removed outright, only marked deleted and removed days later by their time to
-    // live). Read once more, then take the change as the truth.
-    let missing = read.is_none() && changed.is_some();
-    match read {
-        Some(v) if !older(&v) => Ok(Some(v)),
-        None if !missing => Ok(None),
-        _ => {
-            let again = retry(|| store.read(c, pk, id)).await?;
-            Ok(match again {
-                Some(v) if !older(&v) => Some(v),
-                _ => changed.cloned(),
-            })
-        }
-    }
-}
-
-/// The newest version of `id` among the changed documents (of the given `type`).
-fn newest_change<'a>(changes: &'a [Value], kind: Kind, id: &str) -> Option<&'a Value> {
-    changes
-        .iter()
-        .filter(|d| Kind::of(d) == Some(kind) && str_field(d, "id") == Some(id))
-        .reduce(|a, b| match compare_versions(a, b) {
-            Some(Ordering::Less) => b,
-            _ => a,
-        })
-}
-
-/// Read what [`super::plan::plan_posts`] needs for `changes`. Posts and their counters, the
+/// Read what [`super::plan_posts`] needs for `changes`. Posts and their counters, the
 /// authors, and the feed are read concurrently (each kind's items one after the other, so a large
 /// batch keeps at most three reads in flight): a new post needs five reads, and one after the
 /// other they were most of the time between the post's 201 and its showing in the feed (on
@@ -348,47 +293,4 @@ async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<(Vec<Fe
         })
         .collect();
     Ok((entries, copies))
-}
-
-/// The user item as the users projection sees it: never older than its change in the batch.
-pub async fn user(
-    store: &dyn Store,
-    changes: &[Value],
-    user_id: &str,
-) -> StoreResult<Option<Value>> {
-    let changed = newest_change(changes, Kind::User, user_id);
-    read_not_older(store, Container::Users, user_id, user_id, changed).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn versions_compare_by_whole_seconds_then_by_lsn() {
-        let a = json!({"_lsn": 5, "_ts": 100});
-        let b = json!({"_lsn": 7, "_ts": 100});
-        assert_eq!(compare_versions(&a, &b), Some(Ordering::Less));
-        assert_eq!(compare_versions(&b, &a), Some(Ordering::Greater));
-        let c = json!({"_lsn": 1, "_ts": 101});
-        assert_eq!(compare_versions(&a, &c), Some(Ordering::Less));
-        // The same second without a sequence number: cannot tell.
-        assert_eq!(compare_versions(&json!({"_ts": 100}), &a), None);
-        assert_eq!(compare_versions(&json!({}), &a), None);
-    }
-
-    #[test]
-    fn the_newest_change_of_an_item_wins() {
-        let changes = [
-            json!({"id":"p1","type":"post","_lsn":9,"title":"new"}),
-            json!({"id":"p1","type":"post","_lsn":3,"title":"old"}),
-            json!({"id":"p2","type":"post","_lsn":10}),
-        ];
-        assert_eq!(
-            newest_change(&changes, Kind::Post, "p1").unwrap()["title"],
-            "new"
-        );
-        assert!(newest_change(&changes, Kind::User, "p1").is_none());
-    }
 }

@@ -1,0 +1,510 @@
+//! What every projection does the same way, written once: applying writes (retrying transient
+//! errors), reading an item never older than its change, sweeping a query page by page, and
+//! bounded steps recorded in job items.
+//!
+//! - **Writes** are planned as [`Write`]s and applied by [`apply_one`], [`apply`] (in order)
+//!   or [`apply_unordered`] (independent ones, a few at a time). A patch or delete of an item
+//!   that is gone is moot, and so is a conditional patch of an item changed since it was read:
+//!   its newer change is projected in turn.
+//! - **Idempotence.** A change is a notification: [`read_not_older`] reads the item as it is
+//!   now, never older than the version the change feed delivered.
+//! - **Paging.** [`query_all`] reads every page of a query; [`sweep`] writes what each page of a
+//!   query implies until none is left, the writes making the items stop matching (so each page
+//!   is the query's first), and stops, rather than spins, if they do not.
+//! - **Bounded steps.** Work over more items than one page runs a page per step: the step
+//!   records where it stopped in a job item ([`save_job`]) in `users`, whose change comes back
+//!   through the users feed behind the changes written meanwhile; a step whose job item changed
+//!   since it was delivered does nothing ([`current_job`]): the newer version's own change
+//!   carries on.
+
+use std::cmp::Ordering;
+
+use futures::future::BoxFuture;
+use futures::stream::{self, TryStreamExt};
+use serde_json::Value;
+
+use super::write::{str_field, Write};
+use super::{ProjectionError, Report};
+use crate::domain::Kind;
+use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
+
+/// Apply one write. A patch or delete of an item that no longer exists is moot, and so is a
+/// conditional patch of an item that changed since it was read (its newer change is projected
+/// in turn).
+pub async fn apply_one(store: &dyn Store, w: &Write) -> Result<(), StoreError> {
+    let result = retry(|| async {
+        match w {
+            Write::Upsert {
+                container,
+                pk,
+                item,
+            } => store.upsert(*container, pk, item.clone()).await.map(drop),
+            Write::Patch {
+                container,
+                pk,
+                id,
+                ops,
+                if_match,
+            } => match store
+                .patch(*container, pk, id, ops, if_match.as_deref())
+                .await
+            {
+                Err(StoreError::PreconditionFailed) if if_match.is_some() => Ok(()),
+                other => other.map(drop),
+            },
+            Write::Delete { container, pk, id } => store.delete(*container, pk, id).await,
+        }
+    })
+    .await;
+    match result {
+        Ok(()) | Err(StoreError::NotFound) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Apply planned writes in order; on failure, the index of the write that failed.
+pub async fn apply(store: &dyn Store, writes: &[Write]) -> Result<(), (usize, StoreError)> {
+    for (i, w) in writes.iter().enumerate() {
+        apply_one(store, w).await.map_err(|e| (i, e))?;
+    }
+    Ok(())
+}
+
+/// Apply writes that do not depend on each other, at most `concurrency` at a time.
+pub async fn apply_unordered(
+    store: &dyn Store,
+    writes: &[Write],
+    concurrency: usize,
+) -> Result<(), (usize, StoreError)> {
+    stream::iter(writes.iter().enumerate().map(Ok))
+        .try_for_each_concurrent(concurrency, |(i, w)| async move {
+            apply_one(store, w).await.map_err(|e| (i, e))
+        })
+        .await
+}
+
+/// [`apply_unordered`], failing with the first error alone.
+pub async fn apply_all(store: &dyn Store, writes: &[Write], concurrency: usize) -> StoreResult<()> {
+    apply_unordered(store, writes, concurrency)
+        .await
+        .map_err(|(_, e)| e)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shape of a projection.
+
+/// A projection: what it watches, reads and writes, and how it projects a batch. Each is one
+/// module (`posts`, `rename`, `erase`, `follows`, `timeline`, ...) exporting its `Unit`; the
+/// lanes run them in the order of their table (`super::UNITS`).
+pub struct Unit {
+    pub name: &'static str,
+    /// The feed it follows (`posts` or `users`).
+    pub feed: Container,
+    /// The kinds of item in that feed it reacts to (`type`); it passes over the others.
+    pub watches: &'static [&'static str],
+    /// The containers it reads.
+    pub reads: &'static [Container],
+    /// The containers it writes.
+    pub writes: &'static [Container],
+    /// Project one batch of the feed: the writes made (`Report::changes` is the lane's).
+    pub project: Project,
+}
+
+/// How a [`Unit`] projects a batch.
+pub type Project =
+    for<'a> fn(&'a dyn Store, &'a [Value]) -> BoxFuture<'a, Result<Report, ProjectionError>>;
+
+/// A [`Report`] of `writes` writes (for a unit that reports nothing else).
+pub fn wrote(writes: usize) -> Report {
+    Report {
+        writes,
+        ..Report::default()
+    }
+}
+
+/// A unit's store error as the batch's failure: every change of the batch is named as not
+/// applied.
+pub fn failed(feed: Container, changes: &[Value], e: impl std::fmt::Display) -> ProjectionError {
+    let pk_field = feed.partition_key_field();
+    ProjectionError {
+        reason: e.to_string(),
+        not_applied: changes
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}/{}/{}",
+                    feed.name(),
+                    str_field(d, pk_field).unwrap_or("?"),
+                    str_field(d, "id").unwrap_or("?")
+                )
+            })
+            .collect(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading, never older than the change.
+
+/// Which of two versions of one item was written later, by the store's stamps: `_ts` (whole
+/// seconds) when they differ, else `_lsn` when both carry it. `None` when the stamps cannot tell.
+pub fn compare_versions(a: &Value, b: &Value) -> Option<Ordering> {
+    let stamp = |v: &Value, f: &str| v.get(f).and_then(Value::as_i64);
+    match (stamp(a, "_ts"), stamp(b, "_ts")) {
+        (Some(x), Some(y)) if x != y => Some(x.cmp(&y)),
+        _ => match (stamp(a, "_lsn"), stamp(b, "_lsn")) {
+            (Some(x), Some(y)) => Some(x.cmp(&y)),
+            _ => None,
+        },
+    }
+}
+
+/// The newest of the versions `changes` holds of one item (those `matches` picks).
+pub fn newest(changes: &[Value], matches: impl Fn(&Value) -> bool) -> Option<&Value> {
+    changes
+        .iter()
+        .filter(|d| matches(d))
+        .reduce(|a, b| match compare_versions(a, b) {
+            Some(Ordering::Less) => b,
+            _ => a,
+        })
+}
+
+/// The newest version of `id` among the changed documents (of the given `type`).
+pub fn newest_change<'a>(changes: &'a [Value], kind: Kind, id: &str) -> Option<&'a Value> {
+    newest(changes, |d| {
+        Kind::of(d) == Some(kind) && str_field(d, "id") == Some(id)
+    })
+}
+
+/// Point-read an item, and never return a version older than `changed` (a version of the same
+/// item delivered by the change feed). Under scale-out a read may go through another session
+/// than the write and see an older version, or none yet: it is read once more, and if it is
+/// still older the changed document itself is the newer truth. `Ok(None)` when the item does
+/// not exist and no change of it was delivered.
+pub async fn read_not_older(
+    store: &dyn Store,
+    c: Container,
+    pk: &str,
+    id: &str,
+    changed: Option<&Value>,
+) -> StoreResult<Option<Value>> {
+    let older =
+        |read: &Value| changed.is_some_and(|ch| compare_versions(read, ch) == Some(Ordering::Less));
+    let read = retry(|| store.read(c, pk, id)).await?;
+    // Missing although the feed delivered it: not yet visible to this session (users and posts
+    // are never removed outright, only marked deleted and removed days later by their time to
+    // live). Read once more, then take the change as the truth.
+    let missing = read.is_none() && changed.is_some();
+    match read {
+        Some(v) if !older(&v) => Ok(Some(v)),
+        None if !missing => Ok(None),
+        _ => {
+            let again = retry(|| store.read(c, pk, id)).await?;
+            Ok(match again {
+                Some(v) if !older(&v) => Some(v),
+                _ => changed.cloned(),
+            })
+        }
+    }
+}
+
+/// The user item as a projection of the users feed sees it: never older than its change in
+/// the batch.
+pub async fn user(
+    store: &dyn Store,
+    changes: &[Value],
+    user_id: &str,
+) -> StoreResult<Option<Value>> {
+    let changed = newest_change(changes, Kind::User, user_id);
+    read_not_older(store, Container::Users, user_id, user_id, changed).await
+}
+
+/// User `id`, unless they are gone or marked deleted (one point read).
+pub async fn live_user(store: &dyn Store, id: &str) -> StoreResult<Option<Value>> {
+    let user = retry(|| store.read(Container::Users, id, id)).await?;
+    Ok(user.filter(|u| crate::domain::is_live(u, Kind::User)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paging.
+
+/// Every item `q` finds in `c`, page after page.
+pub async fn query_all(store: &dyn Store, c: Container, mut q: Query) -> StoreResult<Vec<Value>> {
+    let mut out = Vec::new();
+    loop {
+        let page = retry(|| store.query(c, &q)).await?;
+        out.extend(page.items);
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// Items read and written per page of a paging helper.
+pub const PAGE: u32 = 200;
+/// Writes in flight at once.
+pub const CONCURRENCY: usize = 8;
+
+/// A query swept by [`sweep`]: each page's writes make its items stop matching.
+pub struct Sweep<'a> {
+    pub container: Container,
+    /// The query, with the page size as its limit.
+    pub query: Query,
+    /// Items at the head of each page that stay (the newest a trim keeps): the first one after
+    /// them is the one that must not come back.
+    pub keep: usize,
+    /// Pages at most; more may match after them.
+    pub pages: usize,
+    pub concurrency: usize,
+    /// What the writes do, for the error when they do not take ("deleted", "marked", ...).
+    pub what: &'a str,
+}
+
+/// Write what `plan` makes of each item of each page of `s.query` (past the first `s.keep`),
+/// reading the query's first page again after each, until a page leaves nothing to write or
+/// comes back short, or `s.pages` pages are done. The same item (partition and id) first again
+/// means the writes did not take: an error, not a spin. (The same item, not the same id: a
+/// query across partitions answers one partition key range per page, so the next page may
+/// start with an item of the same id in another partition.) Returns the writes made, and
+/// whether more may match (`s.pages` pages were full).
+pub async fn sweep(
+    store: &dyn Store,
+    s: Sweep<'_>,
+    plan: impl Fn(&Value) -> Option<Write>,
+) -> StoreResult<(usize, bool)> {
+    let c = s.container;
+    let limit = s.query.limit as usize;
+    let key = |i: &Value| {
+        Some((
+            str_field(i, c.partition_key_field())?.to_string(),
+            str_field(i, "id")?.to_string(),
+        ))
+    };
+    let mut written = 0;
+    let mut last_first = None;
+    for _ in 0..s.pages {
+        let page = retry(|| store.query(c, &s.query)).await?;
+        let writes: Vec<Write> = page.items.iter().skip(s.keep).filter_map(&plan).collect();
+        if writes.is_empty() {
+            return Ok((written, false));
+        }
+        let first = page.items.get(s.keep).and_then(key);
+        if first.is_some() && first == last_first {
+            return Err(StoreError::Other(format!(
+                "items in `{}` stay after being {}",
+                c.name(),
+                s.what
+            )));
+        }
+        last_first = first;
+        apply_all(store, &writes, s.concurrency).await?;
+        written += writes.len();
+        if page.continuation.is_none() && page.items.len() < limit {
+            return Ok((written, false));
+        }
+    }
+    Ok((written, true))
+}
+
+/// Delete every item `q` finds in `c`, a page of [`PAGE`] at a time (deleted items stop
+/// matching, so each page is the query's first), at most `pages` pages. Returns how many, and whether the last page was full (more may match).
+pub async fn delete_matching(
+    store: &dyn Store,
+    c: Container,
+    q: Query,
+    pages: usize,
+) -> StoreResult<(usize, bool)> {
+    let s = Sweep {
+        container: c,
+        query: q.limit(PAGE),
+        keep: 0,
+        pages,
+        concurrency: CONCURRENCY,
+        what: "deleted",
+    };
+    sweep(store, s, |i| {
+        Some(Write::delete(
+            c,
+            str_field(i, c.partition_key_field())?,
+            str_field(i, "id")?,
+        ))
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounded steps: job items.
+
+/// `type` of a job item (internal, in `users`, in the partition of the user it works for: its
+/// changes are what carries a job on, through the users feed). The name is the timeline lane's,
+/// whose jobs came first; stored items carry it.
+pub const JOB: &str = "timelineJob";
+
+/// Job item `id` of `user_id`'s partition, if any (one point read).
+pub async fn read_job(store: &dyn Store, user_id: &str, id: &str) -> StoreResult<Option<Value>> {
+    retry(|| store.read(Container::Users, user_id, id)).await
+}
+
+/// Write job item `job` (in `user_id`'s partition): created when `read` is `None`, else
+/// replaced if still at the version read. `false` when someone else wrote it first (their
+/// change carries on from there).
+pub async fn save_job(
+    store: &dyn Store,
+    user_id: &str,
+    read: Option<&Value>,
+    mut job: Value,
+) -> StoreResult<bool> {
+    job["type"] = JOB.into();
+    job["userId"] = user_id.into();
+    let id = str_field(&job, "id").unwrap_or_default().to_string();
+    let result = match read.and_then(|r| str_field(r, "_etag")) {
+        Some(etag) => {
+            retry(|| store.replace(Container::Users, user_id, &id, job.clone(), Some(etag))).await
+        }
+        None if read.is_some() => {
+            retry(|| store.upsert(Container::Users, user_id, job.clone())).await
+        }
+        None => retry(|| store.create(Container::Users, user_id, job.clone())).await,
+    };
+    match result {
+        Ok(_) => Ok(true),
+        Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Delete item `id` of `pk`'s partition of `c` (a job item in `users`, a copy elsewhere);
+/// nothing when it is not there. Returns the writes made (one).
+pub async fn delete_item(
+    store: &dyn Store,
+    c: Container,
+    pk: &str,
+    id: &str,
+) -> StoreResult<usize> {
+    apply_one(store, &Write::delete(c, pk, id)).await?;
+    Ok(1)
+}
+
+/// The job item `delivered` (as the users feed delivered it) as stored now, if its step is
+/// still to run: `None` if it is gone, changed since (its newer version's change carries on),
+/// or done.
+pub async fn current_job(
+    store: &dyn Store,
+    user_id: &str,
+    delivered: &Value,
+) -> StoreResult<Option<Value>> {
+    let Some(id) = str_field(delivered, "id") else {
+        return Ok(None);
+    };
+    let Some(job) = read_job(store, user_id, id).await? else {
+        return Ok(None);
+    };
+    let etag = str_field(delivered, "_etag");
+    if etag.is_some() && etag != str_field(&job, "_etag") {
+        return Ok(None);
+    }
+    if job.get("done") == Some(&Value::Bool(true)) {
+        return Ok(None);
+    }
+    Ok(Some(job))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn versions_compare_by_whole_seconds_then_by_lsn() {
+        let a = json!({"_lsn": 5, "_ts": 100});
+        let b = json!({"_lsn": 7, "_ts": 100});
+        assert_eq!(compare_versions(&a, &b), Some(Ordering::Less));
+        assert_eq!(compare_versions(&b, &a), Some(Ordering::Greater));
+        let c = json!({"_lsn": 1, "_ts": 101});
+        assert_eq!(compare_versions(&a, &c), Some(Ordering::Less));
+        // The same second without a sequence number: cannot tell.
+        assert_eq!(compare_versions(&json!({"_ts": 100}), &a), None);
+        assert_eq!(compare_versions(&json!({}), &a), None);
+    }
+
+    #[test]
+    fn the_newest_change_of_an_item_wins() {
+        let changes = [
+            json!({"id":"p1","type":"post","_lsn":9,"title":"new"}),
+            json!({"id":"p1","type":"post","_lsn":3,"title":"old"}),
+            json!({"id":"p2","type":"post","_lsn":10}),
+        ];
+        assert_eq!(
+            newest_change(&changes, Kind::Post, "p1").unwrap()["title"],
+            "new"
+        );
+        assert!(newest_change(&changes, Kind::User, "p1").is_none());
+    }
+
+    async fn store_with(n: usize) -> (tempfile::TempDir, crate::store::embedded::EmbeddedStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::embedded::EmbeddedStore::open(&dir.path().join("b.db")).unwrap();
+        for i in 0..n {
+            let item = json!({ "id": format!("t{i:04}"), "type": "timeline", "userId": "ana" });
+            store
+                .create(Container::Timelines, "ana", item)
+                .await
+                .unwrap();
+        }
+        (dir, store)
+    }
+
+    fn all_of_ana() -> Sweep<'static> {
+        Sweep {
+            container: Container::Timelines,
+            query: Query::partition("ana").eq("type", "timeline").limit(PAGE),
+            keep: 0,
+            pages: usize::MAX,
+            concurrency: CONCURRENCY,
+            what: "deleted",
+        }
+    }
+
+    /// More items than a page: each page's writes make its items stop matching, and the sweep
+    /// goes on until none is left.
+    #[tokio::test]
+    async fn a_sweep_writes_every_page_until_nothing_matches() {
+        let (_dir, store) = store_with(2 * PAGE as usize + 50).await;
+        let delete = |i: &Value| {
+            Some(Write::delete(
+                Container::Timelines,
+                "ana",
+                str_field(i, "id")?,
+            ))
+        };
+        let (n, more) = sweep(&store, all_of_ana(), delete).await.unwrap();
+        assert_eq!((n, more), (2 * PAGE as usize + 50, false));
+        let left = Query::partition("ana").eq("type", "timeline");
+        assert_eq!(store.count(Container::Timelines, &left).await.unwrap(), 0);
+    }
+
+    /// Writes that leave the items matching (a store that ignores them, a plan that misses the
+    /// query's condition) end the sweep with an error instead of reading the same page forever.
+    #[tokio::test]
+    async fn a_sweep_whose_writes_do_not_take_stops() {
+        let (_dir, store) = store_with(PAGE as usize + 1).await;
+        let touch = |i: &Value| {
+            let ops = vec![crate::store::PatchOp::set("/touched", true)];
+            Some(Write::patch(
+                Container::Timelines,
+                "ana",
+                str_field(i, "id")?,
+                ops,
+            ))
+        };
+        let bounded = Sweep {
+            pages: 5,
+            ..all_of_ana()
+        };
+        let e = sweep(&store, bounded, touch).await.unwrap_err();
+        assert!(e.to_string().contains("stay after being deleted"), "{e}");
+    }
+}

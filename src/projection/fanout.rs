@@ -1,0 +1,224 @@
+//! Copies of a post kept in the partitions of the users related to it: a personal timeline's
+//! entries (the author's followers) today. What such a projection has in common, written once:
+//! a page of the related users (the owners) read from the relation's items, each given its copy,
+//! and the copies taken back that raced the end of the relation or of the post. The projection
+//! says where the copies live, what one holds, who the owners are, and how to tell that an owner
+//! is still related; it records the cursor between steps (in a job item, `super::engine`).
+//!
+//! A step is bounded (one page of owners) and idempotent (a copy is upserted whole, a removal
+//! of a copy already gone is moot), so a step repeated after a crash writes the same state.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::engine::{apply_all, delete_item, query_all};
+use super::write::{str_field, Write};
+use crate::store::{retry, Container, Query, Store, StoreResult};
+
+/// The copies of one post.
+pub struct Copies<'a> {
+    /// The post they copy (in `posts`): a step finding it gone or deleted takes its copies back.
+    pub post_id: &'a str,
+    /// Where the copies live, each in its owner's partition.
+    pub container: Container,
+    /// The id of the copy in each owner's partition.
+    pub id: String,
+    /// The copy for an owner.
+    pub item: &'a (dyn Fn(&str) -> Value + Sync),
+}
+
+/// Who holds the copies: the items of a relation (a follow's mirror, say), read a page at a
+/// time, each naming an owner.
+pub struct Owners<'a> {
+    /// Where the relation's items are.
+    pub container: Container,
+    /// The relation's live items, the page size as its limit (the step sets the cursor).
+    pub query: Query,
+    /// The field of a relation item naming its owner.
+    pub owner: &'static str,
+    /// The query finding, among some owners, those still related (a query across partitions,
+    /// at most one item per owner), in `container`; and the field naming the owner there.
+    pub still: &'a (dyn Fn(&[&str]) -> Query + Sync),
+    pub still_owner: &'static str,
+}
+
+/// What a step did.
+#[derive(Debug, Default)]
+pub struct Step {
+    pub written: usize,
+    /// The owners of the page (none when the post is gone: its copies were taken back).
+    pub owners: Vec<String>,
+    /// Where the next page starts (`None`: this was the last, or the post is gone).
+    pub next: Option<String>,
+}
+
+/// Writes in flight at once.
+pub const CONCURRENCY: usize = 8;
+
+/// One step of a fan-out: the page of `owners` from `cursor` each given their copy; then, if
+/// the post went meanwhile (its deletion's removal may have run before these copies landed),
+/// the page's copies taken back and the fan-out ended; else the copy taken back from each owner
+/// no longer related (the relation's end removes the copies it finds: a copy written after
+/// that would stay).
+pub async fn step(
+    store: &dyn Store,
+    copies: &Copies<'_>,
+    owners: &Owners<'_>,
+    cursor: Option<&str>,
+) -> StoreResult<Step> {
+    let q = owners.query.clone().continuation(cursor.map(String::from));
+    let page = retry(|| store.query(owners.container, &q)).await?;
+    let page_owners: Vec<&str> = page
+        .items
+        .iter()
+        .filter_map(|m| str_field(m, owners.owner))
+        .collect();
+    let writes: Vec<Write> = page_owners
+        .iter()
+        .map(|o| Write::upsert(copies.container, *o, (copies.item)(o)))
+        .collect();
+    apply_all(store, &writes, CONCURRENCY).await?;
+    let mut written = writes.len();
+    if page_owners.is_empty() {
+        return Ok(Step {
+            written: 0,
+            owners: Vec::new(),
+            next: page.continuation,
+        });
+    }
+    let post_id = copies.post_id;
+    let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
+    if post.as_ref().is_none_or(crate::domain::is_deleted) {
+        written += remove(store, copies, &page_owners).await?;
+        return Ok(Step {
+            written,
+            owners: Vec::new(),
+            next: None,
+        });
+    }
+    let q = (owners.still)(&page_owners)
+        .live()
+        .limit(page_owners.len() as u32);
+    let still = query_all(store, owners.container, q).await?;
+    let still: BTreeSet<&str> = still
+        .iter()
+        .filter_map(|e| str_field(e, owners.still_owner))
+        .collect();
+    let gone: Vec<&str> = page_owners
+        .iter()
+        .copied()
+        .filter(|o| !still.contains(o))
+        .collect();
+    written += remove(store, copies, &gone).await?;
+    Ok(Step {
+        written,
+        owners: page_owners.into_iter().map(String::from).collect(),
+        next: page.continuation,
+    })
+}
+
+/// Take the copy back from each of `owners`. Returns the writes made.
+pub async fn remove(store: &dyn Store, copies: &Copies<'_>, owners: &[&str]) -> StoreResult<usize> {
+    let mut removed = 0;
+    for o in owners {
+        removed += delete_item(store, copies.container, o, &copies.id).await?;
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+
+    /// Bob's post `p1` and its copies in `timelines`; the relation is a mirror in Bob's
+    /// partition of `users` per owner, and an owner is still related while their own edge is.
+    async fn setup(owners: &[&str], still: &[&str]) -> (tempfile::TempDir, EmbeddedStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("b.db")).unwrap();
+        let post = json!({"id": "p1", "type": "post", "postId": "p1", "userId": "bob"});
+        store.create(Container::Posts, "p1", post).await.unwrap();
+        for o in owners {
+            let mirror = json!({"id": format!("mirror-{o}"), "type": "m", "userId": "bob", "o": o});
+            store.create(Container::Users, "bob", mirror).await.unwrap();
+        }
+        for o in still {
+            let edge = json!({"id": "edge-bob", "type": "e", "userId": o});
+            store.create(Container::Users, o, edge).await.unwrap();
+        }
+        (dir, store)
+    }
+
+    async fn holders(store: &EmbeddedStore, owners: &[&str]) -> Vec<String> {
+        let mut held = Vec::new();
+        for o in owners {
+            if store
+                .read(Container::Timelines, o, "copy-p1")
+                .await
+                .unwrap()
+                .is_some()
+            {
+                held.push(o.to_string());
+            }
+        }
+        held
+    }
+
+    async fn run(store: &EmbeddedStore) -> Step {
+        let item = |o: &str| json!({"id": "copy-p1", "type": "copy", "userId": o});
+        let copies = Copies {
+            post_id: "p1",
+            container: Container::Timelines,
+            id: "copy-p1".into(),
+            item: &item,
+        };
+        let still = |os: &[&str]| {
+            Query::cross_partition()
+                .eq("id", "edge-bob")
+                .any_of("userId", os.iter().map(|o| o.to_string()))
+        };
+        let owners = Owners {
+            container: Container::Users,
+            query: Query::partition("bob").eq("type", "m").limit(2),
+            owner: "o",
+            still: &still,
+            still_owner: "userId",
+        };
+        let mut step = step(store, &copies, &owners, None).await.unwrap();
+        while let Some(next) = step.next.take() {
+            let more = super::step(store, &copies, &owners, Some(&next))
+                .await
+                .unwrap();
+            step.written += more.written;
+            step.owners.extend(more.owners);
+            step.next = more.next;
+        }
+        step
+    }
+
+    #[tokio::test]
+    async fn every_related_owner_gets_a_copy_and_a_former_one_none() {
+        let all = ["ana", "cy", "dee"];
+        let (_dir, store) = setup(&all, &["ana", "dee"]).await;
+        let step = run(&store).await;
+        assert_eq!(step.owners.len(), 3, "three owners in two pages");
+        assert_eq!(holders(&store, &all).await, ["ana", "dee"]);
+    }
+
+    #[tokio::test]
+    async fn a_post_gone_meanwhile_takes_its_copies_back() {
+        let all = ["ana", "cy"];
+        let (_dir, store) = setup(&all, &all).await;
+        let ops = crate::domain::tombstone_ops(crate::domain::Kind::Post);
+        store
+            .patch(Container::Posts, "p1", "p1", &ops, None)
+            .await
+            .unwrap();
+        let step = run(&store).await;
+        assert!(step.next.is_none() && step.owners.is_empty());
+        assert!(holders(&store, &all).await.is_empty());
+    }
+}

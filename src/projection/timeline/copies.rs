@@ -1,0 +1,187 @@
+//! Posts in the timeline lane: each change of an author's copy of a post (in `users`, written
+//! by the main lane) copies the post's entry into their followers' timelines, a page of
+//! followers a step ([`super::super::fanout`]), unless the post's job item
+//! (`timelineJob-post-<P>`) records this very entry content; a deleted post's entries are
+//! deleted wherever they are, a page a step.
+
+use serde_json::{json, Value};
+
+use super::limit::limit_state;
+use super::{delete_job_id, post_job_id};
+use super::{entry, trim, PAGE};
+use crate::domain::follows::{
+    entry_content, following_id, timeline_id, trims, FOLLOWER, REF_USER, TIMELINE,
+};
+use crate::domain::{is_deleted, Kind, Post};
+use crate::projection::engine::{delete_item, delete_matching, live_user, read_job, save_job};
+use crate::projection::fanout::{self, Copies, Owners};
+use crate::projection::merged;
+use crate::projection::write::str_field;
+use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
+
+/// One page of deleted post `post_id`'s entries deleted; the job item records that more may be
+/// left (its change brings the next step), or goes with the post's own job item once none is.
+pub(super) async fn delete_step(
+    store: &dyn Store,
+    places: &[Container],
+    author: &str,
+    post_id: &str,
+    job: Option<&Value>,
+) -> StoreResult<usize> {
+    let q = Query::cross_partition()
+        .eq("type", TIMELINE)
+        .eq("postId", post_id);
+    let (mut written, mut more) = (0, false);
+    for &c in places {
+        let (n, m) = delete_matching(store, c, q.clone(), 1).await?;
+        written += n;
+        more |= m;
+    }
+    if more {
+        let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
+        let next = json!({
+            "id": delete_job_id(post_id), "job": "delete", "postId": post_id,
+            "steps": steps.unwrap_or(0) + 1,
+        });
+        save_job(store, author, job, next).await?;
+        return Ok(written + 1);
+    }
+    written += delete_item(store, Container::Users, author, &post_job_id(post_id)).await?;
+    if job.is_some() {
+        written += delete_item(store, Container::Users, author, &delete_job_id(post_id)).await?;
+    }
+    Ok(written)
+}
+
+/// The author's copy of post `post_id` changed: unless its job item records this entry content,
+/// the post's fan-out starts over with it (its first page now). Should the job item change
+/// while this runs (another delivery of the same change), it is looked at again.
+pub(super) async fn copy_changed(
+    store: &dyn Store,
+    author: &str,
+    post_id: &str,
+) -> StoreResult<usize> {
+    let mut written = 0;
+    for _ in 0..4 {
+        match copy_changed_once(store, author, post_id).await? {
+            (n, true) => return Ok(written + n),
+            (n, false) => written += n,
+        }
+    }
+    Err(StoreError::Other(format!(
+        "the fan-out record of post {post_id} kept changing while it was written"
+    )))
+}
+
+/// [`copy_changed`] once: the writes made, and whether the job item was recorded (`false`:
+/// someone else wrote it meanwhile).
+async fn copy_changed_once(
+    store: &dyn Store,
+    author: &str,
+    post_id: &str,
+) -> StoreResult<(usize, bool)> {
+    let copy = retry(|| store.read(Container::Users, author, post_id)).await?;
+    let Some(post) = copy
+        .filter(|c| !is_deleted(c))
+        .and_then(|c| serde_json::from_value::<Post>(c).ok())
+        .filter(|p| p.user_id == author && p.kind == Kind::Post)
+    else {
+        return Ok((0, true));
+    };
+    let content = entry_content(&post);
+    let job = read_job(store, author, &post_job_id(post_id)).await?;
+    if job.as_ref().and_then(|j| j.get("entry")) == Some(&content) {
+        // This content reached every follower, or its fan-out is under way.
+        return Ok((0, true));
+    }
+    let Some(user) = live_user(store, author).await? else {
+        return Ok((0, true));
+    };
+    let state = limit_state(store, author, Some(&user)).await?;
+    // A marker makes a reader look in the shared partition: while any may be there, the post
+    // is kept there too.
+    let mut written = if state.marks() {
+        merged::upsert_post(store, &post).await?
+    } else {
+        0
+    };
+    let cursor = if state.merged {
+        None
+    } else {
+        let (n, cursor) = copy_to_followers(store, author, &content, None).await?;
+        written += n;
+        cursor
+    };
+    let next = post_job(post_id, &content, cursor.as_deref());
+    let saved = save_job(store, author, job.as_ref(), next).await?;
+    Ok((written + usize::from(saved), saved))
+}
+
+fn post_job(post_id: &str, content: &Value, cursor: Option<&str>) -> Value {
+    json!({
+        "id": post_job_id(post_id), "job": "post", "postId": post_id,
+        "entry": content, "cursor": cursor, "done": cursor.is_none(),
+    })
+}
+
+/// Write the entry holding `content` into the timelines of one page of the author's followers
+/// (from `cursor`), take back those whose follower left or whose post went meanwhile
+/// ([`fanout::step`]), and trim about one timeline in
+/// [`crate::domain::follows::TRIM_EVERY`]. Returns the writes made and where the next page
+/// starts (`None`: this was the last).
+async fn copy_to_followers(
+    store: &dyn Store,
+    author: &str,
+    content: &Value,
+    cursor: Option<&str>,
+) -> StoreResult<(usize, Option<String>)> {
+    let post_id = str_field(content, "postId").unwrap_or_default().to_string();
+    let item = |f: &str| entry(f, content);
+    let copies = Copies {
+        post_id: &post_id,
+        container: Container::Timelines,
+        id: timeline_id(&post_id),
+        item: &item,
+    };
+    // An unfollow's projection in this lane removes the followee's entries once the edge is
+    // marked: an entry written after that would stay. A live edge means the removal is still to
+    // come (and finds the entry) or the follow was made again (its backfill owns the entry).
+    let edge = following_id(author);
+    let still = |fs: &[&str]| {
+        Query::cross_partition()
+            .eq("id", edge.clone())
+            .any_of("userId", fs.iter().map(|f| f.to_string()))
+    };
+    let followers = Owners {
+        container: Container::Users,
+        query: Query::partition(author)
+            .eq("type", FOLLOWER)
+            .live()
+            .limit(PAGE),
+        owner: REF_USER,
+        still: &still,
+        still_owner: "userId",
+    };
+    let step = fanout::step(store, &copies, &followers, cursor).await?;
+    let mut written = step.written;
+    for f in step.owners.iter().filter(|f| trims(f, &post_id)) {
+        written += trim(store, f).await?;
+    }
+    Ok((written, step.next))
+}
+
+pub(super) async fn post_step(store: &dyn Store, author: &str, job: &Value) -> StoreResult<usize> {
+    let (Some(post_id), Some(content)) = (str_field(job, "postId"), job.get("entry")) else {
+        return Ok(0);
+    };
+    let cursor = str_field(job, "cursor");
+    let (written, next) = copy_to_followers(store, author, content, cursor).await?;
+    let saved = save_job(
+        store,
+        author,
+        Some(job),
+        post_job(post_id, content, next.as_deref()),
+    )
+    .await?;
+    Ok(written + usize::from(saved))
+}

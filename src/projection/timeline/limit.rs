@@ -1,0 +1,129 @@
+//! The fan-out limit: which authors are *merged* (more followers than the limit, their posts
+//! read into timelines rather than copied) and which copied, with the limit kept in the store
+//! so that every process judges by the same one. How an author crosses it is
+//! [`super::crossing`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{json, Value};
+
+use crate::projection::engine::read_job;
+use crate::projection::write::str_field;
+use crate::store::{retry, Container, Store, StoreResult};
+
+/// The job item recording an author's side of the fan-out limit.
+pub const LIMIT_JOB: &str = "timelineJob-limit";
+
+/// The fan-out limit when none is recorded and the process sets none.
+pub const DEFAULT_FANOUT_LIMIT: u64 = crate::settings::DEFAULT_TIMELINE_FANOUT_LIMIT;
+
+/// The `leases` item recording the limit in force (partition key = id).
+pub const LIMIT_ID: &str = "settings.timeline";
+
+const UNSET: u64 = u64::MAX;
+static CONFIGURED: AtomicU64 = AtomicU64::new(UNSET);
+
+/// The limit this process was configured with (`BLOG_TIMELINE_FANOUT_LIMIT`, at start-up): the
+/// timeline lane records it in the store when the store holds another, and every process then
+/// uses the recorded one.
+pub fn set_fanout_limit(limit: u64) {
+    CONFIGURED.store(limit, Ordering::Relaxed);
+}
+
+/// Forget the configured limit: the recorded one (or the default) is used.
+pub fn clear_fanout_limit() {
+    CONFIGURED.store(UNSET, Ordering::Relaxed);
+}
+
+/// The limit this process was configured with, or the default.
+pub fn fanout_limit() -> u64 {
+    configured().unwrap_or(DEFAULT_FANOUT_LIMIT)
+}
+
+fn configured() -> Option<u64> {
+    Some(CONFIGURED.load(Ordering::Relaxed)).filter(|&l| l != UNSET)
+}
+
+/// The limit recorded in the store, if any (one point read).
+pub async fn stored_limit(store: &dyn Store) -> StoreResult<Option<u64>> {
+    let item = retry(|| store.read(Container::Leases, LIMIT_ID, LIMIT_ID)).await?;
+    Ok(item.and_then(|i| i.get("fanoutLimit").and_then(Value::as_u64)))
+}
+
+/// The limit in force: the process's configured one, recorded in the store first if the store
+/// holds another; else the recorded one; else the default. Read when the timeline lane needs it
+/// (once per batch that changes a user), never at start-up.
+pub async fn limit_in_force(store: &dyn Store) -> StoreResult<u64> {
+    let stored = stored_limit(store).await?;
+    match (configured(), stored) {
+        (Some(c), s) if s != Some(c) => {
+            let item = json!({ "id": LIMIT_ID, "fanoutLimit": c });
+            retry(|| store.upsert(Container::Leases, LIMIT_ID, item.clone())).await?;
+            Ok(c)
+        }
+        (_, Some(s)) => Ok(s),
+        (c, None) => Ok(c.unwrap_or(DEFAULT_FANOUT_LIMIT)),
+    }
+}
+
+/// The limit verify and repair judge by: the recorded one, else the process's, else the
+/// default. Writes nothing.
+pub async fn limit_to_judge_by(store: &dyn Store) -> StoreResult<u64> {
+    Ok(stored_limit(store).await?.unwrap_or_else(fanout_limit))
+}
+
+/// Whether an author with `followers` who is copied is merged: more followers than the limit.
+pub fn merges(followers: u64, limit: u64) -> bool {
+    followers > limit
+}
+
+/// Whether a merged author with `followers` is copied again: fewer followers than 80% of the
+/// limit.
+pub fn unmerges(followers: u64, limit: u64) -> bool {
+    u128::from(followers) * 5 < u128::from(limit) * 4
+}
+
+/// An author's side of the fan-out limit, as their job item records it.
+#[derive(Debug, Clone, Default)]
+pub struct LimitState {
+    /// Their posts are not copied (their followers' timelines hold markers).
+    pub merged: bool,
+    /// A crossing under way: `Some(true)` writing the markers, `Some(false)` removing them.
+    pub target: Option<bool>,
+    pub(super) cursor: Option<String>,
+    pub(super) item: Option<Value>,
+}
+
+impl LimitState {
+    /// Whether a new follower gets a marker rather than copies.
+    pub fn marks(&self) -> bool {
+        self.merged || self.target == Some(true)
+    }
+
+    /// The side the author is on or crossing to.
+    pub fn side(&self) -> bool {
+        self.target.unwrap_or(self.merged)
+    }
+}
+
+/// Author `user_id`'s side of the limit. Without a job item, what an earlier release recorded
+/// on the user (`timelineMerged`).
+pub async fn limit_state(
+    store: &dyn Store,
+    user_id: &str,
+    user: Option<&Value>,
+) -> StoreResult<LimitState> {
+    let item = read_job(store, user_id, LIMIT_JOB).await?;
+    Ok(match item {
+        Some(i) => LimitState {
+            merged: i.get("merged") == Some(&Value::Bool(true)),
+            target: i.get("target").and_then(Value::as_bool),
+            cursor: str_field(&i, "cursor").map(String::from),
+            item: Some(i),
+        },
+        None => LimitState {
+            merged: user.is_some_and(|u| u.get("timelineMerged") == Some(&Value::Bool(true))),
+            ..LimitState::default()
+        },
+    })
+}
