@@ -54,9 +54,20 @@ for index in "$REGISTRY_SRC"/*/; do
     CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" --remap-path-prefix=$index="
 done
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" --remap-path-prefix=$ROOT/="
-# The bundled SQLite without the extensions the store never uses (full-text search, R-tree,
-# dbstat, soundex).
-export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_SOUNDEX"
+# Linked by the toolchain's own lld (rustup ships it with rustc, as `gcc-ld/ld.lld` for a C
+# compiler driver) with identical code folding: functions whose machine code came out the same
+# (generic code instantiated for types of one layout, mostly) are kept once.
+HOST="$(rustc -vV | sed -n 's/^host: //p')"
+GCC_LD="$(rustc --print sysroot)/lib/rustlib/$HOST/bin/gcc-ld"
+if [ ! -x "$GCC_LD/ld.lld" ]; then
+    echo "package: the toolchain's lld is missing ($GCC_LD/ld.lld)" >&2
+    exit 1
+fi
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" -C link-arg=-B$GCC_LD -C link-arg=-fuse-ld=lld -C link-arg=-Wl,--icf=all"
+# The bundled SQLite without the extensions and interfaces the store never uses (full-text
+# search, R-tree, dbstat, soundex, loadable extensions, the column metadata functions, the
+# planner's STAT4 histograms, which only ANALYZE fills, shared cache, deprecated functions).
+export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_SOUNDEX -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_STAT4 -DSQLITE_OMIT_SHARED_CACHE -DSQLITE_OMIT_DEPRECATED"
 
 # The `dist` profile (Cargo.toml): LTO, one codegen unit, stripped; dependencies off the request
 # path optimized for size.

@@ -3,7 +3,8 @@
 //!
 //! The generated document is kept in the repository as `docs/openapi.json`, and that file is what
 //! the handler serves: generating it takes code (every schema's and operation's builder, about
-//! half a megabyte of the binary) that would otherwise ship to answer one request. A test
+//! half a megabyte of the binary) that would otherwise ship to answer one request. The binary
+//! holds the file gzip-compressed (`build.rs`), decompressed on the first request for it. A test
 //! (`tests/api/openapi.rs`) fails when the file is not what the code generates, and rewrites it
 //! when run with `UPDATE_OPENAPI=1`.
 //!
@@ -13,6 +14,7 @@
 //! of ids, usernames, texts and dates by property name; and the examples of every operation's
 //! parameters, body and answers (`examples`).
 
+use std::io::Read as _;
 use std::sync::OnceLock;
 
 use axum::extract::State;
@@ -328,15 +330,24 @@ pub fn document() -> Value {
     doc
 }
 
+/// The generated document, as kept in `docs/openapi.json`, gzip-compressed by `build.rs`.
+const GENERATED_GZIP: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/openapi.json.gz"));
+
 /// The generated document, as kept in `docs/openapi.json`.
-pub const GENERATED: &str = include_str!("../../docs/openapi.json");
+pub fn generated() -> String {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(GENERATED_GZIP)
+        .read_to_string(&mut text)
+        .expect("the embedded document is a gzip stream of UTF-8");
+    text
+}
 
 /// The document a deployment serves: as generated, but where writes need no identity
 /// (`BLOG_AUTH=none`, for local development) it says so instead of asking for a token, so that
 /// a client (or a fuzzer) is not told to send one, and requires the `userId` that names the
 /// acting user.
 pub fn served_document(anonymous_writes: bool) -> Value {
-    let mut doc: Value = serde_json::from_str(GENERATED).expect("docs/openapi.json is JSON");
+    let mut doc: Value = serde_json::from_str(&generated()).expect("docs/openapi.json is JSON");
     if anonymous_writes {
         if let Some(paths) = doc["paths"].as_object_mut() {
             for item in paths.values_mut().filter_map(Value::as_object_mut) {

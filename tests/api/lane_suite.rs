@@ -135,14 +135,22 @@ async fn follow(app: &TestApp, user: &str, followee: &str, method: &str) {
 }
 
 /// `n` new users following `followee`.
+/// Requests (or store reads) the helpers below keep in flight at once: the followers are
+/// independent of each other, and a few hundred of them one after another were most of a test's
+/// time on the Cosmos DB emulator.
+const IN_FLIGHT: usize = 8;
+
 async fn audience(app: &TestApp, followee: &str, n: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for i in 0..n {
-        let f = id(&app.create_user(&format!("fan{i}")).await);
-        follow(app, &f, followee, "PUT").await;
-        out.push(f);
-    }
-    out
+    use futures::StreamExt as _;
+    futures::stream::iter(0..n)
+        .map(|i| async move {
+            let f = id(&app.create_user(&format!("fan{i}")).await);
+            follow(app, &f, followee, "PUT").await;
+            f
+        })
+        .buffered(IN_FLIGHT)
+        .collect()
+        .await
 }
 
 async fn entry(app: &TestApp, f: &str, post: &str) -> Option<Value> {
@@ -162,16 +170,13 @@ async fn job(app: &TestApp, author: &str, post: &str) -> Value {
 
 /// How many of `fs` hold an entry of `post` whose title is `title`.
 async fn holding(app: &TestApp, fs: &[String], post: &str, title: &str) -> usize {
-    let mut n = 0;
-    for f in fs {
-        if entry(app, f, post)
-            .await
-            .is_some_and(|e| e["title"] == title)
-        {
-            n += 1;
-        }
-    }
-    n
+    use futures::StreamExt as _;
+    futures::stream::iter(fs)
+        .map(|f| entry(app, f, post))
+        .buffer_unordered(IN_FLIGHT)
+        .filter(|e| std::future::ready(e.as_ref().is_some_and(|e| e["title"] == title)))
+        .count()
+        .await
 }
 
 /// The author's copy of `post`, as the users feed delivers it to the timeline lane.

@@ -54,7 +54,7 @@ fn the_kept_document_is_the_generated_one() {
          `UPDATE_OPENAPI=1 cargo test --test api openapi::the_kept_document` and commit it"
     );
     assert_eq!(
-        blog::api::openapi::GENERATED,
+        blog::api::openapi::generated(),
         kept,
         "rebuild: the handler serves a stale copy"
     );
