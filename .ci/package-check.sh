@@ -98,6 +98,9 @@ if [ -x "$BIN" ]; then
         -H "X-MS-CLIENT-PRINCIPAL: $principal" \
         -d '{"username":"package-check"}' "http://127.0.0.1:$port/api/users" || true)
     if [ "$status" = 201 ]; then ok "POST /api/users as an Easy Auth principal answers 201"; else fail "POST /api/users as an Easy Auth principal answered $status"; fi
+    # The search runs on SQLite's FTS5, which the package's SQLite build must keep.
+    status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/search?q=package" || true)
+    if [ "$status" = 200 ]; then ok "GET /api/search answers 200"; else fail "GET /api/search answered $status"; fi
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     if [ -s "$work/stderr" ]; then fail "the handler wrote to stderr: $(head -c 500 "$work/stderr")"; else ok "nothing on stderr"; fi

@@ -64,10 +64,11 @@ if [ ! -x "$GCC_LD/ld.lld" ]; then
     exit 1
 fi
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" -C link-arg=-B$GCC_LD -C link-arg=-fuse-ld=lld -C link-arg=-Wl,--icf=all"
-# The bundled SQLite without the extensions and interfaces the store never uses (full-text
-# search, R-tree, dbstat, soundex, loadable extensions, the column metadata functions, the
-# planner's STAT4 histograms, which only ANALYZE fills, shared cache, deprecated functions).
-export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_SOUNDEX -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_STAT4 -DSQLITE_OMIT_SHARED_CACHE -DSQLITE_OMIT_DEPRECATED"
+# The bundled SQLite without the extensions and interfaces the store never uses (FTS3, R-tree,
+# dbstat, soundex, loadable extensions, the column metadata functions, the planner's STAT4
+# histograms, which only ANALYZE fills, shared cache, deprecated functions). FTS5 stays: the
+# search of posts runs on it.
+export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_SOUNDEX -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_STAT4 -DSQLITE_OMIT_SHARED_CACHE -DSQLITE_OMIT_DEPRECATED"
 
 # The `dist` profile (Cargo.toml): LTO, one codegen unit, stripped; dependencies off the request
 # path optimized for size.
