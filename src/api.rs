@@ -18,6 +18,7 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod search;
+mod timeline;
 mod users;
 pub mod views;
 pub mod write_limit;
@@ -64,7 +65,7 @@ pub struct AppState {
     /// Each caller's write budget (`BLOG_WRITES_PER_MINUTE`).
     pub writes: Arc<write_limit::WriteLimit>,
     /// Whether timeline items may still be where an earlier release kept them.
-    timelines: Arc<follows::TimelinePlace>,
+    timelines: Arc<timeline::TimelinePlace>,
 }
 
 impl AppState {
@@ -141,7 +142,7 @@ macro_rules! api_table {
             follows::unfollow,
             follows::list_following,
             follows::list_followers,
-            follows::get_timeline,
+            timeline::get_timeline,
             identity::get_me,
             identity::get_config,
             openapi::get_api_description,

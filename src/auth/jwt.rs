@@ -28,23 +28,24 @@
 //! - When the keys cannot be fetched the write answers 503 with `Retry-After` (and the reason is
 //!   logged, never the token); a key already cached keeps working. Reads never get here.
 //!
-//! One file: checking a token and deciding whether to fetch the keys again are one policy (an
-//! unknown key id, a key too old, a fetch too recent), and its guarantees above hold only when
-//! read together.
+//! Checking a token and deciding whether to fetch the keys again are one policy (an unknown key
+//! id, a key too old, a fetch too recent), kept together in this file, as its guarantees above
+//! hold only when read together. What a token's claims say is in `claims`, what is fetched from
+//! the issuer and which of its keys are accepted in `issuer`.
+
+mod claims;
+mod issuer;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::http::{header, HeaderMap};
-use jsonwebtoken::jwk::{
-    AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm, PublicKeyUse,
-};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use serde::Deserialize;
 use tokio::sync::watch;
 
 use super::Identity;
+use claims::{claim_values, id_token_claim, reason, Claims};
 
 /// The least time from the end of one key fetch to the start of the next.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(5);
@@ -197,61 +198,6 @@ struct Inner {
     keys: RwLock<KeyCache>,
     /// Never held across an await: deciding whether to fetch, and recording a fetch's end.
     fetch: Mutex<FetchState>,
-}
-
-#[derive(Deserialize)]
-struct Claims {
-    iss: String,
-    #[serde(default)]
-    oid: Option<String>,
-    #[serde(default)]
-    sub: Option<String>,
-    /// Delegated scopes: space-separated (Microsoft Entra ID, RFC 8693), or a list.
-    #[serde(default)]
-    scp: Option<serde_json::Value>,
-    /// Application roles.
-    #[serde(default)]
-    roles: Option<serde_json::Value>,
-    /// Claims only an ID token carries ([`id_token_claim`]).
-    #[serde(default)]
-    nonce: Option<serde_json::Value>,
-    #[serde(default)]
-    at_hash: Option<serde_json::Value>,
-    #[serde(default)]
-    c_hash: Option<serde_json::Value>,
-    #[serde(default)]
-    typ: Option<serde_json::Value>,
-}
-
-/// The claim that makes a token an OpenID Connect ID token, not an access token: `nonce`,
-/// `at_hash` or `c_hash` (which OpenID Connect defines for ID tokens only), or a `typ` claim of
-/// `ID`. An ID token says who signed in to a client; it grants nothing at an API.
-fn id_token_claim(claims: &Claims) -> Option<&'static str> {
-    let is_id =
-        |typ: &serde_json::Value| typ.as_str().is_some_and(|t| t.eq_ignore_ascii_case("id"));
-    if claims.nonce.is_some() {
-        Some("nonce")
-    } else if claims.at_hash.is_some() {
-        Some("at_hash")
-    } else if claims.c_hash.is_some() {
-        Some("c_hash")
-    } else if claims.typ.as_ref().is_some_and(is_id) {
-        Some("typ")
-    } else {
-        None
-    }
-}
-
-/// The values of a `scp` or `roles` claim: a space-separated string or a list of strings.
-fn claim_values(claim: Option<serde_json::Value>) -> Vec<String> {
-    match claim {
-        Some(serde_json::Value::String(s)) => s.split_whitespace().map(String::from).collect(),
-        Some(serde_json::Value::Array(values)) => values
-            .into_iter()
-            .filter_map(|v| v.as_str().map(String::from))
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 impl JwtVerifier {
@@ -455,125 +401,6 @@ impl Inner {
             ))),
         }
     }
-
-    /// The key set, and the key set's URL when discovery found it on this fetch.
-    async fn fetch_keys(
-        &self,
-        discovered: Option<String>,
-    ) -> Result<(KeyCache, Option<String>), String> {
-        let (url, found) = match (&self.jwks_url, discovered) {
-            (Some(url), _) => (url.clone(), None),
-            (None, Some(url)) => (url, None),
-            (None, None) => {
-                let url = self.discover().await?;
-                (url.clone(), Some(url))
-            }
-        };
-        let set: JwkSet = self.get_json(&url).await?;
-        let mut cache = KeyCache {
-            fetched_at: Some(Instant::now()),
-            ..KeyCache::default()
-        };
-        for jwk in &set.keys {
-            let Some(key) = usable(jwk) else { continue };
-            match &jwk.common.key_id {
-                Some(kid) => {
-                    cache.by_kid.insert(kid.clone(), key);
-                }
-                None => cache.unnamed.push(key),
-            }
-        }
-        Ok((cache, found))
-    }
-
-    /// `jwks_uri` from `<issuer>/.well-known/openid-configuration`, whose `issuer` must be ours.
-    async fn discover(&self) -> Result<String, String> {
-        #[derive(Deserialize)]
-        struct Discovery {
-            issuer: String,
-            jwks_uri: String,
-        }
-        let url = format!(
-            "{}/.well-known/openid-configuration",
-            self.issuer.trim_end_matches('/')
-        );
-        let doc: Discovery = self.get_json(&url).await?;
-        if doc.issuer != self.issuer {
-            return Err(format!(
-                "the discovery document at {url} is for issuer `{}`, not `{}` \
-                 (check BLOG_AUTH_ISSUER)",
-                doc.issuer, self.issuer
-            ));
-        }
-        Ok(doc.jwks_uri)
-    }
-
-    /// The JSON document at `url`, refused unread beyond [`MAX_ISSUER_DOCUMENT`] bytes.
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
-        let mut resp = self
-            .http
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(format!("GET {url}: {status}"));
-        }
-        let too_large = || {
-            format!("GET {url}: the answer is larger than {MAX_ISSUER_DOCUMENT} bytes, the most accepted")
-        };
-        if resp
-            .content_length()
-            .is_some_and(|n| n > MAX_ISSUER_DOCUMENT as u64)
-        {
-            return Err(too_large());
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
-            if body.len() + chunk.len() > MAX_ISSUER_DOCUMENT {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        serde_json::from_slice(&body).map_err(|e| format!("GET {url}: not the expected JSON: {e}"))
-    }
-}
-
-/// A signing key this service accepts: RSA (RS256) or EC P-256 (ES256), not for encryption,
-/// and not announcing a different algorithm. Anything else (symmetric keys above all) is skipped.
-fn usable(jwk: &Jwk) -> Option<Key> {
-    if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
-        return None;
-    }
-    let alg = match &jwk.algorithm {
-        AlgorithmParameters::RSA(_) => Algorithm::RS256,
-        AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P256 => Algorithm::ES256,
-        _ => return None,
-    };
-    match jwk.common.key_algorithm {
-        None => {}
-        Some(KeyAlgorithm::RS256) if alg == Algorithm::RS256 => {}
-        Some(KeyAlgorithm::ES256) if alg == Algorithm::ES256 => {}
-        Some(_) => return None,
-    }
-    let key = DecodingKey::from_jwk(jwk).ok()?;
-    Some(Key { alg, key })
-}
-
-/// A reason for the caller, without echoing anything from the token.
-fn reason(e: &jsonwebtoken::errors::Error) -> String {
-    use jsonwebtoken::errors::ErrorKind as K;
-    match e.kind() {
-        K::ExpiredSignature => "the token has expired".into(),
-        K::ImmatureSignature => "the token is not valid yet (`nbf`)".into(),
-        K::InvalidIssuer => "the token's issuer (`iss`) is not accepted".into(),
-        K::InvalidAudience => "the token's audience (`aud`) is not accepted".into(),
-        K::InvalidSignature => "the signature does not verify".into(),
-        K::MissingRequiredClaim(c) => format!("the token lacks `{c}`"),
-        K::InvalidAlgorithm => "the token's algorithm does not match its key".into(),
-        _ => "malformed token".into(),
-    }
 }
 
 #[cfg(test)]
@@ -628,55 +455,5 @@ mod tests {
                 "cached {cached}, age {age:?}, in flight {in_flight}, since {since:?}"
             );
         }
-    }
-
-    #[test]
-    fn id_tokens_are_told_apart_by_the_claims_only_they_carry() {
-        let claims = |extra: serde_json::Value| -> Claims {
-            let mut c = serde_json::json!({"iss": "https://issuer", "sub": "s"});
-            c.as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            serde_json::from_value(c).unwrap()
-        };
-        let cases = [
-            (serde_json::json!({}), None),
-            (
-                serde_json::json!({"scp": "Blog.Write", "typ": "Bearer"}),
-                None,
-            ),
-            (serde_json::json!({"nonce": "n"}), Some("nonce")),
-            (serde_json::json!({"at_hash": "h"}), Some("at_hash")),
-            (serde_json::json!({"c_hash": "h"}), Some("c_hash")),
-            (serde_json::json!({"typ": "ID"}), Some("typ")),
-            (serde_json::json!({"typ": "id"}), Some("typ")),
-        ];
-        for (extra, expected) in cases {
-            assert_eq!(id_token_claim(&claims(extra.clone())), expected, "{extra}");
-        }
-    }
-
-    #[test]
-    fn symmetric_and_encryption_keys_are_never_used() {
-        let oct: Jwk = serde_json::from_value(serde_json::json!({
-            "kty": "oct", "kid": "h", "k": "c2VjcmV0"
-        }))
-        .unwrap();
-        assert!(usable(&oct).is_none());
-        let enc: Jwk = serde_json::from_value(serde_json::json!({
-            "kty": "RSA", "kid": "e", "use": "enc", "n": "sXch", "e": "AQAB"
-        }))
-        .unwrap();
-        assert!(usable(&enc).is_none());
-        let mislabelled: Jwk = serde_json::from_value(serde_json::json!({
-            "kty": "RSA", "kid": "m", "alg": "RS512", "n": "sXch", "e": "AQAB"
-        }))
-        .unwrap();
-        assert!(usable(&mislabelled).is_none());
-        let rsa: Jwk = serde_json::from_value(serde_json::json!({
-            "kty": "RSA", "kid": "r", "alg": "RS256", "n": "sXch", "e": "AQAB"
-        }))
-        .unwrap();
-        assert_eq!(usable(&rsa).map(|k| k.alg), Some(Algorithm::RS256));
     }
 }

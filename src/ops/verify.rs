@@ -11,13 +11,13 @@
 //! report; what drifted is looked at a second time before it is reported (see [`verify`]).
 //! Read-only; every read retries transient errors like the projections do.
 //!
-//! One file: the three steps are one walk over the data ([`verify`]), sharing its name cache, its
-//! newest posts and the second look at what drifted; what each item should hold is in
-//! [`super::expected`], and the report in [`super::report`].
+//! The three steps are one walk over the data ([`verify`]), sharing its name cache, its newest
+//! posts and the second look at what drifted; one post's check (step 1) is in `post`, what each
+//! item should hold in [`super::expected`], and the report in [`super::report`].
+
+mod post;
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -28,10 +28,11 @@ use super::expected::{self, str_field, Drift};
 use super::lag::Window;
 use super::newest::{self, Newest};
 use super::progress::Progress;
-use super::report::{notification, post_of, Report};
-use crate::domain::{is_deleted, Authored, Kind, Post, User, FEED_PK};
+use super::report::{post_of, Report};
+use crate::domain::{is_deleted, Kind, User, FEED_PK};
 use crate::store::metrics;
 use crate::store::{retry, Container, Query, Store, StoreResult};
+use post::{check_posts, Names, PostCheck};
 
 /// Partitions read at the same time.
 pub const CONCURRENCY: usize = 8;
@@ -39,41 +40,6 @@ pub const CONCURRENCY: usize = 8;
 const PAGE: u32 = 100;
 /// Looks after the first at what drifted, each `settle` after the one before.
 pub const LATER_LOOKS: usize = 3;
-/// Usernames remembered between posts (cleared when full, so memory stays bounded).
-const NAME_CACHE: usize = 100_000;
-
-/// The user items' names, read on demand.
-struct Names<'s> {
-    store: &'s dyn Store,
-    cache: Mutex<HashMap<String, Option<String>>>,
-}
-
-impl<'s> Names<'s> {
-    fn new(store: &'s dyn Store) -> Self {
-        Names {
-            store,
-            cache: Mutex::new(HashMap::new()),
-        }
-    }
-
-    async fn get(&self, user_id: &str) -> StoreResult<Option<String>> {
-        if let Some(hit) = self.cache.lock().expect("cache").get(user_id) {
-            return Ok(hit.clone());
-        }
-        let user = retry(|| self.store.read(Container::Users, user_id, user_id)).await?;
-        // An erased user's name is on nothing (and what is still theirs is reported elsewhere).
-        let name = user
-            .filter(|u| !is_deleted(u))
-            .and_then(|u| User::deserialize(&u).ok())
-            .map(|u| u.username);
-        let mut cache = self.cache.lock().expect("cache");
-        if cache.len() >= NAME_CACHE {
-            cache.clear();
-        }
-        cache.insert(user_id.to_string(), name.clone());
-        Ok(name)
-    }
-}
 
 /// Every page of a query, one after another.
 fn pages<'s>(
@@ -86,131 +52,6 @@ fn pages<'s>(
         let page = retry(|| store.query(c, &q)).await?;
         let next = page.continuation.map(|t| q.clone().continuation(Some(t)));
         Ok(Some((page.items, next)))
-    })
-}
-
-/// The result of checking one post's partition and its copy.
-struct PostCheck {
-    findings: Vec<Drift>,
-    comments: u64,
-    likes: u64,
-    /// The post as it should be (for the newest posts), when the item is a readable post.
-    expected: Option<Post>,
-    replay: Vec<Value>,
-    /// The sources as read (the post, its live comments and likes, its author's name): equal
-    /// fingerprints at two looks mean nothing the projections work from changed in between.
-    sources: u64,
-    /// The users whose names the findings were judged by: the post's author, and the author of
-    /// each comment or like found with a stale name.
-    users: Vec<String>,
-}
-
-/// One value for a set of items' versions, whatever order they were read in.
-#[derive(Default)]
-struct Fingerprint(u64);
-
-impl Fingerprint {
-    fn add(&mut self, part: impl Hash) {
-        let mut h = DefaultHasher::new();
-        part.hash(&mut h);
-        self.0 = self.0.wrapping_add(h.finish());
-    }
-
-    fn item(&mut self, item: &Value) {
-        self.add((str_field(item, "id"), str_field(item, "_etag")));
-    }
-}
-
-async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> StoreResult<PostCheck> {
-    let unread = PostCheck {
-        findings: Vec::new(),
-        comments: 0,
-        likes: 0,
-        expected: None,
-        replay: Vec::new(),
-        sources: 0,
-        users: Vec::new(),
-    };
-    let Ok(post) = Post::deserialize(&stored) else {
-        // Written by no version of this service (each reads the posts every earlier one wrote:
-        // the unit tests hold `Post` to it); the API answers it 500, and there is nothing here
-        // to derive its copies from.
-        tracing::warn!(
-            id = str_field(&stored, "id").unwrap_or_default(),
-            "a stored post does not read as one; not verified"
-        );
-        return Ok(unread);
-    };
-    let mut findings = Vec::new();
-    let mut replay_items = Vec::new();
-    let (mut comments, mut likes) = (0, 0);
-    let (post_id, user_id) = (post.post_id.clone(), post.user_id.clone());
-    let (post_id, user_id) = (post_id.as_str(), user_id.as_str());
-    let (mut post, mut stored) = (post, stored);
-    let mut sources = Fingerprint::default();
-    let mut users = Vec::new();
-    let items = pages(
-        store,
-        Container::Posts,
-        Query::partition(post_id).live().limit(1000),
-    );
-    futures::pin_mut!(items);
-    while let Some(page) = items.try_next().await? {
-        for item in page {
-            sources.item(&item);
-            match Kind::of(&item) {
-                Some(Kind::Comment) => comments += 1,
-                Some(Kind::Like) => likes += 1,
-                // The partition's post as read now is the one to check.
-                Some(Kind::Post) => {
-                    if let Ok(p) = Post::deserialize(&item) {
-                        if p.id == post_id {
-                            (post, stored) = (p, item);
-                        }
-                    }
-                    continue;
-                }
-                _ => continue,
-            }
-            let Ok(authored) = Authored::deserialize(&item) else {
-                continue;
-            };
-            let author = names.get(&authored.user_id).await?;
-            if let Some(d) = expected::author_drift(&authored, author.as_deref()) {
-                findings.push(d);
-                users.push(authored.user_id);
-                replay_items.push(item);
-            }
-        }
-    }
-    let author = names.get(user_id).await?;
-    sources.add(&author);
-    users.push(user_id.to_string());
-    if let Ok(a) = Authored::deserialize(&stored) {
-        findings.extend(expected::author_drift(&a, author.as_deref()));
-    }
-    findings.extend(expected::count_drift(&post, &stored, comments, likes));
-    let should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
-    let copy = retry(|| store.read(Container::Users, user_id, post_id)).await?;
-    findings.extend(expected::copy_drift(
-        Container::Users,
-        copy.as_ref(),
-        &expected::short_form(&should_be),
-    ));
-    // Anything beyond the comments' and likes' own names is planned from the post.
-    let mut replay = Vec::new();
-    if findings.len() > replay_items.len() {
-        replay.push(notification(&post));
-    }
-    replay.extend(replay_items);
-    Ok(PostCheck {
-        findings,
-        comments,
-        likes,
-        expected: Some(should_be),
-        replay,
-        sources: sources.0,
-        users,
     })
 }
 
@@ -407,18 +248,6 @@ fn users_of(authors: &HashMap<String, Vec<String>>, newest: &Newest, d: &Drift) 
 /// No post is taken as lagging (the first look judges after it is over).
 fn no_lag() -> HashSet<String> {
     HashSet::new()
-}
-
-async fn check_posts(
-    store: &dyn Store,
-    names: &Names<'_>,
-    posts: Vec<Value>,
-) -> StoreResult<Vec<PostCheck>> {
-    stream::iter(posts)
-        .map(|p| check_post(store, names, p))
-        .buffered(CONCURRENCY)
-        .try_collect()
-        .await
 }
 
 /// Take the checks of some posts into the report (and, on the first look, count them).

@@ -1,0 +1,225 @@
+//! The personal timeline's read (docs/timeline.md): the entries and merge markers the change
+//! feed keeps in `timelines` (`crate::projection::timeline`), the merged authors' newest posts
+//! in the shared partition, and the posts' counts.
+
+use axum::extract::State;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::schema::PagingParams;
+use super::views::{PageView, PostSummaryPage, PostSummaryView};
+use super::{page_response, AppState, Paging, PathId};
+use crate::domain::follows::{is_marker, FollowKind, TimelineItem, MAX_FOLLOWING, TIMELINE_SIZE};
+use crate::domain::Kind;
+use crate::error::{ApiError, ApiResult};
+use crate::projection::merged;
+use crate::store::{timelines_moved, Container, Order, Query, Store};
+
+/// How often a process not yet sure that timeline items have left `users` asks again.
+const RECHECK_MOVE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether timeline items may still be in `users`, where an earlier release kept them, until
+/// the timeline lane has moved them (`crate::projection::relocation`). The process asks the
+/// store's layout record at its first timeline read, and again at most every [`RECHECK_MOVE`]
+/// while the move is not done; once it is, never again. The asking runs in a task of its own:
+/// process bookkeeping, one point read per process once the move is done, not a request's
+/// operation (the first timeline read waits for the first answer; later ones go on with what is
+/// known, and look in `users` too until the move is known done).
+#[derive(Debug, Default)]
+pub(crate) struct TimelinePlace {
+    moved: std::sync::atomic::AtomicBool,
+    /// When the record was last asked for.
+    asked: std::sync::Mutex<Option<std::time::Instant>>,
+    first: tokio::sync::OnceCell<()>,
+}
+
+impl TimelinePlace {
+    async fn moving(self: &std::sync::Arc<Self>, store: &std::sync::Arc<dyn Store>) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.moved.load(Relaxed) {
+            return false;
+        }
+        let ask = || {
+            let (place, store) = (self.clone(), store.clone());
+            *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+            tokio::spawn(async move {
+                let layout = store
+                    .read(
+                        Container::Leases,
+                        crate::store::LAYOUT_ID,
+                        crate::store::LAYOUT_ID,
+                    )
+                    .await;
+                // Not known (the store failed to answer): still looked for in both places.
+                if layout.is_ok_and(|l| timelines_moved(l.as_ref())) {
+                    place.moved.store(true, Relaxed);
+                }
+            })
+        };
+        if !self.first.initialized() {
+            self.first
+                .get_or_init(|| async {
+                    let _ = ask().await;
+                })
+                .await;
+        } else {
+            let due = self
+                .asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none_or(|t| t.elapsed() >= RECHECK_MOVE);
+            if due {
+                drop(ask());
+            }
+        }
+        !self.moved.load(Relaxed)
+    }
+}
+
+/// `GET /api/users/{userId}/timeline`: at most 2 + `limit` store operations, whoever the user
+/// follows. One query in the user's partition reads every merge marker (at most
+/// [`MAX_FOLLOWING`]; they sort before every entry) and the newest entries; if it found markers,
+/// one query of the merged authors' shared partition reads the newest posts of all of them at
+/// once; the two lists, each at most `served + limit` long, are merged newest first. Then each
+/// post shown is hydrated with its counts, read from the post itself (one point read, or none
+/// while the process's snapshot of its counts holds); a post found deleted is left out of the
+/// page. The continuation token is the number of posts earlier pages passed over; each page
+/// reads the newest `served + limit` again and skips those, so a page costs the same however
+/// deep. While timeline items may still be where an earlier release kept them ([`TimelinePlace`]),
+/// the first query is asked of `users` too (one more operation), and of an item in both places
+/// the one in `timelines` is taken.
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/timeline",
+    tag = "follows",
+    summary = "The newest posts of the users a user follows (at most 100), newest first, in short form",
+    description = "At most 2 + `limit` store operations whoever the user follows: one query in the user's partition (kept by the change feed), one query of the shared partition holding the newest posts of the authors over the fan-out limit (only when the user follows such an author), and at most one point read per post shown for its `commentCount` and `likeCount`, which are read from the post itself when shown (from a per-process snapshot while it holds: until the next write to `posts` on the embedded store, at most `BLOG_FEED_CACHE_MS` on Cosmos DB). A post deleted meanwhile is left out, so a page may hold fewer than `limit` posts and still have a next page.",
+    params(("userId" = String, Path, description = "The user's id"), PagingParams),
+    responses(
+        (status = 200, description = "One page of the timeline", body = PostSummaryPage,
+            headers(("Cache-Control" = String, description = "`no-cache`"))),
+    )
+)]
+pub async fn get_timeline(
+    State(s): State<AppState>,
+    PathId(user): PathId,
+    paging: Paging,
+) -> ApiResult<Response> {
+    let served = match paging.continuation.as_deref() {
+        None => 0,
+        Some(token) => token
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..TIMELINE_SIZE).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    crate::error::Place::Query,
+                    "continuationToken",
+                    "`continuationToken` is not valid",
+                )
+            })?,
+    };
+    let want = (served + paging.limit as usize).min(TIMELINE_SIZE);
+    let q = Query::partition(user.as_str())
+        .eq(Kind::FIELD, FollowKind::Timeline.as_str())
+        .order_by_creation(Order::Desc)
+        .limit((MAX_FOLLOWING + want) as u32);
+    let mut page = s.store.query(Container::Timelines, &q).await?;
+    // Read once: each item's place in the timeline (id and date), then what it is.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Placed {
+        id: String,
+        #[serde(default)]
+        creation_date: String,
+    }
+    let placed = |i: &Value| Placed::deserialize(i).map(|p| (p.creation_date, p.id)).ok();
+    if s.timelines.moving(&s.store).await {
+        let old = s.store.query(Container::Users, &q).await?;
+        let held: std::collections::HashSet<String> = page
+            .items
+            .iter()
+            .filter_map(|i| placed(i).map(|(_, id)| id))
+            .collect();
+        page.items.extend(
+            old.items
+                .into_iter()
+                .filter(|i| placed(i).is_none_or(|(_, id)| !held.contains(&id))),
+        );
+        page.items
+            .sort_by_cached_key(|i| std::cmp::Reverse(placed(i).unwrap_or_default()));
+        page.continuation = page.continuation.or(old.continuation);
+    }
+    let mut markers = Vec::new();
+    let mut entries = Vec::new();
+    let mut more = page.continuation.is_some();
+    for item in &page.items {
+        if is_marker(item) {
+            markers.push(marker_author(item)?);
+        } else if entries.len() < want {
+            entries.extend(PostSummaryView::of_timeline_item(item)?);
+        } else {
+            more = true;
+        }
+    }
+    if !markers.is_empty() {
+        let q = merged::of_authors(markers, want as u32);
+        let page = s.store.query(Container::Feed, &q).await?;
+        more = more || page.continuation.is_some();
+        let merged = page
+            .items
+            .iter()
+            .map(PostSummaryView::of_merged)
+            .collect::<ApiResult<Vec<_>>>()?;
+        entries = newest(entries, merged, want, &mut more);
+    }
+    let shown: Vec<PostSummaryView> = entries.into_iter().skip(served).collect();
+    let passed = served + shown.len();
+    let ids: Vec<String> = shown.iter().map(|p| p.post_id.clone()).collect();
+    let counts = s.counts.counts(&*s.store, &ids).await?;
+    let items: Vec<PostSummaryView> = shown
+        .into_iter()
+        .zip(counts)
+        .filter_map(|(mut p, counts)| {
+            // Gone or marked deleted: its entries are on their way out.
+            let c = counts?;
+            p.comment_count = c.comment_count;
+            p.like_count = c.like_count;
+            Some(p)
+        })
+        .collect();
+    let continuation =
+        (more && passed == want && passed < TIMELINE_SIZE).then(|| passed.to_string());
+    Ok(page_response(&PostSummaryPage::new(items, continuation)))
+}
+
+/// The author a merge marker stands for.
+fn marker_author(item: &Value) -> ApiResult<String> {
+    match TimelineItem::read(item) {
+        Ok(TimelineItem::Marker(m)) => Ok(m.ref_user_id),
+        _ => Err(ApiError::internal(
+            "a stored merge marker does not read as one",
+        )),
+    }
+}
+
+/// The `want` newest of two lists, each newest first, each post once (a merged author's posts
+/// copied before they were merged may be in both); `more` is set when some were left over.
+fn newest(
+    a: Vec<PostSummaryView>,
+    b: Vec<PostSummaryView>,
+    want: usize,
+    more: &mut bool,
+) -> Vec<PostSummaryView> {
+    let mut all = a;
+    all.extend(b);
+    all.sort_by(|x, y| (&y.creation_date, &y.id).cmp(&(&x.creation_date, &x.id)));
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|p| seen.insert(p.post_id.clone()));
+    if all.len() > want {
+        *more = true;
+        all.truncate(want);
+    }
+    all
+}
