@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{save_checkpoint, start_checkpoint, Rechecks, BATCH, FOLLOWERS};
+use super::checkpoint::{save_checkpoint, start_checkpoint, Rechecks};
+use super::{BATCH, FOLLOWERS};
 use crate::projection;
 use crate::store::{metrics, Store};
 

@@ -64,13 +64,9 @@ fn a_file_the_table_does_not_name_is_found() {
 /// more than one thing, and is split along what its parts do.
 const MAX_CODE_LINES: usize = 500;
 
-/// Files over [`MAX_CODE_LINES`] being split on another branch; each leaves this list when its
-/// split is merged. Nothing else belongs here.
-const LONG_FILES_BEING_SPLIT: [&str; 3] = [
-    "src/projection/plan.rs",
-    "src/projection/timeline.rs",
-    "src/pump.rs",
-];
+/// Files allowed over [`MAX_CODE_LINES`]: none. (The planted-file test below shows that a file
+/// named here would be let through, so that the list is seen to work when one is ever needed.)
+const LONG_FILES_BEING_SPLIT: [&str; 0] = [];
 
 /// The lines of `text` before its unit-test module (`#[cfg(test)]` then `mod …`), all of them
 /// when it has none.
