@@ -861,32 +861,3 @@ pub async fn verify_and_repair(
     };
     Ok(Outcome { before, repair })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::{Id, Text};
-
-    /// `verify` judges the merged authors' posts by [`MergedPost`]; the projection that writes
-    /// them builds its own item, which must be the same.
-    #[test]
-    fn verify_expects_the_merged_post_the_projection_writes() {
-        let mut p = Post::new(
-            &Id::parse("id", "x").unwrap(),
-            "xena".into(),
-            &Text::title("t").unwrap(),
-            &Text::post_content(&"c".repeat(300)).unwrap(),
-        );
-        p.like_count = 4;
-        let written = projection::merged::item(&p);
-        assert_eq!(written, MergedPost::new(&p).to_item());
-        assert_eq!(
-            MergedPost::deserialize(&written).unwrap(),
-            MergedPost::new(&p)
-        );
-        assert_eq!(
-            projection::merged::PARTITION,
-            crate::domain::follows::MERGED
-        );
-    }
-}
