@@ -198,6 +198,10 @@ impl MergeMarker {
             creation_date: MARKER_DATE.into(),
         }
     }
+
+    pub fn to_item(&self) -> Value {
+        super::to_value(self)
+    }
 }
 
 /// The entry `timeline-<P>` for post P in a reader's timeline. It holds what rarely changes
@@ -270,6 +274,26 @@ impl TimelineEntry {
     pub fn to_item(&self) -> Value {
         super::to_value(self)
     }
+
+    /// The entry in `owner`'s timeline holding `content` (what [`entry_content`] made), if it
+    /// reads as that.
+    pub fn of_content(owner: &str, content: &Value) -> Option<TimelineEntry> {
+        let c = StoredContent::deserialize(content).ok()?;
+        let post = Post::from_copy_fields(c.fields, &c.ref_user_id).ok()?;
+        Some(TimelineEntry {
+            owner: owner.into(),
+            post,
+        })
+    }
+}
+
+/// [`entry_content`] as stored: the author, and the post's [`Post::copy_fields`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredContent {
+    ref_user_id: String,
+    #[serde(flatten)]
+    fields: Map<String, Value>,
 }
 
 /// An item of a timeline: an entry or a merge marker.
@@ -420,14 +444,6 @@ pub fn edge_tombstone_ops() -> Vec<PatchOp> {
     ]
 }
 
-/// Whether `item` is a live edge of this follow `kind` ([`Edge::is_live`] of a stored item).
-pub fn is_live_of(item: &Value, kind: &str) -> bool {
-    match (Edge::read(item), FollowKind::of(kind)) {
-        (Some(e), Some(k)) => e.is_live(k),
-        _ => false,
-    }
-}
-
 /// The post a stored entry copies ([`TimelineEntry::post`]). An entry holds no counts: they
 /// read as 0 here, and a timeline read replaces them with the post's.
 pub fn entry_post(entry: &Value) -> Option<Post> {
@@ -462,6 +478,11 @@ mod tests {
         assert_eq!(entry_post(&e), Some(shown), "no counts");
         assert!(e.get("likeCount").is_none() && e.get("commentCount").is_none());
         assert_eq!(stored_entry_content(&e), entry_content(&p));
+        assert_eq!(
+            TimelineEntry::of_content("f", &entry_content(&p)),
+            Some(TimelineEntry::new("f", &p)),
+            "the content recorded makes the entry"
+        );
         assert_eq!(Kind::of(&e), None, "not one of the article's kinds");
     }
 
@@ -565,7 +586,8 @@ mod tests {
         assert_eq!(e[REF_USER], "x");
         assert_eq!(e["userUsername"], "xena");
         assert_eq!(edge(FOLLOWER, "x", "f", "fay", "d")["id"], "follower-f");
-        assert!(is_live_of(&e, FOLLOWING));
-        assert!(!is_live_of(&e, FOLLOWER));
+        let read = Edge::read(&e).unwrap();
+        assert!(read.is_live(FollowKind::Following));
+        assert!(!read.is_live(FollowKind::Follower));
     }
 }

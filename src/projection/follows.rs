@@ -22,7 +22,7 @@ use super::engine::{
 };
 use super::write::{content, str_field, Write};
 use crate::domain::follows::{
-    edge, edge_tombstone_ops, follower_id, following_id, is_live_of, FOLLOWER, FOLLOWING, REF_USER,
+    edge_tombstone_ops, follower_id, following_id, Edge, FollowKind, FOLLOWER, FOLLOWING, REF_USER,
 };
 use crate::domain::is_deleted;
 use crate::store::{retry, Container, PatchOp, Query, Store, StoreResult};
@@ -100,16 +100,20 @@ async fn edge_changed(
     let changed = newest_edge(changes, &id, f);
     let current = read_not_older(store, Container::Users, f, &id, changed).await?;
     let mut written = 0;
-    if let Some(e) = current.as_ref().filter(|e| is_live_of(e, FOLLOWING)) {
+    let live = current
+        .as_ref()
+        .and_then(|c| Some((c, Edge::read(c)?)))
+        .filter(|(_, e)| e.is_live(FollowKind::Following));
+    if let Some((stored_edge, e)) = live {
         let follower = live_user(store, f).await?;
         let followee = live_user(store, x).await?;
         match (follower, followee) {
             (Some(follower), Some(_)) => {
                 let name = str_field(&follower, "username").unwrap_or_default();
-                let date = str_field(e, "creationDate").unwrap_or_default();
                 // Left alone when it holds this already (a redelivered batch): the timeline lane
                 // backfills on the edge's change as on the mirror's, whichever finds both.
-                let mirror = edge(FOLLOWER, x, f, name, date);
+                let mirror =
+                    Edge::new(FollowKind::Follower, x, f, name, &e.creation_date).to_item();
                 let mirror_id = follower_id(f);
                 let stored = retry(|| store.read(Container::Users, x, &mirror_id)).await?;
                 if stored.as_ref().map(content) == Some(mirror.clone()) {
@@ -123,7 +127,7 @@ async fn edge_changed(
                 apply_one(
                     store,
                     &Write::patch(Container::Users, f, id.clone(), edge_tombstone_ops())
-                        .if_match(str_field(e, "_etag")),
+                        .if_match(str_field(stored_edge, "_etag")),
                 )
                 .await?;
                 written += 1;

@@ -19,32 +19,24 @@
 use std::collections::BTreeMap;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::domain::follows::TIMELINE_SIZE;
+use crate::domain::follows::{MergedPost, MERGED, TIMELINE_SIZE};
 use crate::domain::{Kind, Post};
 use crate::store::{retry, Container, Order, Query, Store, StoreError, StoreResult};
 
 /// The partition (and `type`) of the merged authors' posts in `feed`.
-pub const PARTITION: &str = "merged";
+pub const PARTITION: &str = MERGED;
 /// Items read and written per step.
 pub const PAGE: u32 = 200;
 /// Writes in flight at once.
 const CONCURRENCY: usize = 8;
 
-/// The item for `post` (any form; its content is cut to the short form).
+/// The stored item for `post` (any form; its content is cut to the short form): a
+/// [`MergedPost`].
 pub fn item(post: &Post) -> Value {
-    let s = post.summary();
-    json!({
-        "id": s.id,
-        "type": PARTITION,
-        "postId": s.post_id,
-        "userId": s.user_id,
-        "userUsername": s.user_username,
-        "title": s.title,
-        "content": s.content,
-        "creationDate": s.creation_date,
-    })
+    MergedPost::new(post).to_item()
 }
 
 /// The query of `author`'s items, newest first.
@@ -74,7 +66,7 @@ pub fn naming(author_id: &str) -> (Container, Query) {
 /// to their [`TIMELINE_SIZE`] newest. A post older than all of those is not written. Returns
 /// the writes made.
 pub async fn upsert_post(store: &dyn Store, post: &Post) -> StoreResult<usize> {
-    sync(store, &post.user_id, vec![item(post)]).await
+    sync(store, &post.user_id, vec![MergedPost::new(post)]).await
 }
 
 /// Remove post `post_id`'s item (one delete; nothing when it is not there). Returns the writes
@@ -100,7 +92,7 @@ pub async fn copy_author(store: &dyn Store, author_id: &str, username: &str) -> 
         .filter(|p| p.user_id == author_id)
         .map(|mut p| {
             p.user_username = username.to_string();
-            item(&p)
+            MergedPost::new(&p)
         })
         .collect();
     sync(store, author_id, wanted).await
@@ -129,15 +121,21 @@ pub async fn remove_author(store: &dyn Store, author_id: &str) -> StoreResult<us
     }
 }
 
-fn id_of(item: &Value) -> Option<String> {
-    item.get("id").and_then(Value::as_str).map(String::from)
+/// What orders a stored item among its author's: its date and id, whatever else it holds (an
+/// item that does not read as a [`MergedPost`] is still ranked, so it is trimmed or replaced).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Ranked {
+    id: String,
+    creation_date: String,
 }
 
-fn key_of(item: &Value) -> Option<(String, String)> {
-    Some((
-        item.get("creationDate")?.as_str()?.to_string(),
-        id_of(item)?,
-    ))
+fn ranked(item: &Value) -> Option<Ranked> {
+    Ranked::deserialize(item).ok()
+}
+
+fn id_of(item: &Value) -> Option<String> {
+    ranked(item).map(|r| r.id)
 }
 
 /// An item as stored, without what the store adds (`_etag`, `_ts`, …).
@@ -181,11 +179,11 @@ async fn delete_all(store: &dyn Store, ids: Vec<String>) -> StoreResult<usize> {
 /// each wanted item among the author's [`TIMELINE_SIZE`] newest is written unless stored as
 /// it is; every stored item beyond those newest is deleted. Reads the author's newest
 /// `TIMELINE_SIZE + PAGE` items, and again while a full page gave up items.
-async fn sync(store: &dyn Store, author: &str, wanted: Vec<Value>) -> StoreResult<usize> {
+async fn sync(store: &dyn Store, author: &str, wanted: Vec<MergedPost>) -> StoreResult<usize> {
     let q = of_author(author).limit(TIMELINE_SIZE as u32 + PAGE);
-    let mut wanted: Vec<Value> = wanted
+    let mut wanted: Vec<MergedPost> = wanted
         .into_iter()
-        .filter(|w| w.get("userId").and_then(Value::as_str) == Some(author))
+        .filter(|w| w.post.user_id == author)
         .collect();
     let mut written = 0;
     let mut last_first_beyond: Option<String> = None;
@@ -194,14 +192,13 @@ async fn sync(store: &dyn Store, author: &str, wanted: Vec<Value>) -> StoreResul
         // Newest first: (creationDate, id) → (stored, wanted).
         let mut all: BTreeMap<(String, String), (Option<Value>, Option<Value>)> = BTreeMap::new();
         for stored in &page.items {
-            if let Some(k) = key_of(stored) {
-                all.entry(k).or_default().0 = Some(content(stored));
+            if let Some(r) = ranked(stored) {
+                all.entry((r.creation_date, r.id)).or_default().0 = Some(content(stored));
             }
         }
         for w in wanted.drain(..) {
-            if let Some(k) = key_of(&w) {
-                all.entry(k).or_default().1 = Some(w);
-            }
+            let k = (w.post.creation_date.clone(), w.post.id.clone());
+            all.entry(k).or_default().1 = Some(w.to_item());
         }
         let mut upserts = Vec::new();
         let mut deletes = Vec::new();
@@ -285,11 +282,13 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(stored["type"], PARTITION);
-        assert_eq!(stored["userId"], "ann");
-        assert_eq!(stored["userUsername"], "ann-name");
-        assert_eq!(stored["content"], p.summary().content);
-        assert!(stored["content"].as_str().unwrap().len() < 400);
+        let read = MergedPost::deserialize(&stored).unwrap().post;
+        assert_eq!(
+            (read.user_id.as_str(), read.user_username.as_str()),
+            ("ann", "ann-name")
+        );
+        assert_eq!(read.content, p.summary().content);
+        assert!(read.content.len() < 400);
         assert!(stored.get("likeCount").is_none() && stored.get("commentCount").is_none());
         // Again, and with other counts: nothing to write.
         let mut liked = p.clone();
@@ -299,14 +298,9 @@ mod tests {
         let mut edited = p.clone();
         edited.title = "new".into();
         assert_eq!(upsert_post(&store, &edited).await.unwrap(), 1);
-        assert_eq!(
-            store
-                .read(Container::Feed, PARTITION, &p.id)
-                .await
-                .unwrap()
-                .unwrap()["title"],
-            "new"
-        );
+        let stored = store.read(Container::Feed, PARTITION, &p.id).await.unwrap();
+        let read = MergedPost::deserialize(&stored.unwrap()).unwrap();
+        assert_eq!(read.post.title, "new");
     }
 
     #[tokio::test]
@@ -393,7 +387,10 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(first["userUsername"], "annie");
+        assert_eq!(
+            MergedPost::deserialize(&first).unwrap().post.user_username,
+            "annie"
+        );
         assert_eq!(copy_author(&store, "ann", "annie").await.unwrap(), 0);
         // A rename fan-out finds every item carrying the name.
         let (container, q) = naming("ann");

@@ -30,7 +30,7 @@ use futures::future::BoxFuture;
 
 use super::engine::JOB;
 use super::write::{content, str_field};
-use crate::domain::follows::{following_id, is_live_of, is_marker, FOLLOWING, REF_USER, TIMELINE};
+use crate::domain::follows::{following_id, is_marker, Edge, FollowKind, REF_USER, TIMELINE};
 use crate::domain::is_deleted;
 use crate::store::{
     retry, timelines_moved, Container, Query, Store, StoreError, StoreResult, LAYOUT_ID,
@@ -178,7 +178,8 @@ async fn still_wanted(
     };
     let edge_id = following_id(author);
     let edge = retry(|| store.read(Container::Users, owner, &edge_id)).await?;
-    if !edge.is_some_and(|e| is_live_of(&e, FOLLOWING)) {
+    let live = edge.as_ref().and_then(Edge::read);
+    if !live.is_some_and(|e| e.is_live(FollowKind::Following)) {
         return Ok(false);
     }
     if is_marker(item) {

@@ -36,7 +36,7 @@
 //!
 //! **The fan-out limit.** An author with more followers than the limit `L` ([`limit_in_force`],
 //! recorded in the store) is *merged*: their posts are not copied; each follower's timeline
-//! holds a marker (`follows::merge_marker`) and a read merges their newest posts in. Hysteresis:
+//! holds a marker ([`MergeMarker`](crate::domain::follows::MergeMarker)) and a read merges their newest posts in. Hysteresis:
 //! an author is merged once their followers exceed `L`, and copied again only once they fall
 //! below 80% of `L` ([`merges`], [`unmerges`]), so follower churn around the limit does not
 //! switch every timeline back and forth. The author's state is the job item
@@ -66,9 +66,7 @@ use super::merged;
 use super::posts::counters::is_recheck;
 use super::relocation;
 use super::write::{str_field, Write};
-use crate::domain::follows::{
-    timeline_id, FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP,
-};
+use crate::domain::follows::{FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP};
 use crate::domain::{is_deleted, Kind};
 use crate::store::{Container, Order, Query, Store, StoreResult};
 
@@ -306,16 +304,6 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
     Ok(written + batch.started)
 }
 
-/// The entry holding `content` (see [`entry_content`](crate::domain::follows::entry_content)) in `owner`'s timeline.
-fn entry(owner: &str, content: &Value) -> Value {
-    let mut e = content.clone();
-    let post_id = str_field(content, "postId").unwrap_or_default();
-    e["id"] = timeline_id(post_id).into();
-    e["type"] = TIMELINE.into();
-    e["userId"] = owner.into();
-    e
-}
-
 /// Delete the entries of `f`'s timeline beyond its [`TIMELINE_KEEP`] newest (merge markers are
 /// not entries: the query leaves them out and they stay), a page at a time. Never deletes one of
 /// the newest, whatever runs concurrently: an entry beyond the newest of what was read is beyond
@@ -422,7 +410,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::follows::{merge_marker, MARKER_DATE};
+    use crate::domain::follows::{timeline_id, MergeMarker, MARKER_DATE};
     use crate::store::embedded::EmbeddedStore;
 
     /// A timeline following more authors over the fan-out limit than a trim reads at once still
@@ -433,8 +421,9 @@ mod tests {
         let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
         let owner = "ana";
         for i in 0..TIMELINE_KEEP as u32 + PAGE {
-            let marker = merge_marker(owner, &format!("author{i}"));
-            assert_eq!(marker["creationDate"], MARKER_DATE);
+            let marker = MergeMarker::new(owner, &format!("author{i}"));
+            assert_eq!(marker.creation_date, MARKER_DATE);
+            let marker = marker.to_item();
             store
                 .create(Container::Timelines, owner, marker)
                 .await

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::limit::{limit_state, LimitState};
-use super::{entry, trim, Batch, CONCURRENCY, PAGE};
+use super::{trim, Batch, CONCURRENCY, PAGE};
 use crate::domain::follows::{
-    entry_content, following_id, is_live_of, marker_id, merge_marker, stored_entry_content,
-    timeline_id, FOLLOWER, FOLLOWING, REF_USER, TIMELINE, TIMELINE_KEEP, TIMELINE_SIZE,
+    following_id, marker_id, Edge, FollowKind, MergeMarker, TimelineEntry, TimelineItem, REF_USER,
+    TIMELINE, TIMELINE_KEEP, TIMELINE_SIZE,
 };
 use crate::domain::{Kind, Post};
 use crate::projection::engine::{
@@ -38,7 +38,9 @@ pub(super) async fn follow_changed(
     };
     let edge = read_not_older(store, Container::Users, f, &id, delivered).await?;
     let places = batch.places(store).await?;
-    if !edge.as_ref().is_some_and(|e| is_live_of(e, FOLLOWING)) {
+    let live =
+        |item: Option<&Value>, kind| item.and_then(Edge::read).is_some_and(|e| e.is_live(kind));
+    if !live(edge.as_ref(), FollowKind::Following) {
         let q = Query::partition(f).eq("type", TIMELINE).eq(REF_USER, x);
         let mut removed = 0;
         for &c in places {
@@ -48,7 +50,7 @@ pub(super) async fn follow_changed(
     }
     let mirror_id = crate::domain::follows::follower_id(f);
     let mirror = retry(|| store.read(Container::Users, x, &mirror_id)).await?;
-    if !mirror.as_ref().is_some_and(|m| is_live_of(m, FOLLOWER)) {
+    if !live(mirror.as_ref(), FollowKind::Follower) {
         return Ok(0);
     }
     let (Some(followee), Some(_)) = (live_user(store, x).await?, live_user(store, f).await?) else {
@@ -69,7 +71,7 @@ pub(super) async fn copy_or_mark(
     state: &LimitState,
 ) -> StoreResult<usize> {
     if state.marks() {
-        let marker = Write::upsert(Container::Timelines, f, merge_marker(f, x));
+        let marker = Write::upsert(Container::Timelines, f, MergeMarker::new(f, x).to_item());
         apply_one(store, &marker).await?;
         return Ok(1);
     }
@@ -100,14 +102,21 @@ async fn backfill(
         .eq(REF_USER, x)
         .limit(TIMELINE_KEEP as u32 + PAGE);
     let held = query_all(store, Container::Timelines, held_q).await?;
-    let held: BTreeMap<&str, &Value> = held
-        .iter()
-        .filter_map(|i| Some((str_field(i, "id")?, i)))
-        .collect();
+    let mut marked = false;
+    let mut entries: BTreeMap<String, TimelineEntry> = BTreeMap::new();
+    for i in &held {
+        match TimelineItem::read(i) {
+            Ok(TimelineItem::Entry(e)) => {
+                entries.insert(e.post.post_id.clone(), e);
+            }
+            Ok(TimelineItem::Marker(_)) => marked = true,
+            Err(_) => {}
+        }
+    }
     let mut written = 0;
     for &c in places {
         // Where the move has yet to look, the marker may be there unseen.
-        if c != Container::Timelines || held.contains_key(marker_id(x).as_str()) {
+        if c != Container::Timelines || marked {
             written += delete_item(store, c, f, &marker_id(x)).await?;
         }
     }
@@ -118,11 +127,9 @@ async fn backfill(
         .filter(|p| p.user_id == x)
         .filter_map(|mut p| {
             p.user_username = name.to_string();
-            let content = entry_content(&p);
-            let same = held
-                .get(timeline_id(&p.id).as_str())
-                .is_some_and(|h| stored_entry_content(h) == content);
-            (!same).then(|| Write::upsert(Container::Timelines, f, entry(f, &content)))
+            let e = TimelineEntry::new(f, &p);
+            let same = entries.get(&e.post.post_id) == Some(&e);
+            (!same).then(|| Write::upsert(Container::Timelines, f, e.to_item()))
         })
         .collect();
     apply_all(store, &writes, CONCURRENCY).await?;

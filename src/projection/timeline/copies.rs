@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 
 use super::limit::limit_state;
 use super::{delete_job_id, post_job_id};
-use super::{entry, trim, PAGE};
+use super::{trim, PAGE};
 use crate::domain::follows::{
-    entry_content, following_id, timeline_id, trims, FOLLOWER, REF_USER, TIMELINE,
+    entry_content, following_id, timeline_id, trims, TimelineEntry, FOLLOWER, REF_USER, TIMELINE,
 };
 use crate::domain::{is_deleted, Kind, Post};
 use crate::projection::engine::{delete_item, delete_matching, live_user, read_job, save_job};
@@ -135,8 +135,12 @@ async fn copy_to_followers(
     content: &Value,
     cursor: Option<&str>,
 ) -> StoreResult<(usize, Option<String>)> {
-    let post_id = str_field(content, "postId").unwrap_or_default().to_string();
-    let item = |f: &str| entry(f, content);
+    // A recorded content that does not read as an entry's has nothing to copy.
+    let Some(shown) = TimelineEntry::of_content("", content).map(|e| e.post) else {
+        return Ok((0, None));
+    };
+    let post_id = shown.post_id.clone();
+    let item = |f: &str| TimelineEntry::new(f, &shown).to_item();
     let copies = Copies {
         post_id: &post_id,
         container: Container::Timelines,
