@@ -45,8 +45,10 @@ const SEARCH_WORDS: &[&str] = &[
 pub const GROWTH: u64 = 10;
 
 /// The longest the change feed may take per post written for S2 before the row gives up: far
-/// above what a release build takes, so that a debug build on a shared machine gets there.
-const PROJECT_ONE: Duration = Duration::from_millis(50);
+/// above what a release build takes on the embedded store, so that a debug build on a shared
+/// machine and the emulated store (whose change-feed pages copy the whole range they read) get
+/// there.
+const PROJECT_ONE: Duration = Duration::from_millis(500);
 
 impl Bench {
     /// The searches of S1 and S2: two different words each, a page of `--feed-limit`.
