@@ -93,7 +93,7 @@ pub struct Args {
     /// Duration of each throughput run, in seconds.
     #[arg(long, default_value_t = 5.0, value_parser = seconds)]
     pub seconds: f64,
-    /// Posts Q6 asks for (the article's x).
+    /// Posts Q6 asks for (the article's x); also the page of the searches (S1, S2).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub feed_limit: u32,
     /// Followers of the author whose post is fanned out (F1, F2): the threshold off copies it

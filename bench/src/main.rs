@@ -41,6 +41,8 @@
 //! - The scale rows (`scale`, `--scale-rows`): writes per like by audience, other users' lag
 //!   while an author with many followers acts, timeline pages, and a like's price on a post of
 //!   many likes, each at a scale its own options set (docs/scale.md builds on them).
+//! - Search ([`search`]): S1, searches across the partitions of `posts` on the data as loaded,
+//!   and S2, the same searches once the posts are ten times as many (the run's last row).
 //! - Request units are reported where the store reports them (Cosmos DB, or the SDK's in-memory
 //!   emulator with `--store emulated`, whose charges follow its own RU model); the embedded
 //!   store reports none, shown as "—".
@@ -60,6 +62,7 @@ mod rows;
 mod runner;
 mod scale;
 mod scratch;
+mod search;
 mod snapshot;
 mod throughput;
 mod timeline;
@@ -160,7 +163,10 @@ async fn open_store(kind: StoreArg) -> anyhow::Result<(Arc<dyn Store>, Option<Sc
                 .with_runtime(runtime)
                 .build(account, RoutingStrategy::ProximityTo(Region::EAST_US))
                 .await?;
-            let store = blog::store::cosmos::CosmosStore::with_client(client, "blog", true);
+            // The emulator evaluates no full-text function: searches (S1, S2) run with its
+            // substring test instead, as the Cosmos store's tests do.
+            let store = blog::store::cosmos::CosmosStore::with_client(client, "blog", true)
+                .with_emulated_full_text();
             Ok((Arc::new(store), None))
         }
         #[cfg(not(feature = "emulator"))]
@@ -233,6 +239,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let baseline = bench.http_baseline().await?;
         let [q1, q2, q3, q4, q5, q6] = bench.reads().await?;
         phases.done("reads");
+        let searches = bench.search_requests();
+        let s1 = bench.search(&searches).await?;
+        phases.done("search");
         let ([c1, c2, c3, c4], likes) = bench.writes().await?;
         phases.done("writes");
         let [d1, d2, d3, d4] = bench.deletes(&likes).await?;
@@ -311,10 +320,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 ScaleRow::None => {}
             }
         }
-        let rows = vec![c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1];
+        // Last: every row after it would read ten times the posts.
+        let (s2, search_growth) = bench.search_growth(&searches, &s1).await?;
+        phases.done("search with 10× the posts");
+        let rows = vec![
+            c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1, s1, s2,
+        ];
         anyhow::Ok((
             baseline,
             rows,
+            search_growth,
             lag,
             lag_under_load,
             lag_during_large_delete,
@@ -331,6 +346,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let (
         http_baseline,
         rows,
+        search_growth,
         change_feed_lag,
         change_feed_lag_under_load,
         change_feed_lag_during_large_delete,
@@ -386,6 +402,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         verification,
         http_baseline,
         rows,
+        search_growth,
         change_feed_lag,
         change_feed_lag_under_load,
         change_feed_lag_under_load_skipped,

@@ -110,6 +110,7 @@ pub fn markdown(r: &Report) -> String {
             settled.join("; ")
         );
     }
+    out.push_str(&search_markdown(r));
     out.push_str(&full_price_markdown(r));
     let lag = &r.change_feed_lag;
     let _ = writeln!(
@@ -227,6 +228,21 @@ pub fn markdown(r: &Report) -> String {
         (None, None) => {}
     }
     out
+}
+
+/// S1 against S2: the same searches on the data as loaded and with ten times the posts.
+fn search_markdown(r: &Report) -> String {
+    let g = &r.search_growth;
+    let ru = g
+        .request_charge_ratio
+        .map_or_else(String::new, |x| format!(", {x:.2}× the RU"));
+    format!(
+        "\nSearch ([S1], [S2]: `GET /api/search`, two words, one query across the partitions of \
+         `posts` plus a point read of each author shown): with {} live posts, then {}, the same \
+         searches took {:.2}× the store operations{ru} and {:.2}× the p50 latency (the posts \
+         were written and projected in {:.1} s).\n",
+        g.posts_before, g.posts_after, g.operations_ratio, g.p50_ratio, g.setup_seconds
+    )
 }
 
 fn fanout_markdown(f: &Fanout) -> String {

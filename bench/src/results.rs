@@ -39,8 +39,11 @@ pub struct Report {
     /// A request that does no store work (`GET /`): the HTTP share of every V3 latency.
     pub http_baseline: Latency,
     /// In the article's order: C1, Q1, C2, Q2, Q3, C3, Q4, C4, Q5, Q6; then the deletes D1–D4
-    /// and the timeline read T1 (V3 only).
+    /// and the timeline read T1 (V3 only); then search, S1 on the data as loaded and S2 with
+    /// ten times the posts (V3 only).
     pub rows: Vec<Row>,
+    /// S2 against S1: the price of a search as the posts grow.
+    pub search_growth: SearchGrowth,
     pub change_feed_lag: Lag,
     /// `None` where the run skips it (the emulated store), with the reason in the next field.
     pub change_feed_lag_under_load: Option<LagUnderLoad>,
@@ -111,7 +114,7 @@ pub struct Latency {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
-    /// `C1` … `Q6`, `D1` … `D4` (the deletes, which V1 does not have).
+    /// `C1` … `Q6`, then what V1 does not have: `D1` … `D4` (the deletes), `T1`, `S1`, `S2`.
     pub request: &'static str,
     pub title: &'static str,
     /// The V3 route measured.
@@ -125,6 +128,21 @@ pub struct Row {
     pub v3_settle_seconds: Option<f64>,
     /// Writes only: the change-feed work V3's requests set off, per request (one at a time).
     pub change_feed: Option<ChangeFeedPrice>,
+}
+
+/// The same searches (S1, S2) before and after the posts were made ten times as many.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchGrowth {
+    /// Live posts when S2's were written, and after.
+    pub posts_before: u64,
+    pub posts_after: u64,
+    /// Writing S2's posts and letting the change feed apply them.
+    pub setup_seconds: f64,
+    /// S2's mean over S1's: store operations, request units (where reported), and p50 latency.
+    pub operations_ratio: f64,
+    pub request_charge_ratio: Option<f64>,
+    pub p50_ratio: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]

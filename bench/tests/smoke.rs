@@ -91,12 +91,12 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         names,
         [
             "C1", "Q1", "C2", "Q2", "Q3", "C3", "Q4", "C4", "Q5", "Q6", "D1", "D2", "D3", "D4",
-            "T1"
+            "T1", "S1", "S2"
         ]
     );
     for r in rows {
-        // V3 only: the article has no deletes, and no follows.
-        let deletes = r["request"].as_str().unwrap().starts_with(['D', 'T']);
+        // V3 only: the article has no deletes, no follows and no search.
+        let deletes = r["request"].as_str().unwrap().starts_with(['D', 'T', 'S']);
         if deletes {
             assert!(r["v1"].is_null(), "{r}");
         }
@@ -120,6 +120,25 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
             assert!((1.0..=22.0).contains(&max), "a bounded timeline page: {r}");
         }
     }
+    // A search is one query across the partitions of `posts`, plus a point read of each author
+    // shown: at most 1 + the page's 20. The same searches once the posts are ten times as many.
+    for r in &rows[15..] {
+        assert_eq!(r["v3"]["partitions"]["crossPartition"][0], "posts", "{r}");
+        let max = r["v3"]["operations"]["max"].as_f64().unwrap();
+        assert!((2.0..=21.0).contains(&max), "a bounded search page: {r}");
+    }
+    let g = &report["searchGrowth"];
+    let (before, after) = (
+        g["postsBefore"].as_u64().unwrap(),
+        g["postsAfter"].as_u64().unwrap(),
+    );
+    assert!(before > 0 && after >= 10 * before, "{g}");
+    assert!(g["operationsRatio"].as_f64().unwrap() > 0.0, "{g}");
+    assert!(
+        table.contains(&format!("with {before} live posts, then {after}")),
+        "{table}"
+    );
+
     // V1 fans out where the article says it does.
     for q in [4, 9] {
         assert_eq!(rows[q]["v1"]["partitions"]["crossPartition"][0], "posts");
