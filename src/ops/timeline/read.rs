@@ -18,16 +18,8 @@ pub(super) async fn all_of(
     user: &str,
     kind: &str,
 ) -> StoreResult<Vec<Value>> {
-    let mut q = Query::partition(user).eq("type", kind).live().limit(PAGE);
-    let mut out = Vec::new();
-    loop {
-        let page = retry(|| store.query(c, &q)).await?;
-        out.extend(page.items);
-        match page.continuation {
-            Some(t) => q.continuation = Some(t),
-            None => return Ok(out),
-        }
-    }
+    let q = Query::partition(user).eq("type", kind).live().limit(PAGE);
+    crate::projection::engine::query_all(store, c, q).await
 }
 
 /// What any stored item carries: its id.
