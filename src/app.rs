@@ -25,13 +25,19 @@ pub struct Config {
     pub limits: ServerLimits,
     /// Origins allowed to call the API from a browser (`BLOG_CORS_ORIGINS`); none by default.
     pub cors_origins: Vec<String>,
+    /// The fan-out limit this process records before its first timeline batch
+    /// (`BLOG_TIMELINE_FANOUT_LIMIT`); none keeps the recorded one.
+    pub fanout_limit: Option<u64>,
 }
 
 /// The whole application, waiting for its state (start-up builds it while the store opens).
 pub fn routes(config: &Config) -> Router<AppState> {
     let api = api::timed_routes(config.limits.request_timeout);
     let routes = if config.hosted {
-        api.merge(crate::functions::routes(config.limits.header_timeout))
+        api.merge(crate::functions::routes(
+            config.limits.header_timeout,
+            config.fanout_limit,
+        ))
     } else {
         api
     };

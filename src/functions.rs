@@ -131,14 +131,19 @@ pub const TRIGGERS: &[Trigger] = &[
 /// redelivers the batch.
 /// The routes take from the application's state only its store (axum's `FromRef`), so this
 /// module knows nothing of the API's state.
-pub fn routes<S>(read_timeout: Duration) -> Router<S>
+pub fn routes<S>(read_timeout: Duration, fanout_limit: Option<u64>) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<dyn Store>: FromRef<S>,
 {
+    let limit = ConfiguredLimit {
+        limit: fanout_limit,
+        recorded: Arc::default(),
+    };
     TRIGGERS
         .iter()
         .fold(Router::new(), |router, trigger| {
+            let limit = limit.clone();
             router.route(
                 &format!("/{}", trigger.function),
                 post(
@@ -152,12 +157,33 @@ where
                             .and_then(|v| v.parse::<usize>().ok());
                         let _budget = body_budget(announced).await;
                         let body = read_body(body, announced, read_timeout).await;
-                        invoke(*trigger, store, headers, body).await
+                        invoke(*trigger, store, &limit, headers, body).await
                     },
                 ),
             )
         })
         .route_layer(GlobalConcurrencyLimitLayer::new(INVOCATION_CONCURRENCY))
+}
+
+/// The fan-out limit this process was configured with (`BLOG_TIMELINE_FANOUT_LIMIT`), recorded
+/// in the store before the first timeline batch it projects (every process judges by the
+/// recorded one).
+#[derive(Clone)]
+struct ConfiguredLimit {
+    limit: Option<u64>,
+    recorded: Arc<tokio::sync::OnceCell<()>>,
+}
+
+impl ConfiguredLimit {
+    async fn record(&self, store: &dyn Store) -> crate::store::StoreResult<()> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        self.recorded
+            .get_or_try_init(|| projection::timeline::record_limit(store, limit))
+            .await
+            .map(drop)
+    }
 }
 
 /// Why an invocation's body was not read: the status to answer and what to log.
@@ -253,6 +279,7 @@ fn answer(status: StatusCode, logs: Vec<String>) -> Response {
 async fn invoke(
     trigger: Trigger,
     store: Arc<dyn Store>,
+    limit: &ConfiguredLimit,
     headers: HeaderMap,
     body: Result<Vec<u8>, Unread>,
 ) -> Response {
@@ -268,7 +295,7 @@ async fn invoke(
     );
     async move {
         match body {
-            Ok(body) => run(trigger, store, body).await,
+            Ok(body) => run(trigger, store, limit, body).await,
             // Over the limit, cut off or too slow: answered in the same JSON shape as every
             // other outcome.
             Err(Unread(status, why)) => {
@@ -282,7 +309,12 @@ async fn invoke(
     .await
 }
 
-async fn run(trigger: Trigger, store: Arc<dyn Store>, body: Vec<u8>) -> Response {
+async fn run(
+    trigger: Trigger,
+    store: Arc<dyn Store>,
+    limit: &ConfiguredLimit,
+    body: Vec<u8>,
+) -> Response {
     let decoded = decode(&body, trigger.binding);
     // The documents are decoded: the body is not held while they are applied.
     drop(body);
@@ -312,6 +344,13 @@ async fn run(trigger: Trigger, store: Arc<dyn Store>, body: Vec<u8>) -> Response
         ChangeFeed::Posts => Container::Posts,
         ChangeFeed::Users => Container::Users,
     };
+    if trigger.lane == Lane::Timeline {
+        if let Err(e) = limit.record(&*store).await {
+            tracing::error!(error = %e, "fan-out limit not recorded; nothing applied");
+            let log = format!("{}: batch not applied: {e}", trigger.function);
+            return answer(StatusCode::INTERNAL_SERVER_ERROR, vec![log]);
+        }
+    }
     // A batch redelivered `quarantine::ATTEMPTS` times is split and what fails is quarantined,
     // so the lease moves on; its attempts are counted here (by its ids and `_lsn`s), the host's
     // retry count standing in where this process saw fewer.

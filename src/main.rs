@@ -30,10 +30,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Recorded in the store by the timeline lane, lazily (no store I/O at start-up).
-    if let Some(limit) = settings.timeline_fanout_limit {
-        blog::projection::timeline::set_fanout_limit(limit);
-    }
     // Whether the embedded store's file is there before this start: a start that fails leaves
     // no file of its own behind.
     let new_file = blog::startup::new_database_file(&settings);

@@ -136,11 +136,8 @@ async fn run_verify(settings: &Settings, repair: bool, settle: Duration) -> Exit
         Err(e) => return cannot_run("verify", e),
     };
     println!("verify: {}", describe(settings));
-    // Verify and repair judge by the limit recorded in the store; this process's setting only
-    // stands in when none is recorded (and is never written by them).
-    if let Some(limit) = settings.timeline_fanout_limit {
-        crate::projection::timeline::set_fanout_limit(limit);
-    }
+    // Verify and repair judge by the fan-out limit recorded in the store, the one the timeline
+    // lanes project by (this process's setting is recorded by the processes that project).
     let outcome = match verify_and_repair(&*store, repair, settle, &Progress::for_terminal).await {
         Ok(o) => o,
         Err(e) => return cannot_run("verify", e),

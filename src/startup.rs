@@ -28,7 +28,7 @@ use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::Store;
-use crate::{app, pump, AppState};
+use crate::{app, projection, pump, AppState};
 
 /// The longest the change-feed pump waits for the first request to be answered before it starts.
 const PUMP_START_DELAY: Duration = Duration::from_millis(100);
@@ -42,6 +42,7 @@ pub struct Application {
     cors_origins: Vec<String>,
     hosted: bool,
     limits: ServerLimits,
+    fanout_limit: Option<u64>,
 }
 
 impl Application {
@@ -56,6 +57,7 @@ impl Application {
             pump,
             cors_origins: Vec::new(),
             hosted: false,
+            fanout_limit: None,
             limits: ServerLimits {
                 max_connections_per_ip: 0,
                 ..ServerLimits::default()
@@ -101,6 +103,13 @@ impl Application {
         self
     }
 
+    /// With the fan-out limit `BLOG_TIMELINE_FANOUT_LIMIT` sets: recorded in the store before
+    /// the timeline lane's first batch (by the pump, or by the timeline triggers when hosted).
+    pub fn fanout_limit(mut self, limit: Option<u64>) -> Self {
+        self.fanout_limit = limit;
+        self
+    }
+
     pub fn limits(mut self, limits: ServerLimits) -> Self {
         self.limits = limits;
         self
@@ -125,10 +134,13 @@ impl Application {
             hosted: self.hosted,
             limits: self.limits,
             cors_origins: self.cors_origins,
+            fanout_limit: self.fanout_limit,
         };
         let router = app::router(self.state, &config);
         let (router, answered) = notice_first_answer(router);
-        let pump = self.pump.then(|| start_pump(store, answered));
+        let pump = self
+            .pump
+            .then(|| start_pump(store, answered, self.fanout_limit));
         server::serve(self.listener, router, self.limits, shutdown).await;
         if let Some(pump) = pump {
             pump.stop().await;
@@ -153,6 +165,7 @@ pub async fn serve(
         hosted: settings.hosted,
         limits: settings.server,
         cors_origins: settings.cors_origins.clone(),
+        fanout_limit: settings.timeline_fanout_limit,
     });
     let (ready, app) = watch::channel::<Option<Router>>(None);
     let waiting = waiting::router(app.clone(), settings.server.request_timeout);
@@ -192,7 +205,9 @@ pub async fn serve(
     };
     let (router, answered) = notice_first_answer(routes.with_state(state(settings, store.clone())));
     let _ = ready.send(Some(router));
-    let pump = settings.pump.then(|| start_pump(store, answered));
+    let pump = settings
+        .pump
+        .then(|| start_pump(store, answered, settings.timeline_fanout_limit));
     server.await.context("the server task failed")?;
     if let Some(pump) = pump {
         pump.stop().await;
@@ -234,10 +249,25 @@ fn notice_first_answer(router: Router) -> (Router, Arc<Notify>) {
 /// The change-feed pump, started once `answered` is notified or PUMP_START_DELAY after serving
 /// began if no request came: its first reads (a checkpoint and a page of changes per container
 /// it follows) would otherwise compete with the first answer, which does not need them, on a
-/// small machine.
-fn start_pump(store: Arc<dyn Store>, answered: Arc<Notify>) -> pump::Pump {
+/// small machine. A configured fan-out limit is recorded in the store before the followers
+/// start (retried until it is: the timeline lane must not project by another).
+fn start_pump(
+    store: Arc<dyn Store>,
+    answered: Arc<Notify>,
+    fanout_limit: Option<u64>,
+) -> pump::Pump {
+    let recording = store.clone();
     pump::spawn_after(store, async move {
         let _ = tokio::time::timeout(PUMP_START_DELAY, answered.notified()).await;
+        let Some(limit) = fanout_limit else {
+            return;
+        };
+        let mut wait = Duration::from_millis(100);
+        while let Err(e) = projection::timeline::record_limit(&*recording, limit).await {
+            tracing::warn!(error = %e, "fan-out limit not recorded yet; the pump waits");
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
     })
 }
 

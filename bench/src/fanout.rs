@@ -64,7 +64,7 @@ impl Bench {
     pub async fn fanout(&mut self) -> anyhow::Result<Fanout> {
         let n = self.args.fanout_followers;
         let off = n as u64 * 10;
-        let was = limit::set(off);
+        let was = limit::set(&*self.store, off).await?;
         let out = async {
             let started = Instant::now();
             let (author, follower_ids) = self.followed_author(n).await?;
@@ -73,7 +73,7 @@ impl Bench {
             let copied = self.fanout_post(&author, off).await?;
             // Over the limit: the recount that sees it writes each follower's marker.
             let on = n as u64 / 10;
-            limit::set(on);
+            limit::set(&*self.store, on).await?;
             recount(&*self.store, &author).await?;
             self.settle().await?;
             let merged = self.fanout_post(&author, on).await?;
@@ -98,7 +98,7 @@ impl Bench {
             })
         }
         .await;
-        limit::set(was);
+        limit::set(&*self.store, was).await?;
         out
     }
 
@@ -277,10 +277,14 @@ mod tests {
             args: Args::try_parse_from(args).unwrap(),
             big_authors: Vec::new(),
         };
-        let limit_before = limit::current();
+        let limit_before = limit::current(&*bench.store).await;
 
         let f = bench.fanout().await.unwrap();
-        assert_eq!(limit::current(), limit_before, "the limit is put back");
+        assert_eq!(
+            limit::current(&*bench.store).await,
+            limit_before,
+            "the limit is put back"
+        );
         assert_eq!(f.copied.fanout_limit, 120);
         assert_eq!(f.copied.timeline_copies, 12, "a copy per follower");
         assert!(f.copied.change_feed_operations >= 12, "{f:?}");
@@ -314,12 +318,12 @@ mod tests {
         assert_eq!(authors.len(), 1, "the row's author");
         bench.retire_big_authors().await.unwrap();
         assert!(bench.big_authors.is_empty());
-        let was = limit::set(0);
+        let was = limit::set(&*bench.store, 0).await.unwrap();
         for a in &authors {
             bench.create_post(a).await.unwrap();
         }
         bench.settle().await.unwrap();
-        limit::set(was);
+        limit::set(&*bench.store, was).await.unwrap();
         for a in &authors {
             let user = bench
                 .client

@@ -173,7 +173,7 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
             break;
         }
         tokio::time::sleep(settle).await;
-        let limit = projection::timeline::limit_to_judge_by(store).await?;
+        let limit = projection::timeline::limit_in_force(store).await?;
         let moving = projection::relocation::moving(store).await?;
         let window = Window::open(store).await?;
         let mut looked = Vec::new();
@@ -214,7 +214,7 @@ fn lagging(touched: &Touched, user: &str, one: &Check) -> bool {
 async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)>)> {
     let mut check = Check::default();
     let mut suspects = Vec::new();
-    let limit = projection::timeline::limit_to_judge_by(store).await?;
+    let limit = projection::timeline::limit_in_force(store).await?;
     let moving = projection::relocation::moving(store).await?;
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)

@@ -140,8 +140,8 @@ pub const CONCURRENCY: usize = 8;
 /// changes are what carries a job on, through the users feed).
 pub use super::engine::JOB;
 pub use limit::{
-    clear_fanout_limit, fanout_limit, limit_in_force, limit_state, limit_to_judge_by, merges,
-    set_fanout_limit, unmerges, LimitState, DEFAULT_FANOUT_LIMIT, LIMIT_ID, LIMIT_JOB,
+    limit_in_force, limit_state, merges, record_limit, stored_limit, unmerges, LimitState,
+    DEFAULT_FANOUT_LIMIT, LIMIT_ID, LIMIT_JOB,
 };
 pub use names::naming;
 

@@ -40,9 +40,9 @@ const SCENARIO_LIMIT: Duration = Duration::from_secs(600);
 impl Bench {
     pub async fn others_lag(&mut self) -> anyhow::Result<OthersLag> {
         let n = self.args.hot_followers;
-        let was = limit::set(n as u64);
+        let was = limit::set(&*self.store, n as u64).await?;
         let out = self.others_lag_at_the_limit(n).await;
-        limit::set(was);
+        limit::set(&*self.store, was).await?;
         out
     }
 

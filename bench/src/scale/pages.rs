@@ -38,9 +38,9 @@ impl Bench {
             .await?;
         self.settle().await?;
         let ordinary = self.page_reads(&reader, authors.len(), 0).await?;
-        let was = limit::set(0);
+        let was = limit::set(&*self.store, 0).await?;
         let merged = self.merged_pages(started).await;
-        limit::set(was);
+        limit::set(&*self.store, was).await?;
         let (merged, concurrent, setup_seconds) = merged?;
         eprintln!(
             "bench: [T2/T3] a timeline page: ordinary {:.1} ops, {} merged authors {:.1} ops; \

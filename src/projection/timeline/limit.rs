@@ -3,8 +3,6 @@
 //! so that every process judges by the same one. How an author crosses it is
 //! [`super::crossing`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use serde_json::{json, Value};
 
 use crate::projection::engine::read_job;
@@ -14,35 +12,11 @@ use crate::store::{retry, Container, Store, StoreResult};
 /// The job item recording an author's side of the fan-out limit.
 pub const LIMIT_JOB: &str = "timelineJob-limit";
 
-/// The fan-out limit when none is recorded and the process sets none.
+/// The fan-out limit when none is recorded.
 pub const DEFAULT_FANOUT_LIMIT: u64 = crate::settings::DEFAULT_TIMELINE_FANOUT_LIMIT;
 
 /// The `leases` item recording the limit in force (partition key = id).
 pub const LIMIT_ID: &str = "settings.timeline";
-
-const UNSET: u64 = u64::MAX;
-static CONFIGURED: AtomicU64 = AtomicU64::new(UNSET);
-
-/// The limit this process was configured with (`BLOG_TIMELINE_FANOUT_LIMIT`, at start-up): the
-/// timeline lane records it in the store when the store holds another, and every process then
-/// uses the recorded one.
-pub fn set_fanout_limit(limit: u64) {
-    CONFIGURED.store(limit, Ordering::Relaxed);
-}
-
-/// Forget the configured limit: the recorded one (or the default) is used.
-pub fn clear_fanout_limit() {
-    CONFIGURED.store(UNSET, Ordering::Relaxed);
-}
-
-/// The limit this process was configured with, or the default.
-pub fn fanout_limit() -> u64 {
-    configured().unwrap_or(DEFAULT_FANOUT_LIMIT)
-}
-
-fn configured() -> Option<u64> {
-    Some(CONFIGURED.load(Ordering::Relaxed)).filter(|&l| l != UNSET)
-}
 
 /// The limit recorded in the store, if any (one point read).
 pub async fn stored_limit(store: &dyn Store) -> StoreResult<Option<u64>> {
@@ -50,26 +24,22 @@ pub async fn stored_limit(store: &dyn Store) -> StoreResult<Option<u64>> {
     Ok(item.and_then(|i| i.get("fanoutLimit").and_then(Value::as_u64)))
 }
 
-/// The limit in force: the process's configured one, recorded in the store first if the store
-/// holds another; else the recorded one; else the default. Read when the timeline lane needs it
-/// (once per batch that changes a user), never at start-up.
-pub async fn limit_in_force(store: &dyn Store) -> StoreResult<u64> {
-    let stored = stored_limit(store).await?;
-    match (configured(), stored) {
-        (Some(c), s) if s != Some(c) => {
-            let item = json!({ "id": LIMIT_ID, "fanoutLimit": c });
-            retry(|| store.upsert(Container::Leases, LIMIT_ID, item.clone())).await?;
-            Ok(c)
-        }
-        (_, Some(s)) => Ok(s),
-        (c, None) => Ok(c.unwrap_or(DEFAULT_FANOUT_LIMIT)),
+/// Record `limit` as the one in force, unless it is already (a point read, and a write when it
+/// differs). A process configured with a limit (`BLOG_TIMELINE_FANOUT_LIMIT`) records it before
+/// its timeline lane projects anything: the standalone pump when it starts, the timeline
+/// triggers on their first invocation. Every process then judges by the recorded one.
+pub async fn record_limit(store: &dyn Store, limit: u64) -> StoreResult<()> {
+    if stored_limit(store).await? != Some(limit) {
+        let item = json!({ "id": LIMIT_ID, "fanoutLimit": limit });
+        retry(|| store.upsert(Container::Leases, LIMIT_ID, item.clone())).await?;
     }
+    Ok(())
 }
 
-/// The limit verify and repair judge by: the recorded one, else the process's, else the
-/// default. Writes nothing.
-pub async fn limit_to_judge_by(store: &dyn Store) -> StoreResult<u64> {
-    Ok(stored_limit(store).await?.unwrap_or_else(fanout_limit))
+/// The limit in force: the recorded one, else the default. Read by the timeline lane when it
+/// needs it (once per batch that changes a user), and by verify and repair.
+pub async fn limit_in_force(store: &dyn Store) -> StoreResult<u64> {
+    Ok(stored_limit(store).await?.unwrap_or(DEFAULT_FANOUT_LIMIT))
 }
 
 /// Whether an author with `followers` who is copied is merged: more followers than the limit.

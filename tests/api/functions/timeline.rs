@@ -105,3 +105,52 @@ async fn the_triggers_keep_followers_and_timelines() {
         .await
         .is_empty());
 }
+
+/// A hosted process configured with a fan-out limit records it before its timeline triggers
+/// project anything, and the timeline lane then projects by it: an author over it is merged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeline_triggers_record_the_configured_fanout_limit_first() {
+    use blog::projection::timeline::{stored_limit, LIMIT_JOB};
+
+    let fixture = crate::helpers::embedded_fixture().await;
+    let app = crate::helpers::TestApp::spawn_with(fixture, false, |a| {
+        a.hosted(true).fanout_limit(Some(0))
+    })
+    .await;
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let doc = app.current(Container::Users, &bob, &bob).await;
+    // The main lane does not record it.
+    app.deliver("UsersChangeFeed", std::slice::from_ref(&doc))
+        .await
+        .assert_applied();
+    assert_eq!(stored_limit(&*app.store).await.unwrap(), None);
+
+    assert_eq!(
+        app.put(&format!("/api/users/{ana}/following/{bob}"), Value::Null)
+            .await
+            .status,
+        204
+    );
+    let edge = app
+        .current(Container::Users, &ana, &format!("following-{bob}"))
+        .await;
+    app.deliver("UsersChangeFeed", std::slice::from_ref(&edge))
+        .await
+        .assert_applied();
+    let bob_now = app.current(Container::Users, &bob, &bob).await;
+    app.deliver("UsersTimeline", &[edge, bob_now])
+        .await
+        .assert_applied();
+    assert_eq!(stored_limit(&*app.store).await.unwrap(), Some(0));
+    // One follower is over a limit of 0: bob's side of the limit is "merged" (or crossing to it).
+    let job = app
+        .store
+        .read(Container::Users, &bob, LIMIT_JOB)
+        .await
+        .unwrap();
+    assert!(
+        job.is_some(),
+        "bob's limit job is written: the lane judged by 0"
+    );
+}
