@@ -225,6 +225,13 @@ pub async fn live_user(store: &dyn Store, id: &str) -> StoreResult<Option<Value>
     Ok(user.filter(|u| crate::domain::is_live(u, Kind::User)))
 }
 
+/// A user item read as a [`User`](crate::domain::User) (one written by any release reads).
+pub fn as_user(item: &Value) -> StoreResult<crate::domain::User> {
+    use serde::Deserialize as _;
+    crate::domain::User::deserialize(item)
+        .map_err(|e| StoreError::Other(format!("a user item does not read: {e}")))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Paging.
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::engine::{apply_one, apply_unordered, user, wrote, Unit};
 use super::write::{str_field, Write};
 use super::ProjectionError;
-use crate::domain::Kind;
+use crate::domain::{Kind, User};
 use crate::store::{Container, PatchOp, Query, Store, StoreError};
 
 /// Renames, main lane.
@@ -63,7 +63,8 @@ async fn carry_name(
     if crate::domain::is_deleted(&user) {
         return Ok(0);
     }
-    let Some(owed) = owed(&user) else {
+    let typed = super::engine::as_user(&user)?;
+    let Some(owed) = owed(&typed) else {
         return Ok(0);
     };
     let targets = [
@@ -130,10 +131,7 @@ async fn renamed_since(store: &dyn Store, user_id: &str, version: u64) -> Result
         // patching names it is changing would never settle.
         None => true,
         Some(u) if crate::domain::is_deleted(&u) => true,
-        Some(u) => u
-            .get("renameVersion")
-            .and_then(Value::as_u64)
-            .is_some_and(|v| v > version),
+        Some(u) => super::engine::as_user(&u)?.rename_version > version,
     })
 }
 /// Patches that set `username` on items still carrying another name.
@@ -164,15 +162,14 @@ pub struct Owed<'a> {
 /// missing or below the item's rename version. Which intermediate names the users feed saw
 /// does not matter: every rename bumps the version, so a rename back to an earlier name is owed
 /// one too.
-pub fn owed(user: &Value) -> Option<Owed<'_>> {
-    let username = str_field(user, "username")?;
-    let version = user
-        .get("renameVersion")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let done = user.get("propagatedVersion").and_then(Value::as_u64);
-    done.is_none_or(|done| done < version)
-        .then_some(Owed { username, version })
+pub fn owed(user: &User) -> Option<Owed<'_>> {
+    let version = user.rename_version;
+    user.propagated_version
+        .is_none_or(|done| done < version)
+        .then_some(Owed {
+            username: &user.username,
+            version,
+        })
 }
 
 /// The patch recording that the rename of `version` reached every item (`propagatedVersion`),
@@ -222,14 +219,17 @@ mod tests {
 
     #[test]
     fn a_fan_out_is_owed_by_rename_version_not_by_name() {
-        let new_user = crate::domain::to_value(&crate::domain::User::new(
+        let new_user = crate::domain::User::new(
             &crate::domain::Id::parse("id", "u1").unwrap(),
             &crate::domain::Username::parse("ana").unwrap(),
-        ));
+        );
+        let user = |v: Value| super::super::engine::as_user(&v).unwrap();
         assert_eq!(owed(&new_user), None, "a new user has no items yet");
         // Renamed away and back: the name equals the original, the version does not.
-        let back = json!({"id":"u1","type":"user","userId":"u1","username":"ana",
-            "renameVersion":2,"propagatedVersion":0});
+        let back = user(
+            json!({"id":"u1","type":"user","userId":"u1","username":"ana",
+            "renameVersion":2,"propagatedVersion":0}),
+        );
         assert_eq!(
             owed(&back),
             Some(Owed {
@@ -237,12 +237,16 @@ mod tests {
                 version: 2
             })
         );
-        let done = json!({"id":"u1","type":"user","userId":"u1","username":"ana",
-            "renameVersion":2,"propagatedVersion":2});
+        let done = user(
+            json!({"id":"u1","type":"user","userId":"u1","username":"ana",
+            "renameVersion":2,"propagatedVersion":2}),
+        );
         assert_eq!(owed(&done), None);
         // Written before the version existed: fanned out once, then marked.
-        let legacy = json!({"id":"u1","type":"user","userId":"u1","username":"bea",
-            "propagatedUsername":"bea"});
+        let legacy = user(
+            json!({"id":"u1","type":"user","userId":"u1","username":"bea",
+            "propagatedUsername":"bea"}),
+        );
         assert_eq!(
             owed(&legacy),
             Some(Owed {

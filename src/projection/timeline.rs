@@ -345,8 +345,9 @@ async fn user_changed(
     if is_deleted(&user) {
         return erasure::user_erased(store, user_id).await;
     }
-    let written = names::user_changed(store, user_id, &user).await?;
-    Ok(written + crossing::user_changed(store, user_id, &user, batch).await?)
+    let typed = super::engine::as_user(&user)?;
+    let written = names::user_changed(store, user_id, &typed).await?;
+    Ok(written + crossing::user_changed(store, user_id, &user, &typed, batch).await?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,12 +375,15 @@ async fn job_step(
             let Some(user) = live_user(store, user_id).await? else {
                 return Ok(0);
             };
-            let version = user
-                .get("renameVersion")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            let name = str_field(&user, "username").unwrap_or_default();
-            names::rename_step(store, user_id, name, version, Some(&job)).await
+            let user = super::engine::as_user(&user)?;
+            names::rename_step(
+                store,
+                user_id,
+                &user.username,
+                user.rename_version,
+                Some(&job),
+            )
+            .await
         }
         Some("limit") => {
             let places = batch.places(store).await?;

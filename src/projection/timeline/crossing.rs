@@ -20,14 +20,12 @@ pub(super) async fn user_changed(
     store: &dyn Store,
     user_id: &str,
     user: &Value,
+    typed: &crate::domain::User,
     batch: &mut Batch,
 ) -> StoreResult<usize> {
     let mut written = 0;
     // The limit: a crossing starts when the count calls for one.
-    let followers = user
-        .get("followerCount")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let followers = typed.follower_count;
     let state = limit_state(store, user_id, Some(user)).await?;
     let side = state.side();
     let cross_to = if !side && merges(followers, batch.limit(store).await?) {
@@ -42,8 +40,7 @@ pub(super) async fn user_changed(
         // in the shared partition before the first one; coming back, copying resumes at once
         // (the markers then go, and the posts are copied, a page of followers a step).
         if target {
-            let name = str_field(user, "username").unwrap_or_default();
-            written += merged::copy_author(store, user_id, name).await?;
+            written += merged::copy_author(store, user_id, &typed.username).await?;
         }
         let merged = target && state.merged;
         let job = json!({
@@ -69,17 +66,12 @@ pub(super) async fn limit_step(
     user_id: &str,
     job: &Value,
 ) -> StoreResult<usize> {
-    let Some(target) = job.get("target").and_then(Value::as_bool) else {
+    let state = LimitState::of_job(job.clone())?;
+    let Some(target) = state.target else {
         return Ok(0);
     };
     let Some(user) = live_user(store, user_id).await? else {
         return Ok(0);
-    };
-    let state = LimitState {
-        merged: job.get("merged") == Some(&Value::Bool(true)),
-        target: Some(target),
-        cursor: str_field(job, "cursor").map(String::from),
-        item: Some(job.clone()),
     };
     let q = Query::partition(user_id)
         .eq("type", FOLLOWER)

@@ -3,11 +3,12 @@
 //! so that every process judges by the same one. How an author crosses it is
 //! [`super::crossing`].
 
+use serde::Deserialize as _;
 use serde_json::{json, Value};
 
+use crate::domain::follows::LimitJob;
 use crate::projection::engine::read_job;
-use crate::projection::write::str_field;
-use crate::store::{retry, Container, Store, StoreResult};
+use crate::store::{retry, Container, Store, StoreError, StoreResult};
 
 /// The job item recording an author's side of the fan-out limit.
 pub const LIMIT_JOB: &str = "timelineJob-limit";
@@ -65,6 +66,18 @@ pub struct LimitState {
 }
 
 impl LimitState {
+    /// The state a job item records.
+    pub(super) fn of_job(item: Value) -> StoreResult<LimitState> {
+        let job = LimitJob::deserialize(&item)
+            .map_err(|e| StoreError::Other(format!("a fan-out limit record does not read: {e}")))?;
+        Ok(LimitState {
+            merged: job.merged,
+            target: job.target,
+            cursor: job.cursor,
+            item: Some(item),
+        })
+    }
+
     /// Whether a new follower gets a marker rather than copies.
     pub fn marks(&self) -> bool {
         self.merged || self.target == Some(true)
@@ -85,12 +98,7 @@ pub async fn limit_state(
 ) -> StoreResult<LimitState> {
     let item = read_job(store, user_id, LIMIT_JOB).await?;
     Ok(match item {
-        Some(i) => LimitState {
-            merged: i.get("merged") == Some(&Value::Bool(true)),
-            target: i.get("target").and_then(Value::as_bool),
-            cursor: str_field(&i, "cursor").map(String::from),
-            item: Some(i),
-        },
+        Some(i) => LimitState::of_job(i)?,
         None => LimitState {
             merged: user.is_some_and(|u| u.get("timelineMerged") == Some(&Value::Bool(true))),
             ..LimitState::default()

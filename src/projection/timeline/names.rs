@@ -9,7 +9,6 @@ use crate::domain::follows::REF_USER;
 use crate::projection::engine::{apply_all, read_job, save_job};
 use crate::projection::merged;
 use crate::projection::rename::plan_rename;
-use crate::projection::write::str_field;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// User `user_id` (`user`, live) changed: unless the job item records their rename version as
@@ -17,12 +16,9 @@ use crate::store::{retry, Container, Query, Store, StoreResult};
 pub(super) async fn user_changed(
     store: &dyn Store,
     user_id: &str,
-    user: &Value,
+    user: &crate::domain::User,
 ) -> StoreResult<usize> {
-    let version = user
-        .get("renameVersion")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let version = user.rename_version;
     let rename = read_job(store, user_id, RENAME_JOB).await?;
     let done = rename
         .as_ref()
@@ -32,8 +28,7 @@ pub(super) async fn user_changed(
     if version <= done {
         return Ok(0);
     }
-    let name = str_field(user, "username").unwrap_or_default();
-    rename_step(store, user_id, name, version, rename.as_ref()).await
+    rename_step(store, user_id, &user.username, version, rename.as_ref()).await
 }
 
 /// One page of the edges (in `users`) and of the entries (in `timelines`, and in `users` those
