@@ -5,7 +5,8 @@
 //! own fields (`userId`, `title`, `content`, `creationDate`) and which comments and likes exist.
 //! Everything else is derived:
 //! - `userUsername` on posts, comments and likes is the author's current `username`;
-//! - `commentCount` / `likeCount` on a post are the numbers of its comments and likes;
+//! - `commentCount` / `likeCount` / `bookmarkCount` on a post are the numbers of its comments,
+//!   likes and bookmarks, and each bookmark has its copy of the post in its user's partition;
 //! - `users` holds, in the author's partition, the short form of each of their posts as it should
 //!   be (names and counts corrected); `feed` holds exactly the short forms of the 100 newest
 //!   posts (by `creationDate`, then `id`; see [`super::newest`]).
@@ -18,6 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::{Authored, Kind, Post};
+use crate::projection::bookmarks::Bookmarked;
 use crate::store::Container;
 
 /// The kinds of drift, in report order.
@@ -41,10 +43,17 @@ pub enum DriftKind {
     FeedStale,
     /// An entry in `feed` that is not one of the newest posts.
     FeedExtra,
+    /// A post's `bookmarkCount` is not the number of its bookmarks.
+    BookmarkCount,
+    /// A bookmark has no copy of its post in the bookmarker's partition, or it differs.
+    BookmarkCopyMissing,
+    BookmarkCopyStale,
+    /// A bookmarked copy without its bookmark.
+    BookmarkCopyExtra,
 }
 
 impl DriftKind {
-    pub const ALL: [DriftKind; 11] = [
+    pub const ALL: [DriftKind; 15] = [
         DriftKind::PostUsername,
         DriftKind::CommentUsername,
         DriftKind::LikeUsername,
@@ -56,6 +65,10 @@ impl DriftKind {
         DriftKind::FeedMissing,
         DriftKind::FeedStale,
         DriftKind::FeedExtra,
+        DriftKind::BookmarkCount,
+        DriftKind::BookmarkCopyMissing,
+        DriftKind::BookmarkCopyStale,
+        DriftKind::BookmarkCopyExtra,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +84,10 @@ impl DriftKind {
             DriftKind::FeedMissing => "feed entry missing",
             DriftKind::FeedStale => "feed entry stale",
             DriftKind::FeedExtra => "feed entry extra",
+            DriftKind::BookmarkCount => "bookmark count",
+            DriftKind::BookmarkCopyMissing => "bookmark copy missing",
+            DriftKind::BookmarkCopyStale => "bookmark copy stale",
+            DriftKind::BookmarkCopyExtra => "bookmark copy extra",
         }
     }
 }
@@ -168,7 +185,7 @@ pub fn expected_post(post: &Post, author: Option<&str>, comments: u64, likes: u6
 /// The counter drift of a post against its counted comments and likes. The counters are judged
 /// as `stored` holds them: a post reads a counter below zero as 0, which is not the count.
 pub fn count_drift(post: &Post, stored: &Value, comments: u64, likes: u64) -> Vec<Drift> {
-    let [c, l] = Post::COUNTERS;
+    let [c, l, _] = Post::COUNTERS;
     [
         (DriftKind::CommentCount, c, comments),
         (DriftKind::LikeCount, l, likes),
@@ -245,6 +262,71 @@ pub fn copy_drift(container: Container, found: Option<&Value>, expected: &Post) 
         Err(e) => vec![format!("does not read as a post: {e}")],
     };
     (!diff.is_empty()).then(|| Drift::new(stale, container, pk, id, diff.join("; ")))
+}
+
+/// Drift of post `post`'s bookmarks: its `bookmarkCount` as `stored` holds it (missing reads as
+/// 0) against the `bookmarks` counted, each bookmark's copy as `found` against the copy it
+/// should be, and the `extra` copies (their owners) without a bookmark.
+pub fn bookmark_drift(
+    post: &Post,
+    stored: &Value,
+    bookmarks: u64,
+    copies: &[(Bookmarked, Option<Value>)],
+    extra: &[String],
+) -> Vec<Drift> {
+    let mut out = Vec::new();
+    let count = stored.get("bookmarkCount").and_then(Value::as_u64);
+    if count.unwrap_or(0) != bookmarks {
+        let (c, p) = (show(stored.get("bookmarkCount")), &post.post_id);
+        let detail = format!("bookmarkCount: {c}, expected {bookmarks}");
+        out.push(Drift::new(
+            DriftKind::BookmarkCount,
+            Container::Posts,
+            p,
+            p,
+            detail,
+        ));
+    }
+    for (expected, found) in copies {
+        let at = |kind, detail| {
+            Drift::new(
+                kind,
+                Container::Users,
+                &expected.user_id,
+                &expected.id,
+                detail,
+            )
+        };
+        let diff = match found.as_ref().map(Bookmarked::deserialize) {
+            None => {
+                out.push(at(DriftKind::BookmarkCopyMissing, "no copy".into()));
+                continue;
+            }
+            Some(Err(e)) => vec![format!("does not read as a bookmarked post: {e}")],
+            Some(Ok(f)) if f.creation_date != expected.creation_date => {
+                vec![format!(
+                    "creationDate: {}, expected {}",
+                    f.creation_date, expected.creation_date
+                )]
+            }
+            Some(Ok(f)) => differences(&f.post, &expected.post),
+        };
+        if !diff.is_empty() {
+            out.push(at(DriftKind::BookmarkCopyStale, diff.join("; ")));
+        }
+    }
+    for owner in extra {
+        let id = Bookmarked::id_of(&post.post_id);
+        let detail = "its bookmark does not exist".to_string();
+        out.push(Drift::new(
+            DriftKind::BookmarkCopyExtra,
+            Container::Users,
+            owner,
+            &id,
+            detail,
+        ));
+    }
+    out
 }
 
 /// The author of a stored post, as far as telling whose copies it has goes.

@@ -57,7 +57,14 @@ pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
         container,
         str_field(item, container.partition_key_field())?,
         str_field(item, "id")?,
-        tombstone_ops(Kind::of(item)?),
+        match Kind::of(item) {
+            Some(kind) => tombstone_ops(kind),
+            // A bookmark (in its post's partition) is marked like the post's own items.
+            None if str_field(item, Kind::FIELD) == Some(super::bookmarks::BOOKMARK) => {
+                super::bookmarks::tombstone_ops()
+            }
+            None => return None,
+        },
     ))
 }
 

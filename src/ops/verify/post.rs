@@ -14,6 +14,7 @@ use super::{pages, CONCURRENCY};
 use crate::domain::{is_deleted, Authored, Kind, Post, User};
 use crate::ops::expected::{self, str_field, Drift};
 use crate::ops::report::notification;
+use crate::projection::bookmarks::{self, Bookmark, Bookmarked, BOOKMARKED};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
@@ -112,6 +113,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
     let (mut post, mut stored) = (post, stored);
     let mut sources = Fingerprint::default();
     let mut users = Vec::new();
+    let mut bookmarks = Vec::new();
     let items = pages(
         store,
         Container::Posts,
@@ -133,7 +135,10 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
                     }
                     continue;
                 }
-                _ => continue,
+                _ => {
+                    bookmarks.extend(Bookmark::read(&item).filter(|b| !b.deleted));
+                    continue;
+                }
             }
             let Ok(authored) = Authored::deserialize(&item) else {
                 continue;
@@ -153,7 +158,13 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
         findings.extend(expected::author_drift(&a, author.as_deref()));
     }
     findings.extend(expected::count_drift(&post, &stored, comments, likes));
-    let should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
+    let mut should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
+    should_be.bookmark_count = bookmarks.len() as u64;
+    let drift = check_bookmarks(store, &should_be, &stored, &bookmarks).await?;
+    for (d, doc) in drift {
+        findings.push(d);
+        replay_items.push(doc);
+    }
     let copy = retry(|| store.read(Container::Users, user_id, post_id)).await?;
     findings.extend(expected::copy_drift(
         Container::Users,
@@ -175,6 +186,52 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
         sources: sources.0,
         users,
     })
+}
+
+/// Post `post`'s (as it should be) bookmarks: its count, each bookmark's copy, and the copies
+/// whose bookmark is gone (looked for with a query across `users` on a post with bookmarks or a
+/// count); each finding with the notification that has the projection mend it.
+async fn check_bookmarks(
+    store: &dyn Store,
+    post: &Post,
+    stored: &Value,
+    bookmarks: &[Bookmark],
+) -> StoreResult<Vec<(Drift, Value)>> {
+    let p = post.post_id.as_str();
+    let (id, mut copies) = (Bookmarked::id_of(p), Vec::new());
+    for b in bookmarks {
+        let found = retry(|| store.read(Container::Users, &b.user_id, &id)).await?;
+        copies.push((Bookmarked::new(&b.user_id, &b.creation_date, post), found));
+    }
+    let mut extra = Vec::new();
+    if !bookmarks.is_empty()
+        || stored
+            .get("bookmarkCount")
+            .and_then(Value::as_u64)
+            .is_some_and(|n| n > 0)
+    {
+        let q = Query::cross_partition()
+            .eq("type", BOOKMARKED)
+            .eq("postId", p)
+            .live();
+        let found = crate::projection::engine::query_all(store, Container::Users, q).await?;
+        extra.extend(
+            found
+                .iter()
+                .filter_map(|c| str_field(c, "userId"))
+                .filter(|u| !bookmarks.iter().any(|b| b.user_id == *u))
+                .map(String::from),
+        );
+    }
+    let drift = expected::bookmark_drift(post, stored, bookmarks.len() as u64, &copies, &extra);
+    Ok(drift
+        .into_iter()
+        .map(|d| {
+            let user = (d.container == Container::Users).then_some(d.pk.as_str());
+            let doc = bookmarks::notification(p, user);
+            (d, doc)
+        })
+        .collect())
 }
 
 pub(super) async fn check_posts(
