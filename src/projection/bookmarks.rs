@@ -389,3 +389,110 @@ async fn fan_out(
     let step = fanout::step_with(store, &copies, &owners, cursor, &copy).await?;
     Ok((step.written, step.next))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+
+    fn post(title: &str, bookmarks: u64) -> Post {
+        Post {
+            id: "p1".into(),
+            kind: Kind::Post,
+            post_id: "p1".into(),
+            user_id: "bob".into(),
+            user_username: "bob".into(),
+            title: title.into(),
+            content: "c".into(),
+            comment_count: 0,
+            like_count: 0,
+            creation_date: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: None,
+            bookmark_count: bookmarks,
+        }
+    }
+
+    /// Run the post's change, then each job step it leaves, as the feeds would deliver them.
+    async fn project_change(store: &EmbeddedStore) -> usize {
+        let p = store
+            .read(Container::Posts, "p1", "p1")
+            .await
+            .unwrap()
+            .unwrap();
+        let mut steps = 0;
+        project_posts(store, &[p]).await.unwrap();
+        loop {
+            let job = store
+                .read(Container::Users, "bob", &job_id("p1"))
+                .await
+                .unwrap();
+            let Some(job) = job.filter(|j| j["done"] == false) else {
+                return steps;
+            };
+            project_steps(store, &[job]).await.unwrap();
+            steps += 1;
+        }
+    }
+
+    async fn titles(store: &EmbeddedStore, owners: &[String]) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for o in owners {
+            let copy = store
+                .read(Container::Users, o, "bookmarked-p1")
+                .await
+                .unwrap();
+            let copy: Bookmarked = serde_json::from_value(copy.expect("a copy")).unwrap();
+            assert_eq!(
+                copy.creation_date,
+                format!("date-{o}"),
+                "dated by its bookmark"
+            );
+            out.insert(copy.post.title);
+        }
+        out
+    }
+
+    /// More bookmarkers than a page: the fan-out writes a page, and its job item's change the
+    /// rest; a later edit reaches every copy the same way.
+    #[tokio::test]
+    async fn a_post_change_reaches_every_bookmarker_a_page_a_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("b.db")).unwrap();
+        let owners: Vec<String> = (0..PAGE + 5).map(|i| format!("u{i:03}")).collect();
+        let p = to_value(&post("first", owners.len() as u64));
+        store.create(Container::Posts, "p1", p).await.unwrap();
+        for o in &owners {
+            let b = Bookmark {
+                creation_date: format!("date-{o}"),
+                ..Bookmark::new("p1", o)
+            };
+            store
+                .create(Container::Posts, "p1", to_value(&b))
+                .await
+                .unwrap();
+        }
+        assert_eq!(project_change(&store).await, 1, "a second step");
+        assert_eq!(
+            titles(&store, &owners).await,
+            BTreeSet::from(["first".into()])
+        );
+
+        let edit = [PatchOp::set("/title", "edited")];
+        store
+            .patch(Container::Posts, "p1", "p1", &edit, None)
+            .await
+            .unwrap();
+        assert_eq!(project_change(&store).await, 1);
+        assert_eq!(
+            titles(&store, &owners).await,
+            BTreeSet::from(["edited".into()])
+        );
+        // Delivered again, the same change writes nothing.
+        let p = store
+            .read(Container::Posts, "p1", "p1")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(project_posts(&store, &[p]).await.unwrap(), 0);
+    }
+}
