@@ -3,47 +3,36 @@
 //! change feed's (`crate::projection::bookmarks`), and the list reads the copies.
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::Value;
+use axum::response::Response;
 
+use super::deletion::no_content;
 use super::schema::PagingParams;
-use super::views::{PageView, PostSummaryPage, PostSummaryView, View};
-use super::{page_response, AppState, Paging, PathId, PathIds};
+use super::views::PostSummaryPage;
+use super::{AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
-use crate::domain::{is_live, to_value, Id, Kind};
+use crate::domain::follows::edge_tombstone_ops;
+use crate::domain::{to_value, Id, Kind};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::bookmarks::{tombstone_ops, Bookmark, Bookmarked, BOOKMARKED};
+use crate::projection::bookmarks::{Bookmark, BOOKMARKED};
 use crate::store::{Container, Order, Query, Store, StoreError};
 
-/// How often a bookmark is retried when it changed between its read and write.
-const ATTEMPTS: usize = 5;
-
-/// 403 unless the caller may act as `user`, as for follows (under `BLOG_AUTH=none` the path
-/// names the caller).
-fn acts_as(caller: &Caller, user: &Id) -> ApiResult<()> {
-    caller.may_act_for(&[user.as_str()], || {
-        format!("only user `{user}` may change their bookmarks")
-    })
-}
-
-/// 404 unless `id` of `kind` is live in its own partition of `c`.
+/// 404 unless item `id` (of `kind`) is live in its own partition of `c`.
 async fn must_exist(store: &dyn Store, c: Container, kind: Kind, id: &Id) -> ApiResult<()> {
-    let item = store.read(c, id.as_str(), id.as_str()).await?;
-    if !item.is_some_and(|i| is_live(&i, kind)) {
-        return Err(ApiError::not_found(kind.as_str(), id.as_str()));
-    }
-    Ok(())
+    let item = super::read_item(store, c, id).await?;
+    item.map(drop)
+        .ok_or_else(|| ApiError::not_found(kind.as_str(), id.as_str()))
 }
 
-fn no_content() -> ApiResult<Response> {
-    Ok(StatusCode::NO_CONTENT.into_response())
+/// `user`'s bookmark of `post`, if live (one point read).
+async fn live(store: &dyn Store, user: &Id, post: &Id) -> ApiResult<Option<Bookmark>> {
+    let id = Bookmark::id_of(user.as_str());
+    let item = store.read(Container::Posts, post.as_str(), &id).await?;
+    Ok(item.as_ref().and_then(Bookmark::live))
 }
 
-/// `PUT /api/users/{userId}/bookmarks/{postId}`: reads the user and the post, then creates the
-/// bookmark (or revives its mark). Idempotent.
+/// `PUT /api/users/{userId}/bookmarks/{postId}`: reads the user, the post and the bookmark, then
+/// writes the bookmark unless it is live already (a repeat keeps its date). Idempotent.
 #[utoipa::path(
     put,
     path = "/api/users/{userId}/bookmarks/{postId}",
@@ -58,7 +47,6 @@ fn no_content() -> ApiResult<Response> {
         (status = 204, description = "The user has the post bookmarked"),
         (status = 403, description = "The user is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such user or post", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The bookmark kept changing meanwhile; retry", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn bookmark(
@@ -66,43 +54,21 @@ pub async fn bookmark(
     caller: Caller,
     PathIds(user, post): PathIds,
 ) -> ApiResult<Response> {
-    acts_as(&caller, &user)?;
+    // As for follows: only the user themself (under `BLOG_AUTH=none` the path names the caller).
+    caller.may_act_for(&[user.as_str()], || {
+        format!("only user `{user}` may change their bookmarks")
+    })?;
     let store = &*s.store;
-    futures::try_join!(
+    let (_, _, existing) = futures::try_join!(
         must_exist(store, Container::Users, Kind::User, &user),
         must_exist(store, Container::Posts, Kind::Post, &post),
+        live(store, &user, &post),
     )?;
-    let item = to_value(&Bookmark::new(post.as_str(), user.as_str()));
-    let id = Bookmark::id_of(user.as_str());
-    for _ in 0..ATTEMPTS {
-        match store
-            .create(Container::Posts, post.as_str(), item.clone())
-            .await
-        {
-            Ok(_) => return no_content(),
-            Err(StoreError::Conflict) => {}
-            Err(e) => return Err(e.into()),
-        }
-        // Bookmarked before: nothing to do, unless that bookmark was taken back.
-        let Some(existing) = store.read(Container::Posts, post.as_str(), &id).await? else {
-            continue;
-        };
-        if Bookmark::read(&existing).is_some_and(|b| !b.deleted) {
-            return no_content();
-        }
-        let etag = existing.get("_etag").and_then(Value::as_str);
-        match store
-            .replace(Container::Posts, post.as_str(), &id, item.clone(), etag)
-            .await
-        {
-            Ok(_) => return no_content(),
-            Err(StoreError::PreconditionFailed | StoreError::NotFound) => continue,
-            Err(e) => return Err(e.into()),
-        }
+    if existing.is_none() {
+        let item = to_value(&Bookmark::new(post.as_str(), user.as_str()));
+        store.upsert(Container::Posts, post.as_str(), item).await?;
     }
-    Err(ApiError::Conflict(format!(
-        "the bookmark of `{post}` kept changing; retry"
-    )))
+    Ok(no_content())
 }
 
 /// `DELETE /api/users/{userId}/bookmarks/{postId}`: marks the bookmark deleted (the change
@@ -120,7 +86,6 @@ pub async fn bookmark(
     responses(
         (status = 204, description = "The user does not have the post bookmarked (any more)"),
         (status = 403, description = "The user is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The bookmark kept changing meanwhile; retry", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn unbookmark(
@@ -128,30 +93,20 @@ pub async fn unbookmark(
     caller: Caller,
     PathIds(user, post): PathIds,
 ) -> ApiResult<Response> {
-    acts_as(&caller, &user)?;
-    let id = Bookmark::id_of(user.as_str());
-    for _ in 0..ATTEMPTS {
-        let Some(existing) = s.store.read(Container::Posts, post.as_str(), &id).await? else {
-            return no_content();
-        };
-        if !Bookmark::read(&existing).is_some_and(|b| !b.deleted) {
-            return no_content();
-        }
-        let etag = existing.get("_etag").and_then(Value::as_str);
-        let ops = tombstone_ops();
-        match s
+    caller.may_act_for(&[user.as_str()], || {
+        format!("only user `{user}` may change their bookmarks")
+    })?;
+    if live(&*s.store, &user, &post).await?.is_some() {
+        let (id, ops) = (Bookmark::id_of(user.as_str()), edge_tombstone_ops());
+        let marked = s
             .store
-            .patch(Container::Posts, post.as_str(), &id, &ops, etag)
-            .await
-        {
-            Ok(_) | Err(StoreError::NotFound) => return no_content(),
-            Err(StoreError::PreconditionFailed) => continue,
+            .patch(Container::Posts, post.as_str(), &id, &ops, None);
+        match marked.await {
+            Ok(_) | Err(StoreError::NotFound) => {}
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ApiError::Conflict(format!(
-        "the bookmark of `{post}` kept changing; retry"
-    )))
+    Ok(no_content())
 }
 
 /// `GET /api/users/{userId}/bookmarks`: one query in the user's partition (the copies).
@@ -178,18 +133,8 @@ pub async fn list_bookmarks(
         .order_by_creation(Order::Desc)
         .limit(paging.limit)
         .continuation(paging.continuation);
-    let page = s.store.query(Container::Users, &q).await?;
-    let posts = page
-        .items
-        .iter()
-        .map(|c| {
-            Bookmarked::deserialize(c)
-                .map(|b| PostSummaryView::from_domain(b.post))
-                .map_err(|e| ApiError::internal(format!("a stored bookmark does not read: {e}")))
-        })
-        .collect::<ApiResult<_>>()?;
-    Ok(page_response(&PostSummaryPage::new(
-        posts,
-        page.continuation,
-    )))
+    let mut page = s.store.query(Container::Users, &q).await?;
+    // Each copy holds the post as the list shows it.
+    page.items.iter_mut().for_each(|c| *c = c["post"].take());
+    super::list::<PostSummaryPage>(page)
 }

@@ -125,8 +125,7 @@ pub struct PostView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, example = "2026-11-21T11:30:00.456Z")]
     pub updated_at: Option<String>,
-    /// How many users bookmarked the post (kept by the change feed: a bookmark shows here a
-    /// moment after it is made).
+    /// How many users bookmarked the post, kept by the change feed.
     #[schema(minimum = 0)]
     pub bookmark_count: u64,
 }
@@ -196,8 +195,7 @@ impl View for PostSummaryView {
     const KIND: &'static str = "post";
     type Stored = Post;
 
-    /// Every field is named (no `..`), as in [`PostView`]; the short form has no `updatedAt` and
-    /// no `bookmarkCount`.
+    /// Every field is named (no `..`), as in [`PostView`]; no `updatedAt` or `bookmarkCount`.
     fn from_domain(p: Post) -> Self {
         let Post {
             id,

@@ -116,8 +116,7 @@ pub struct Post {
     /// form: copies show what the feed lists, and an edit changes their title or content anyway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-    /// How many users bookmarked the post: recounted by the change feed
-    /// (`crate::projection::bookmarks`); a post stored before bookmarks existed has none.
+    /// Its live bookmarks, recounted by the change feed (`crate::projection::bookmarks`).
     #[serde(default)]
     pub bookmark_count: u64,
 }

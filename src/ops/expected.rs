@@ -19,7 +19,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::{Authored, Kind, Post};
-use crate::projection::bookmarks::Bookmarked;
 use crate::store::Container;
 
 /// The kinds of drift, in report order.
@@ -45,15 +44,13 @@ pub enum DriftKind {
     FeedExtra,
     /// A post's `bookmarkCount` is not the number of its bookmarks.
     BookmarkCount,
-    /// A bookmark has no copy of its post in the bookmarker's partition, or it differs.
-    BookmarkCopyMissing,
-    BookmarkCopyStale,
-    /// A bookmarked copy without its bookmark.
-    BookmarkCopyExtra,
+    /// A bookmark's copy in the bookmarker's partition is missing or differs, or a copy has no
+    /// bookmark.
+    BookmarkCopy,
 }
 
 impl DriftKind {
-    pub const ALL: [DriftKind; 15] = [
+    pub const ALL: [DriftKind; 13] = [
         DriftKind::PostUsername,
         DriftKind::CommentUsername,
         DriftKind::LikeUsername,
@@ -66,9 +63,7 @@ impl DriftKind {
         DriftKind::FeedStale,
         DriftKind::FeedExtra,
         DriftKind::BookmarkCount,
-        DriftKind::BookmarkCopyMissing,
-        DriftKind::BookmarkCopyStale,
-        DriftKind::BookmarkCopyExtra,
+        DriftKind::BookmarkCopy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,9 +80,7 @@ impl DriftKind {
             DriftKind::FeedStale => "feed entry stale",
             DriftKind::FeedExtra => "feed entry extra",
             DriftKind::BookmarkCount => "bookmark count",
-            DriftKind::BookmarkCopyMissing => "bookmark copy missing",
-            DriftKind::BookmarkCopyStale => "bookmark copy stale",
-            DriftKind::BookmarkCopyExtra => "bookmark copy extra",
+            DriftKind::BookmarkCopy => "bookmark copy",
         }
     }
 }
@@ -211,7 +204,7 @@ pub fn short_form(post: &Post) -> Post {
 
 /// The fields in which `found` differs from `expected`, as `field: found, expected x`: every
 /// field of a post, as stored.
-fn differences(found: &Post, expected: &Post) -> Vec<String> {
+pub(super) fn differences(found: &Post, expected: &Post) -> Vec<String> {
     let (Value::Object(found), Value::Object(expected)) = (
         crate::domain::to_value(found),
         crate::domain::to_value(expected),
@@ -262,71 +255,6 @@ pub fn copy_drift(container: Container, found: Option<&Value>, expected: &Post) 
         Err(e) => vec![format!("does not read as a post: {e}")],
     };
     (!diff.is_empty()).then(|| Drift::new(stale, container, pk, id, diff.join("; ")))
-}
-
-/// Drift of post `post`'s bookmarks: its `bookmarkCount` as `stored` holds it (missing reads as
-/// 0) against the `bookmarks` counted, each bookmark's copy as `found` against the copy it
-/// should be, and the `extra` copies (their owners) without a bookmark.
-pub fn bookmark_drift(
-    post: &Post,
-    stored: &Value,
-    bookmarks: u64,
-    copies: &[(Bookmarked, Option<Value>)],
-    extra: &[String],
-) -> Vec<Drift> {
-    let mut out = Vec::new();
-    let count = stored.get("bookmarkCount").and_then(Value::as_u64);
-    if count.unwrap_or(0) != bookmarks {
-        let (c, p) = (show(stored.get("bookmarkCount")), &post.post_id);
-        let detail = format!("bookmarkCount: {c}, expected {bookmarks}");
-        out.push(Drift::new(
-            DriftKind::BookmarkCount,
-            Container::Posts,
-            p,
-            p,
-            detail,
-        ));
-    }
-    for (expected, found) in copies {
-        let at = |kind, detail| {
-            Drift::new(
-                kind,
-                Container::Users,
-                &expected.user_id,
-                &expected.id,
-                detail,
-            )
-        };
-        let diff = match found.as_ref().map(Bookmarked::deserialize) {
-            None => {
-                out.push(at(DriftKind::BookmarkCopyMissing, "no copy".into()));
-                continue;
-            }
-            Some(Err(e)) => vec![format!("does not read as a bookmarked post: {e}")],
-            Some(Ok(f)) if f.creation_date != expected.creation_date => {
-                vec![format!(
-                    "creationDate: {}, expected {}",
-                    f.creation_date, expected.creation_date
-                )]
-            }
-            Some(Ok(f)) => differences(&f.post, &expected.post),
-        };
-        if !diff.is_empty() {
-            out.push(at(DriftKind::BookmarkCopyStale, diff.join("; ")));
-        }
-    }
-    for owner in extra {
-        let id = Bookmarked::id_of(&post.post_id);
-        let detail = "its bookmark does not exist".to_string();
-        out.push(Drift::new(
-            DriftKind::BookmarkCopyExtra,
-            Container::Users,
-            owner,
-            &id,
-            detail,
-        ));
-    }
-    out
 }
 
 /// The author of a stored post, as far as telling whose copies it has goes.

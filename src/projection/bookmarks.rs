@@ -1,23 +1,13 @@
-//! Bookmarks: a user's saved posts. Two kinds of item, both this module's:
-//! - [`Bookmark`], `bookmark-<U>` (`type: bookmark`) in post P's partition of `posts`: user U
-//!   bookmarked P. The fact, written by the request (`crate::api::bookmarks`); taking it back is
-//!   a mark, so the change feed carries it. In the post's partition, like its likes: a post's
-//!   bookmarkers are one query of one partition, and a post's deletion marks them with its own
-//!   items (`super::erase`).
-//! - [`Bookmarked`], `bookmarked-<P>` (`type: bookmarked`) in U's partition of `users`: the copy
-//!   of P that U's bookmarks list shows (the short form, its counts included, dated when U
-//!   bookmarked it), so that the list is one query of one partition, newest bookmark first.
+//! Bookmarks: a user's saved posts, two kinds of item.
+//! - [`Bookmark`] `bookmark-<U>` in post P's partition of `posts` (U bookmarked P), written by
+//!   the request, marked when taken back; its post's deletion marks it (`super::erase`).
+//! - [`Bookmarked`] `bookmarked-<P>` in U's partition of `users`: the copy of P that U's list
+//!   shows (short form, counts included, dated by the bookmark), so a page is one query.
 //!
-//! The main lane keeps the copies and the post's `bookmarkCount` ([`POSTS`]): a bookmark's change
-//! writes (or removes) its one copy and recounts the post's live bookmarks (a `COUNT` in the
-//! partition, set only when it differs and only if the post is still at the version read); a
-//! change of a bookmarked post whose copy would differ from what its job item records (an edit,
-//! its author's rename, a like or comment: the list shows the counts) rewrites every copy, a page
-//! of [`PAGE`] bookmarkers a step ([`super::fanout`]), the job item `timelineJob-bookmarks-<P>` in
-//! the author's partition carrying the cursor through the users feed ([`STEPS`]). A post whose
-//! stored `bookmarkCount` is 0 is passed over without a read. A deleted post, an erased author
-//! or bookmarker: the bookmarks are marked with the other items (`super::erase`), and each mark
-//! removes its copy.
+//! [`POSTS`]: a bookmark's change writes or removes its copy and recounts `bookmarkCount`; a
+//! change of a bookmarked post (a stored `bookmarkCount` above 0) whose copy would differ from
+//! what its job item `timelineJob-bookmarks-<P>` records rewrites every copy, [`PAGE`](super::engine::PAGE) a step
+//! ([`super::fanout`]), the job item's change bringing the next ([`STEPS`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,23 +15,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::engine::{
-    apply_one, current_job, delete_item, failed, newest, read_job, read_not_older, save_job, wrote,
-    Unit, JOB,
+    apply_one, current_job, delete_item, failed, newest, newest_change, read_job, read_not_older,
+    save_job, wrote, Unit, JOB, PAGE,
 };
 use super::fanout::{self, Copies, Owners};
-use super::posts::counters::is_recheck;
 use super::write::{str_field, Write};
-use crate::domain::{is_deleted, now, to_value, Kind, PatchOp, Post, DELETED, TOMBSTONE_TTL_SECS};
+use crate::domain::follows::edge_tombstone_ops;
+use crate::domain::{is_deleted, now, to_value, Kind, PatchOp, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
-/// `type` of a bookmark, in its post's partition of `posts`.
+/// `type` of a bookmark (in `posts`) and of a bookmarked post's copy (in `users`).
 pub const BOOKMARK: &str = "bookmark";
-/// `type` of a bookmarked post's copy, in the bookmarking user's partition of `users`.
 pub const BOOKMARKED: &str = "bookmarked";
-/// Bookmarkers whose copies one step writes.
-pub const PAGE: u32 = 200;
 
-/// User `user_id`'s bookmark of post `post_id`.
+/// User `user_id`'s bookmark of post `post_id`, dated when made (the order of the list).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bookmark {
@@ -50,10 +37,7 @@ pub struct Bookmark {
     pub kind: String,
     pub post_id: String,
     pub user_id: String,
-    /// When it was made: the order of the user's list.
     pub creation_date: String,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub deleted: bool,
 }
 
 impl Bookmark {
@@ -64,44 +48,35 @@ impl Bookmark {
             post_id: post_id.into(),
             user_id: user_id.into(),
             creation_date: now(),
-            deleted: false,
         }
     }
 
-    /// The id of `user_id`'s bookmark of a post (so a repeat is a conflict).
+    /// The id of `user_id`'s bookmark of a post (a repeat is the same item).
     pub fn id_of(user_id: &str) -> String {
         format!("{BOOKMARK}-{user_id}")
     }
 
-    /// A stored item as a bookmark, live or marked, if it reads as one.
-    pub fn read(item: &Value) -> Option<Bookmark> {
-        Bookmark::deserialize(item)
+    /// A stored item as a live bookmark, if it is one.
+    pub fn live(item: &Value) -> Option<Bookmark> {
+        let b = Bookmark::deserialize(item)
             .ok()
-            .filter(|b| b.kind == BOOKMARK)
+            .filter(|_| !is_deleted(item))?;
+        (b.kind == BOOKMARK).then_some(b)
     }
 }
 
-/// The patch marking a bookmark deleted.
-pub fn tombstone_ops() -> Vec<PatchOp> {
-    vec![
-        PatchOp::set(&format!("/{DELETED}"), true),
-        PatchOp::set("/ttl", TOMBSTONE_TTL_SECS),
-    ]
-}
-
-/// The copy of a bookmarked post in its bookmarker's partition.
+/// The copy of a bookmarked post in its bookmarker's partition: the short form, without its
+/// `bookmarkCount` (each bookmark would rewrite every other bookmarker's copy).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bookmarked {
     pub id: String,
     #[serde(rename = "type")]
     pub kind: String,
-    /// The bookmarker.
+    /// The bookmarker, and the bookmark's date.
     pub user_id: String,
     pub post_id: String,
-    /// The bookmark's date (the list's order), not the post's.
     pub creation_date: String,
-    /// The post as the list shows it ([`Bookmarked::shown`]).
     pub post: Post,
 }
 
@@ -110,43 +85,30 @@ impl Bookmarked {
         format!("{BOOKMARKED}-{post_id}")
     }
 
-    /// What a copy shows of `post`: its short form, without its bookmark count (each bookmark
-    /// would rewrite every other bookmarker's copy).
-    pub fn shown(post: &Post) -> Post {
-        Post {
+    /// `owner`'s copy of `post` (any form), bookmarked at `date`.
+    pub fn new(owner: &str, date: &str, post: &Post) -> Bookmarked {
+        let post = Post {
             bookmark_count: 0,
             ..post.summary()
-        }
-    }
-
-    /// `owner`'s copy of `post`, bookmarked at `date`.
-    pub fn new(owner: &str, date: &str, post: &Post) -> Bookmarked {
+        };
         Bookmarked {
             id: Bookmarked::id_of(&post.post_id),
             kind: BOOKMARKED.into(),
             user_id: owner.into(),
             post_id: post.post_id.clone(),
             creation_date: date.into(),
-            post: Bookmarked::shown(post),
+            post,
         }
     }
-
-    pub fn to_item(&self) -> Value {
-        to_value(self)
-    }
 }
 
-/// A change of post `post_id`'s bookmarks as the projection reads it (`user_id` `None`: only
-/// recount): what `handler verify --repair` replays.
+/// A change of `user_id`'s bookmark of `post_id` (`None`: a recount) for `verify --repair`.
 pub fn notification(post_id: &str, user_id: Option<&str>) -> Value {
-    json!({
-        "id": Bookmark::id_of(user_id.unwrap_or_default()), "type": BOOKMARK,
-        "postId": post_id, "userId": user_id,
-    })
+    let id = Bookmark::id_of(user_id.unwrap_or_default());
+    json!({ "id": id, "type": BOOKMARK, "postId": post_id, "userId": user_id })
 }
 
-/// The main lane's projection of the posts feed: bookmarks' copies and counts, and bookmarked
-/// posts' changes carried to their copies ([`project_posts`]).
+/// Posts feed: bookmarks' copies and counts, bookmarked posts' changes ([`project_posts`]).
 pub const POSTS: Unit = Unit {
     name: "bookmarks",
     feed: Container::Posts,
@@ -155,15 +117,14 @@ pub const POSTS: Unit = Unit {
     writes: &[Container::Posts, Container::Users],
     project: |store, changes| {
         Box::pin(async move {
-            project_posts(store, changes)
-                .await
-                .map(wrote)
+            let r = project_posts(store, changes).await;
+            r.map(wrote)
                 .map_err(|e| failed(Container::Posts, changes, e))
         })
     },
 };
 
-/// The main lane's projection of the users feed: the next step of a bookmarked post's fan-out.
+/// Users feed: the next step of a bookmarked post's fan-out ([`project_steps`]).
 pub const STEPS: Unit = Unit {
     name: "bookmark-steps",
     feed: Container::Users,
@@ -172,9 +133,8 @@ pub const STEPS: Unit = Unit {
     writes: &[Container::Users],
     project: |store, changes| {
         Box::pin(async move {
-            project_steps(store, changes)
-                .await
-                .map(wrote)
+            let r = project_steps(store, changes).await;
+            r.map(wrote)
                 .map_err(|e| failed(Container::Users, changes, e))
         })
     },
@@ -184,19 +144,18 @@ fn job_id(post_id: &str) -> String {
     format!("{JOB}-bookmarks-{post_id}")
 }
 
-/// The posts feed: each bookmark changed (its copy, then its post's count), then each post
-/// changed. Returns the writes made.
+/// Each bookmark changed (its copy, then its post's count), then each bookmarked post changed
+/// (a recheck of the counters carries no `bookmarkCount`). Returns the writes made.
 pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
-    let mut marks: BTreeMap<&str, BTreeSet<Option<&str>>> = BTreeMap::new();
-    let mut posts = BTreeMap::new();
-    for doc in changes {
-        let Some(post_id) = str_field(doc, "postId") else {
-            continue;
-        };
-        if str_field(doc, Kind::FIELD) == Some(BOOKMARK) {
+    let (mut marks, mut posts) = (BTreeMap::<_, BTreeSet<_>>::new(), BTreeMap::new());
+    for (doc, post_id) in changes
+        .iter()
+        .filter_map(|d| Some((d, str_field(d, "postId")?)))
+    {
+        if doc[Kind::FIELD] == BOOKMARK {
             let user = str_field(doc, "userId");
             marks.entry(post_id).or_default().insert(user);
-        } else if Kind::of(doc) == Some(Kind::Post) && !is_recheck(doc) {
+        } else if Kind::of(doc) == Some(Kind::Post) {
             posts.insert(post_id, doc);
         }
     }
@@ -211,39 +170,29 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         }
     }
     for (post_id, delivered) in posts {
+        let count = delivered.get("bookmarkCount").and_then(Value::as_u64);
         let author = str_field(delivered, "userId").unwrap_or_default();
-        let bookmarked = delivered
-            .get("bookmarkCount")
-            .and_then(Value::as_u64)
-            .is_some_and(|n| n > 0);
-        if !bookmarked {
-            continue;
-        }
-        if is_deleted(delivered) {
-            written += delete_item(store, Container::Users, author, &job_id(post_id)).await?;
-        } else {
-            written += post_changed(store, changes, post_id).await?;
-        }
+        written += match count {
+            Some(1..) if is_deleted(delivered) => {
+                delete_item(store, Container::Users, author, &job_id(post_id)).await?
+            }
+            Some(1..) => post_changed(store, changes, post_id).await?,
+            _ => 0,
+        };
     }
     Ok(written)
 }
 
-/// Post `post_id` as it is now (never older than its change in `changes`), unless gone or
-/// deleted.
-async fn live_post(
-    store: &dyn Store,
-    changes: &[Value],
-    post_id: &str,
-) -> StoreResult<Option<Post>> {
-    let changed = super::engine::newest_change(changes, Kind::Post, post_id);
-    let post = read_not_older(store, Container::Posts, post_id, post_id, changed).await?;
-    Ok(post
-        .filter(|p| !is_deleted(p))
-        .and_then(|p| Post::deserialize(&p).ok()))
+/// Post `post_id` as it is now (never older than its change), unless gone or deleted.
+async fn live_post(store: &dyn Store, changes: &[Value], id: &str) -> StoreResult<Option<Post>> {
+    let changed = newest_change(changes, Kind::Post, id);
+    let post = read_not_older(store, Container::Posts, id, id, changed).await?;
+    let post = post.filter(|p| !is_deleted(p));
+    Ok(post.and_then(|p| Post::deserialize(&p).ok()))
 }
 
 /// `user`'s bookmark of `post_id` changed: live on a live post, its copy is written; live on a
-/// post gone, it is marked (it raced the post's deletion); marked or gone, its copy goes.
+/// post gone, it is marked (it raced the post's deletion); else its copy goes.
 async fn bookmark_changed(
     store: &dyn Store,
     changes: &[Value],
@@ -256,19 +205,15 @@ async fn bookmark_changed(
         str_field(d, "id") == Some(&id) && str_field(d, "postId") == Some(post_id)
     });
     let read = read_not_older(store, Container::Posts, post_id, &id, changed).await?;
-    let live = read
-        .as_ref()
-        .and_then(Bookmark::read)
-        .filter(|b| !b.deleted);
     let copy_id = Bookmarked::id_of(post_id);
-    match (live, post) {
+    match (read.as_ref().and_then(Bookmark::live), post) {
         (Some(b), Some(p)) => {
-            let copy = Bookmarked::new(user, &b.creation_date, p).to_item();
+            let copy = to_value(&Bookmarked::new(user, &b.creation_date, p));
             apply_one(store, &Write::upsert(Container::Users, user, copy)).await?;
             Ok(1)
         }
         (Some(_), None) => {
-            let mark = Write::patch(Container::Posts, post_id, &id, tombstone_ops());
+            let mark = Write::patch(Container::Posts, post_id, &id, edge_tombstone_ops());
             apply_one(store, &mark).await?;
             Ok(1 + delete_item(store, Container::Users, user, &copy_id).await?)
         }
@@ -276,24 +221,17 @@ async fn bookmark_changed(
     }
 }
 
-/// Set post `post_id`'s `bookmarkCount` to its live bookmarks, if it differs, and only if the
-/// post is still at the version read (else it is read and counted again). Returns the writes.
+/// Set post `post_id`'s `bookmarkCount` to its live bookmarks if it differs, only if the post is
+/// still at the version read (else read and counted again). Returns the writes made.
 pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
     let q = Query::partition(post_id).eq(Kind::FIELD, BOOKMARK).live();
     for _ in 0..4 {
-        let Some(post) = retry(|| store.read(Container::Posts, post_id, post_id))
-            .await?
-            .filter(|p| !is_deleted(p))
-        else {
+        let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
+        let Some(post) = post.filter(|p| !is_deleted(p)) else {
             return Ok(0);
         };
         let n = retry(|| store.count(Container::Posts, &q)).await?;
-        if post
-            .get("bookmarkCount")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            == n
-        {
+        if post.get("bookmarkCount").and_then(Value::as_u64) == Some(n) {
             return Ok(0);
         }
         let ops = [PatchOp::set("/bookmarkCount", n)];
@@ -306,7 +244,7 @@ pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
         }
     }
     Err(StoreError::Other(format!(
-        "the bookmark count of post {post_id} kept changing while it was set"
+        "the bookmark count of post {post_id} kept changing"
     )))
 }
 
@@ -316,13 +254,12 @@ async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> St
     let Some(post) = live_post(store, changes, post_id).await? else {
         return Ok(0);
     };
-    let shown = Bookmarked::shown(&post);
-    let entry = to_value(&shown);
+    let entry = to_value(&Bookmarked::new("", "", &post).post);
     let job = read_job(store, &post.user_id, &job_id(post_id)).await?;
     if post.bookmark_count == 0 || job.as_ref().and_then(|j| j.get("entry")) == Some(&entry) {
         return Ok(0);
     }
-    let (written, next) = fan_out(store, &shown, None).await?;
+    let (written, next) = fan_out(store, &entry, None).await?;
     let saved = save_job(store, &post.user_id, job.as_ref(), job_item(&entry, next)).await?;
     Ok(written + usize::from(saved))
 }
@@ -335,42 +272,41 @@ fn job_item(entry: &Value, cursor: Option<String>) -> Value {
     })
 }
 
-/// The users feed: the next step of each bookmarks job delivered.
+/// The next step of each bookmarks job item delivered, unless it changed since.
 pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
     let mut written = 0;
-    for doc in changes {
-        if str_field(doc, Kind::FIELD) != Some(JOB) || str_field(doc, "job") != Some("bookmarks") {
-            continue;
-        }
-        let Some(author) = str_field(doc, "userId") else {
-            continue;
-        };
+    for doc in changes
+        .iter()
+        .filter(|d| d[Kind::FIELD] == JOB && d["job"] == "bookmarks")
+    {
+        let author = str_field(doc, "userId").unwrap_or_default();
         let Some(job) = current_job(store, author, doc).await? else {
             continue;
         };
-        let Some(shown) = job.get("entry").and_then(|e| Post::deserialize(e).ok()) else {
-            continue;
-        };
-        let (n, next) = fan_out(store, &shown, str_field(&job, "cursor")).await?;
+        let (n, next) = fan_out(store, &job["entry"], str_field(&job, "cursor")).await?;
         let saved = save_job(store, author, Some(&job), job_item(&job["entry"], next)).await?;
         written += n + usize::from(saved);
     }
     Ok(written)
 }
 
-/// One page of post `shown`'s bookmarkers (from `cursor`) given its copy
+/// One page of the bookmarkers (from `cursor`) of the post `entry` shows, each given their copy
 /// ([`fanout::step_with`]). Returns the writes made and where the next page starts.
 async fn fan_out(
     store: &dyn Store,
-    shown: &Post,
+    entry: &Value,
     cursor: Option<&str>,
 ) -> StoreResult<(usize, Option<String>)> {
+    let Ok(shown) = Post::deserialize(entry) else {
+        return Ok((0, None));
+    };
     let post_id = shown.post_id.as_str();
+    let (id, container) = (Bookmarked::id_of(post_id), Container::Users);
+    // Each copy is dated by its bookmark: `step_with` makes it from the bookmark.
     let copies = Copies {
         post_id,
-        container: Container::Users,
-        id: Bookmarked::id_of(post_id),
-        // Each copy is dated by its bookmark: made by the step below from the bookmark itself.
+        container,
+        id,
         item: &|_| Value::Null,
     };
     let bookmarks = || Query::partition(post_id).eq(Kind::FIELD, BOOKMARK);
@@ -382,9 +318,9 @@ async fn fan_out(
         still: &still,
         still_owner: "userId",
     };
-    let copy = |owner: &str, bookmark: &Value| {
-        let date = str_field(bookmark, "creationDate").unwrap_or_default();
-        Bookmarked::new(owner, date, shown).to_item()
+    let copy = |owner: &str, b: &Value| {
+        let date = str_field(b, "creationDate").unwrap_or_default();
+        to_value(&Bookmarked::new(owner, date, &shown))
     };
     let step = fanout::step_with(store, &copies, &owners, cursor, &copy).await?;
     Ok((step.written, step.next))

@@ -57,13 +57,13 @@ pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
         container,
         str_field(item, container.partition_key_field())?,
         str_field(item, "id")?,
-        match Kind::of(item) {
-            Some(kind) => tombstone_ops(kind),
-            // A bookmark (in its post's partition) is marked like the post's own items.
-            None if str_field(item, Kind::FIELD) == Some(super::bookmarks::BOOKMARK) => {
-                super::bookmarks::tombstone_ops()
+        match (Kind::of(item), str_field(item, Kind::FIELD)) {
+            (Some(kind), _) => tombstone_ops(kind),
+            // A bookmark, in its post's partition: marked as an edge is.
+            (None, Some(super::bookmarks::BOOKMARK)) => {
+                crate::domain::follows::edge_tombstone_ops()
             }
-            None => return None,
+            _ => return None,
         },
     ))
 }

@@ -70,8 +70,7 @@ pub async fn step(
     step_with(store, copies, owners, cursor, &|o, _| (copies.item)(o)).await
 }
 
-/// [`step`], each copy made from its owner and the relation's item that names them (a copy
-/// holding something of the relation, such as when it was made).
+/// [`step`], each copy made from its owner and the relation's item naming them (its date, say).
 pub async fn step_with(
     store: &dyn Store,
     copies: &Copies<'_>,

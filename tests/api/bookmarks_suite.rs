@@ -249,7 +249,7 @@ pub async fn bookmarks_go_with_the_post_and_with_erasures(app: &TestApp) {
     assert_eq!(bookmark_count(app, &q).await, 1);
     assert!(saved_ids(app, &cy).await.is_empty());
     // ... and the author erased (cy wrote r): r leaves ana's list.
-    assert_eq!(saved_ids(app, &ana).await, [q.clone()]);
+    assert_eq!(saved_ids(app, &ana).await, owned(&[&q]));
     assert_eq!(app.delete(&format!("/api/users/{bob}")).await.status, 204);
     app.settle().await;
     assert!(saved_ids(app, &ana).await.is_empty());
@@ -300,7 +300,7 @@ pub async fn only_the_signed_in_user_bookmarks_for_themselves(fixture: Fixture) 
         .await;
     assert_eq!(r.status, 204, "{:?}", r.body);
     app.settle().await;
-    assert_eq!(saved_ids(&app, &ana_id).await, [p.clone()]);
+    assert_eq!(saved_ids(&app, &ana_id).await, owned(&[&p]));
     assert!(saved_ids(&app, &bob_id).await.is_empty());
 }
 
@@ -349,12 +349,7 @@ pub async fn verify_finds_and_repair_mends_bookmarks(app: &TestApp) {
         .await
         .unwrap();
     let rendered = found.render();
-    for kind in [
-        "bookmark copy stale: 1",
-        "bookmark copy missing: 1",
-        "bookmark copy extra: 1",
-        "bookmark count: 2",
-    ] {
+    for kind in ["bookmark copy: 3", "bookmark count: 2"] {
         assert!(rendered.contains(kind), "{kind}: {rendered}");
     }
 
@@ -364,9 +359,9 @@ pub async fn verify_finds_and_repair_mends_bookmarks(app: &TestApp) {
     let (_, after) = mended.repair.as_ref().expect("a repair ran");
     assert!(after.is_clean(), "{}", mended.render());
     let shown = &saved(app, &ana).await;
-    assert_eq!(shown.iter().map(id).collect::<Vec<_>>(), [p.clone()]);
+    assert_eq!(shown.iter().map(id).collect::<Vec<_>>(), owned(&[&p]));
     assert_eq!(shown[0]["title"], "kept");
-    assert_eq!(saved_ids(app, &cy).await, [p.clone()]);
+    assert_eq!(saved_ids(app, &cy).await, owned(&[&p]));
     assert_eq!(bookmark_count(app, &p).await, 2);
     assert_eq!(bookmark_count(app, &q).await, 0);
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{pages, CONCURRENCY};
 use crate::domain::{is_deleted, Authored, Kind, Post, User};
-use crate::ops::expected::{self, str_field, Drift};
+use crate::ops::expected::{self, str_field, Drift, DriftKind};
 use crate::ops::report::notification;
 use crate::projection::bookmarks::{self, Bookmark, Bookmarked, BOOKMARKED};
 use crate::store::{retry, Container, Query, Store, StoreResult};
@@ -136,7 +136,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
                     continue;
                 }
                 _ => {
-                    bookmarks.extend(Bookmark::read(&item).filter(|b| !b.deleted));
+                    bookmarks.extend(Bookmark::live(&item));
                     continue;
                 }
             }
@@ -188,50 +188,62 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
     })
 }
 
-/// Post `post`'s (as it should be) bookmarks: its count, each bookmark's copy, and the copies
-/// whose bookmark is gone (looked for with a query across `users` on a post with bookmarks or a
-/// count); each finding with the notification that has the projection mend it.
+/// Post `post`'s (as it should be) bookmarks: its count, and its copies (one query across
+/// `users`, on a post with bookmarks or a count) against its bookmarks; each finding with the
+/// notification that has the projection mend it.
 async fn check_bookmarks(
     store: &dyn Store,
     post: &Post,
     stored: &Value,
     bookmarks: &[Bookmark],
 ) -> StoreResult<Vec<(Drift, Value)>> {
-    let p = post.post_id.as_str();
-    let (id, mut copies) = (Bookmarked::id_of(p), Vec::new());
-    for b in bookmarks {
-        let found = retry(|| store.read(Container::Users, &b.user_id, &id)).await?;
-        copies.push((Bookmarked::new(&b.user_id, &b.creation_date, post), found));
+    let (p, n, mut out) = (post.post_id.as_str(), bookmarks.len() as u64, Vec::new());
+    let count = stored.get("bookmarkCount").and_then(Value::as_u64);
+    if count.unwrap_or(0) != n {
+        let detail = format!("bookmarkCount: {count:?}, expected {n}");
+        let d = Drift::new(DriftKind::BookmarkCount, Container::Posts, p, p, detail);
+        out.push((d, bookmarks::notification(p, None)));
     }
-    let mut extra = Vec::new();
-    if !bookmarks.is_empty()
-        || stored
-            .get("bookmarkCount")
-            .and_then(Value::as_u64)
-            .is_some_and(|n| n > 0)
-    {
+    let mut found = HashMap::new();
+    if n > 0 || count.is_some_and(|c| c > 0) {
         let q = Query::cross_partition()
             .eq("type", BOOKMARKED)
-            .eq("postId", p)
-            .live();
-        let found = crate::projection::engine::query_all(store, Container::Users, q).await?;
-        extra.extend(
-            found
-                .iter()
-                .filter_map(|c| str_field(c, "userId"))
-                .filter(|u| !bookmarks.iter().any(|b| b.user_id == *u))
-                .map(String::from),
-        );
+            .eq("postId", p);
+        for c in crate::projection::engine::query_all(store, Container::Users, q.live()).await? {
+            found.insert(str_field(&c, "userId").unwrap_or_default().to_string(), c);
+        }
     }
-    let drift = expected::bookmark_drift(post, stored, bookmarks.len() as u64, &copies, &extra);
-    Ok(drift
-        .into_iter()
-        .map(|d| {
-            let user = (d.container == Container::Users).then_some(d.pk.as_str());
-            let doc = bookmarks::notification(p, user);
-            (d, doc)
+    let mut copies: Vec<_> = bookmarks
+        .iter()
+        .map(|b| {
+            let should = Bookmarked::new(&b.user_id, &b.creation_date, post);
+            (b.user_id.clone(), found.remove(&b.user_id), Some(should))
         })
-        .collect())
+        .collect();
+    copies.extend(found.into_iter().map(|(owner, c)| (owner, Some(c), None)));
+    let id = Bookmarked::id_of(p);
+    for (owner, found, should) in copies {
+        let detail = match (found.map(|f| Bookmarked::deserialize(&f)), should) {
+            (None, None) => continue,
+            (Some(Ok(f)), Some(s)) if f == s => continue,
+            (None, Some(_)) => "no copy".to_string(),
+            (Some(_), None) => "its bookmark does not exist".to_string(),
+            (Some(Ok(f)), Some(s)) => {
+                let (found, date) = (&f.creation_date, &s.creation_date);
+                let dated =
+                    (found != date).then(|| format!("creationDate: {found}, expected {date}"));
+                let d = expected::differences(&f.post, &s.post)
+                    .into_iter()
+                    .chain(dated);
+                d.collect::<Vec<_>>().join("; ")
+            }
+            (Some(Err(e)), Some(_)) => format!("does not read as a bookmarked post: {e}"),
+        };
+        let (kind, c) = (DriftKind::BookmarkCopy, Container::Users);
+        let d = Drift::new(kind, c, &owner, &id, detail);
+        out.push((d, bookmarks::notification(p, Some(&owner))));
+    }
+    Ok(out)
 }
 
 pub(super) async fn check_posts(
