@@ -1,6 +1,7 @@
 //! The HTTP API under `/api` (`docs/api.md`), plus the readiness answer and the browser
 //! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
+mod bookmarks;
 mod comments;
 mod conditional;
 pub mod cors;
@@ -146,6 +147,9 @@ macro_rules! api_table {
             identity::get_me,
             identity::get_config,
             openapi::get_api_description,
+            bookmarks::bookmark,
+            bookmarks::unbookmark,
+            bookmarks::list_bookmarks,
         ]
     };
 }

@@ -14,7 +14,8 @@
 //!   account's erasure (users feed);
 //! - [`follows`]: follow mirrors and counts (users feed);
 //! - [`timeline`]: the personal timelines (both feeds), with the merged authors ([`merged`])
-//!   and the move of timeline items ([`relocation`]).
+//!   and the move of timeline items ([`relocation`]);
+//! - [`bookmarks`]: bookmarks' copies in the bookmarkers' partitions, and `bookmarkCount`.
 //!
 //! What they all do the same way is written once: [`engine`] (writes applied with retries,
 //! reads never older than the change, paging sweeps, bounded steps in job items), [`write`]
@@ -32,6 +33,7 @@
 //! [`project_lane`] is the one entry: the standalone pump and the Functions triggers both call
 //! it, once per lane; [`project`] runs both lanes on one batch, one after the other.
 
+pub mod bookmarks;
 pub mod engine;
 pub mod erase;
 pub mod fanout;
@@ -105,6 +107,8 @@ pub const UNITS: &[(Lane, &Unit)] = &[
     (Lane::Main, &follows::UNIT),
     (Lane::Timeline, &timeline::POSTS),
     (Lane::Timeline, &timeline::USERS),
+    (Lane::Main, &bookmarks::POSTS),
+    (Lane::Main, &bookmarks::STEPS),
 ];
 
 /// Project a batch of changed documents from the change feed of `container` (`posts` or

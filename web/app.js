@@ -1,9 +1,9 @@
 // The client's entry point: find out who is signed in, then route on the URL fragment
-// (#/, #/post/<id>, #/user/<id>, #/following, #/search/<words>, #/write, #/me), so the page works at any path it is served from.
+// (#/, #/post/<id>, #/user/<id>, #/following, #/saved, #/search/<words>, #/write, #/me), so the page works at any path it is served from.
 
 import { init, session } from './auth.js';
 import { h, put } from './ui.js';
-import { feed, following, search } from './feed.js';
+import { feed, following, saved, search } from './feed.js';
 import { me } from './me.js';
 import { post } from './post.js';
 import { user } from './user.js';
@@ -45,6 +45,8 @@ function parse(hash) {
       return parts[1] ? [user, parts[1]] : null;
     case 'following':
       return [following];
+    case 'saved':
+      return [saved];
     case 'search':
       return [search, parts.slice(1).join('/')];
     case 'write':

@@ -1,5 +1,5 @@
 // The screens of lists of posts: the feed of everyone's newest (Q6), the timeline of the
-// people one follows, and search. Each screen is `async (ctx, ...params)` and draws into ctx.render(...);
+// people one follows, the posts one saved, and search. Each screen is `async (ctx, ...params)` and draws into ctx.render(...);
 // ctx.alive() turns false once the reader has moved on (polling stops then).
 
 import { api, listPath, seg } from './api.js';
@@ -53,6 +53,19 @@ export async function following(ctx) {
     h('p', { class: 'muted' }, 'The newest posts of the people you follow, copied here by the change feed.'),
     list.el,
   );
+  await list.load();
+}
+
+/** `#/saved`: the posts the caller bookmarked, newest bookmark first. */
+export async function saved(ctx) {
+  if (!session.user) return ctx.render(heading('Saved'), needUser('save posts to read later'));
+  const list = pagedList(
+    'Posts you saved',
+    async (t) => (await api('GET', listPath(`users/${seg(session.user.id)}/bookmarks`, t))).data,
+    postCard,
+    'Nothing saved yet: press Save on a post, and it comes here.',
+  );
+  ctx.render(heading('Saved'), h('p', { class: 'muted' }, 'The posts you saved, newest first.'), list.el);
   await list.load();
 }
 

@@ -1,4 +1,4 @@
-// The screen of a post (Q2, Q4, Q5; C2 edit, C3, C4), drawn as the screens in feed.js are.
+// The screen of a post (Q2, Q4, Q5; C2 edit, C3, C4, a bookmark), drawn as the screens in feed.js are.
 
 import { api, ApiError, listPath, seg } from './api.js';
 import { arriving, watchFeed } from './arriving.js';
@@ -27,6 +27,7 @@ export async function post(ctx, id) {
   const body = h('div', { class: 'content', id: 'post-content-view' });
   const likeCount = h('span', { id: 'like-count' });
   const commentCount = h('span', { id: 'comment-count' });
+  const saveCount = h('span', { id: 'save-count' });
   const feedState = status('muted');
   feedState.id = 'feed-state';
   function show() {
@@ -35,6 +36,7 @@ export async function post(ctx, id) {
     put(body, p.content);
     put(likeCount, count(p.likeCount, 'like'));
     put(commentCount, count(p.commentCount, 'comment'));
+    put(saveCount, count(p.bookmarkCount ?? 0, 'save'));
   }
   async function reload() {
     const r = await api('GET', `posts/${seg(id)}`);
@@ -85,6 +87,34 @@ export async function post(ctx, id) {
       say(e.message);
     } finally {
       likeButton.disabled = false;
+    }
+  });
+
+  // Bookmarks: Save puts the post in the caller's Saved list; pressed, it takes it back. Whether
+  // it is saved is read from the newest 100 of their bookmarks (one query).
+  const saveButton = h('button', { type: 'button', id: 'save', class: 'secondary', 'aria-pressed': 'false' }, 'Save');
+  let saved = false;
+  function showSaved() {
+    saveButton.setAttribute('aria-pressed', String(saved));
+    put(saveButton, saved ? 'Saved' : 'Save');
+  }
+  async function loadSaved() {
+    if (!session.user) return;
+    const { data } = await api('GET', listPath(`users/${seg(session.user.id)}/bookmarks`, null, 100));
+    saved = data.items.some((b) => b.id === id);
+    showSaved();
+  }
+  saveButton.addEventListener('click', async () => {
+    saveButton.disabled = true;
+    try {
+      await api(saved ? 'DELETE' : 'PUT', `users/${seg(session.user.id)}/bookmarks/${seg(id)}`);
+      saved = !saved;
+      showSaved();
+      say(saved ? 'Saved: the post is in your Saved list in a moment.' : 'Taken out of your Saved list.');
+    } catch (e) {
+      say(e.message);
+    } finally {
+      saveButton.disabled = false;
     }
   });
 
@@ -185,15 +215,15 @@ export async function post(ctx, id) {
       byline,
       feedState,
       body,
-      h('p', { class: 'meta counts' }, likeCount, ' · ', commentCount),
-      h('div', { class: 'actions' }, session.user ? likeButton : null, editButton, deletePost),
+      h('p', { class: 'meta counts' }, likeCount, ' · ', commentCount, ' · ', saveCount),
+      h('div', { class: 'actions' }, session.user ? likeButton : null, session.user ? saveButton : null, editButton, deletePost),
       session.user ? null : needUser('like'),
       editArea,
     ),
     h('section', { 'aria-labelledby': 'likes-h' }, h('h2', { id: 'likes-h' }, 'Likes'), likedBy),
     h('section', { 'aria-labelledby': 'comments-h' }, h('h2', { id: 'comments-h' }, 'Comments'), comments.el, commentForm),
   );
-  await Promise.all([loadLikes(), comments.load()]);
+  await Promise.all([loadLikes(), loadSaved(), comments.load()]);
 
   const pending = arriving().filter((a) => a.id === id);
   if (pending.length) {

@@ -125,6 +125,9 @@ pub struct PostView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, example = "2026-11-21T11:30:00.456Z")]
     pub updated_at: Option<String>,
+    /// How many users bookmarked the post, kept by the change feed.
+    #[schema(minimum = 0)]
+    pub bookmark_count: u64,
 }
 
 impl View for PostView {
@@ -146,6 +149,7 @@ impl View for PostView {
             like_count,
             creation_date,
             updated_at,
+            bookmark_count,
         } = p;
         PostView {
             id,
@@ -158,6 +162,7 @@ impl View for PostView {
             like_count,
             creation_date,
             updated_at,
+            bookmark_count,
         }
     }
 }
@@ -190,7 +195,7 @@ impl View for PostSummaryView {
     const KIND: &'static str = "post";
     type Stored = Post;
 
-    /// Every field is named (no `..`), as in [`PostView`]; the short form has no `updatedAt`.
+    /// Every field is named (no `..`), as in [`PostView`]; no `updatedAt` or `bookmarkCount`.
     fn from_domain(p: Post) -> Self {
         let Post {
             id,
@@ -204,6 +209,7 @@ impl View for PostSummaryView {
             like_count,
             creation_date,
             updated_at: _,
+            bookmark_count: _,
         } = p;
         PostSummaryView {
             id,
@@ -483,7 +489,9 @@ mod tests {
         );
         let stored = with_internal_properties(to_value(&post));
         let view = PostView::from_stored(stored.clone()).unwrap();
-        assert_eq!(keys(&view), set(&POST_FIELDS));
+        let mut full = set(&POST_FIELDS);
+        full.insert("bookmarkCount".into());
+        assert_eq!(keys(&view), full);
         assert_eq!(
             (view.id.as_str(), view.title.as_str()),
             (post.id.as_str(), "t")

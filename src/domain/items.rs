@@ -116,6 +116,9 @@ pub struct Post {
     /// form: copies show what the feed lists, and an edit changes their title or content anyway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
+    /// Its live bookmarks, recounted by the change feed (`crate::projection::bookmarks`).
+    #[serde(default)]
+    pub bookmark_count: u64,
 }
 
 fn at_least_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -139,6 +142,7 @@ impl Post {
             like_count: 0,
             creation_date: now(),
             updated_at: None,
+            bookmark_count: 0,
         }
     }
 
@@ -153,7 +157,7 @@ impl Post {
 
     /// The post's counters, as stored. They are on the post and on its short form in `users`
     /// and `feed`, and on no copy in another partition (see [`Post::copy_fields`]).
-    pub const COUNTERS: [&'static str; 2] = ["commentCount", "likeCount"];
+    pub const COUNTERS: [&'static str; 3] = ["commentCount", "likeCount", "bookmarkCount"];
 
     /// What a copy of the post kept outside its author's own lists holds (timeline entries, the
     /// merged authors' posts), given the post in the form the copy shows ([`Post::as_copied`]):
@@ -198,6 +202,7 @@ impl Post {
         Post {
             comment_count: 0,
             like_count: 0,
+            bookmark_count: 0,
             ..self.summary()
         }
     }

@@ -5,7 +5,8 @@
 //! own fields (`userId`, `title`, `content`, `creationDate`) and which comments and likes exist.
 //! Everything else is derived:
 //! - `userUsername` on posts, comments and likes is the author's current `username`;
-//! - `commentCount` / `likeCount` on a post are the numbers of its comments and likes;
+//! - `commentCount` / `likeCount` / `bookmarkCount` on a post are the numbers of its comments,
+//!   likes and bookmarks, and each bookmark has its copy of the post in its user's partition;
 //! - `users` holds, in the author's partition, the short form of each of their posts as it should
 //!   be (names and counts corrected); `feed` holds exactly the short forms of the 100 newest
 //!   posts (by `creationDate`, then `id`; see [`super::newest`]).
@@ -41,10 +42,15 @@ pub enum DriftKind {
     FeedStale,
     /// An entry in `feed` that is not one of the newest posts.
     FeedExtra,
+    /// A post's `bookmarkCount` is not the number of its bookmarks.
+    BookmarkCount,
+    /// A bookmark's copy in the bookmarker's partition is missing or differs, or a copy has no
+    /// bookmark.
+    BookmarkCopy,
 }
 
 impl DriftKind {
-    pub const ALL: [DriftKind; 11] = [
+    pub const ALL: [DriftKind; 13] = [
         DriftKind::PostUsername,
         DriftKind::CommentUsername,
         DriftKind::LikeUsername,
@@ -56,6 +62,8 @@ impl DriftKind {
         DriftKind::FeedMissing,
         DriftKind::FeedStale,
         DriftKind::FeedExtra,
+        DriftKind::BookmarkCount,
+        DriftKind::BookmarkCopy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +79,8 @@ impl DriftKind {
             DriftKind::FeedMissing => "feed entry missing",
             DriftKind::FeedStale => "feed entry stale",
             DriftKind::FeedExtra => "feed entry extra",
+            DriftKind::BookmarkCount => "bookmark count",
+            DriftKind::BookmarkCopy => "bookmark copy",
         }
     }
 }
@@ -168,7 +178,7 @@ pub fn expected_post(post: &Post, author: Option<&str>, comments: u64, likes: u6
 /// The counter drift of a post against its counted comments and likes. The counters are judged
 /// as `stored` holds them: a post reads a counter below zero as 0, which is not the count.
 pub fn count_drift(post: &Post, stored: &Value, comments: u64, likes: u64) -> Vec<Drift> {
-    let [c, l] = Post::COUNTERS;
+    let [c, l, _] = Post::COUNTERS;
     [
         (DriftKind::CommentCount, c, comments),
         (DriftKind::LikeCount, l, likes),
@@ -194,7 +204,7 @@ pub fn short_form(post: &Post) -> Post {
 
 /// The fields in which `found` differs from `expected`, as `field: found, expected x`: every
 /// field of a post, as stored.
-fn differences(found: &Post, expected: &Post) -> Vec<String> {
+pub(super) fn differences(found: &Post, expected: &Post) -> Vec<String> {
     let (Value::Object(found), Value::Object(expected)) = (
         crate::domain::to_value(found),
         crate::domain::to_value(expected),

@@ -57,7 +57,14 @@ pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
         container,
         str_field(item, container.partition_key_field())?,
         str_field(item, "id")?,
-        tombstone_ops(Kind::of(item)?),
+        match (Kind::of(item), str_field(item, Kind::FIELD)) {
+            (Some(kind), _) => tombstone_ops(kind),
+            // A bookmark, in its post's partition: marked as an edge is.
+            (None, Some(super::bookmarks::BOOKMARK)) => {
+                crate::domain::follows::edge_tombstone_ops()
+            }
+            _ => return None,
+        },
     ))
 }
 

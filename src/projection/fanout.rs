@@ -67,17 +67,29 @@ pub async fn step(
     owners: &Owners<'_>,
     cursor: Option<&str>,
 ) -> StoreResult<Step> {
+    step_with(store, copies, owners, cursor, &|o, _| (copies.item)(o)).await
+}
+
+/// [`step`], each copy made from its owner and the relation's item naming them (its date, say).
+pub async fn step_with(
+    store: &dyn Store,
+    copies: &Copies<'_>,
+    owners: &Owners<'_>,
+    cursor: Option<&str>,
+    item: &(dyn Fn(&str, &Value) -> Value + Sync),
+) -> StoreResult<Step> {
     let q = owners.query.clone().continuation(cursor.map(String::from));
     let page = retry(|| store.query(owners.container, &q)).await?;
-    let page_owners: Vec<&str> = page
+    let related: Vec<(&str, &Value)> = page
         .items
         .iter()
-        .filter_map(|m| str_field(m, owners.owner))
+        .filter_map(|m| Some((str_field(m, owners.owner)?, m)))
         .collect();
-    let writes: Vec<Write> = page_owners
+    let writes: Vec<Write> = related
         .iter()
-        .map(|o| Write::upsert(copies.container, *o, (copies.item)(o)))
+        .map(|(o, m)| Write::upsert(copies.container, *o, item(o, m)))
         .collect();
+    let page_owners: Vec<&str> = related.iter().map(|(o, _)| *o).collect();
     apply_all(store, &writes, CONCURRENCY).await?;
     let mut written = writes.len();
     if page_owners.is_empty() {

@@ -380,6 +380,7 @@ mod tests {
             like_count: likes,
             creation_date: date.into(),
             updated_at: None,
+            bookmark_count: 0,
         }
     }
 

@@ -136,6 +136,11 @@ mod timeline_read {
     crate::timeline_read_suite!(cosmos_fixture);
 }
 
+mod bookmarks {
+    use super::*;
+    crate::bookmarks_suite!(cosmos_fixture);
+}
+
 fn post(id: &str, user: &str, date: &str) -> Value {
     json!({
         "id": id, "type": "post", "postId": id, "userId": user, "userUsername": "ann",

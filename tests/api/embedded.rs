@@ -47,6 +47,11 @@ mod timeline_read {
     crate::timeline_read_suite!(embedded_fixture);
 }
 
+mod bookmarks {
+    use super::*;
+    crate::bookmarks_suite!(embedded_fixture);
+}
+
 mod restart {
     use std::sync::Arc;
 

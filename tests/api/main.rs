@@ -13,6 +13,7 @@
 //! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load;
 //! - `deletes_suite`: unlike, delete a comment or a post, erase an account, on both stores;
 //! - `search_suite`: `GET /api/search` on both stores;
+//! - `bookmarks_suite`: bookmarks, their copies and counts, on both stores;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them.
 //!
@@ -22,6 +23,7 @@ mod helpers;
 mod hooks;
 
 mod api_suite;
+mod bookmarks_suite;
 mod client_suite;
 mod deletes_suite;
 mod lane_suite;

@@ -3,7 +3,7 @@
 Usage: [JWT_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
-like twice (and past the 100th like), edit, rename, visit the author's page, erase the account), checks that user text is
+like twice (and past the 100th like), save it (the Saved view), edit, rename, visit the author's page, erase the account), checks that user text is
 shown as text and never run, opens the API reference, and saves one screenshot per screen. With JWT_BASE (a handler with
 BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user.
 """
@@ -255,6 +255,31 @@ try:
     until("the like count after a reload", lambda: text("#like-count") == "1 like")
     controls_are_labelled()
     shot("post")
+
+    # Save the post: the button says so at once; the Saved view lists it once the change feed
+    # has copied it there, and the post counts the save.
+    post_page = d.current_url
+    q("#save").click()
+    until("the save", lambda: q("#save").text == "Saved" and q("#save").get_attribute("aria-pressed") == "true")
+    d.find_element(By.LINK_TEXT, "Saved").click()
+    h1_is("Saved")
+    deadline = time.time() + WAIT
+    while not qs(".post-summary"):
+        assert time.time() < deadline, "the saved post never reached the Saved view"
+        time.sleep(0.3)
+        d.refresh()
+        h1_is("Saved")
+    assert "Hello from Chromium" in text(".post-summary")
+    shot("saved")
+    d.get(post_page)
+    h1_is("Hello from Chromium")
+    until("the save known after a reload", lambda: q("#save").text == "Saved")
+    deadline = time.time() + WAIT
+    while until("the save count", lambda: text("#save-count")) != "1 save":
+        assert time.time() < deadline, "the post never counted the save"
+        time.sleep(0.3)
+        d.refresh()
+        h1_is("Hello from Chromium")
 
     # A like past the 100th: taken back, then 100 others like the post, then the caller again.
     # The button knows from the caller's own like (one read), not from the first 100 in the list.

@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use super::{pages, CONCURRENCY};
 use crate::domain::{is_deleted, Authored, Kind, Post, User};
-use crate::ops::expected::{self, str_field, Drift};
+use crate::ops::expected::{self, str_field, Drift, DriftKind};
 use crate::ops::report::notification;
+use crate::projection::bookmarks::{self, Bookmark, Bookmarked, BOOKMARKED};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
@@ -112,6 +113,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
     let (mut post, mut stored) = (post, stored);
     let mut sources = Fingerprint::default();
     let mut users = Vec::new();
+    let mut bookmarks = Vec::new();
     let items = pages(
         store,
         Container::Posts,
@@ -133,7 +135,10 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
                     }
                     continue;
                 }
-                _ => continue,
+                _ => {
+                    bookmarks.extend(Bookmark::live(&item));
+                    continue;
+                }
             }
             let Ok(authored) = Authored::deserialize(&item) else {
                 continue;
@@ -153,7 +158,13 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
         findings.extend(expected::author_drift(&a, author.as_deref()));
     }
     findings.extend(expected::count_drift(&post, &stored, comments, likes));
-    let should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
+    let mut should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
+    should_be.bookmark_count = bookmarks.len() as u64;
+    let drift = check_bookmarks(store, &should_be, &stored, &bookmarks).await?;
+    for (d, doc) in drift {
+        findings.push(d);
+        replay_items.push(doc);
+    }
     let copy = retry(|| store.read(Container::Users, user_id, post_id)).await?;
     findings.extend(expected::copy_drift(
         Container::Users,
@@ -175,6 +186,64 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
         sources: sources.0,
         users,
     })
+}
+
+/// Post `post`'s (as it should be) bookmarks: its count, and its copies (one query across
+/// `users`, on a post with bookmarks or a count) against its bookmarks; each finding with the
+/// notification that has the projection mend it.
+async fn check_bookmarks(
+    store: &dyn Store,
+    post: &Post,
+    stored: &Value,
+    bookmarks: &[Bookmark],
+) -> StoreResult<Vec<(Drift, Value)>> {
+    let (p, n, mut out) = (post.post_id.as_str(), bookmarks.len() as u64, Vec::new());
+    let count = stored.get("bookmarkCount").and_then(Value::as_u64);
+    if count.unwrap_or(0) != n {
+        let detail = format!("bookmarkCount: {count:?}, expected {n}");
+        let d = Drift::new(DriftKind::BookmarkCount, Container::Posts, p, p, detail);
+        out.push((d, bookmarks::notification(p, None)));
+    }
+    let mut found = HashMap::new();
+    if n > 0 || count.is_some_and(|c| c > 0) {
+        let q = Query::cross_partition()
+            .eq("type", BOOKMARKED)
+            .eq("postId", p);
+        for c in crate::projection::engine::query_all(store, Container::Users, q.live()).await? {
+            found.insert(str_field(&c, "userId").unwrap_or_default().to_string(), c);
+        }
+    }
+    let mut copies: Vec<_> = bookmarks
+        .iter()
+        .map(|b| {
+            let should = Bookmarked::new(&b.user_id, &b.creation_date, post);
+            (b.user_id.clone(), found.remove(&b.user_id), Some(should))
+        })
+        .collect();
+    copies.extend(found.into_iter().map(|(owner, c)| (owner, Some(c), None)));
+    let id = Bookmarked::id_of(p);
+    for (owner, found, should) in copies {
+        let detail = match (found.map(|f| Bookmarked::deserialize(&f)), should) {
+            (None, None) => continue,
+            (Some(Ok(f)), Some(s)) if f == s => continue,
+            (None, Some(_)) => "no copy".to_string(),
+            (Some(_), None) => "its bookmark does not exist".to_string(),
+            (Some(Ok(f)), Some(s)) => {
+                let (found, date) = (&f.creation_date, &s.creation_date);
+                let dated =
+                    (found != date).then(|| format!("creationDate: {found}, expected {date}"));
+                let d = expected::differences(&f.post, &s.post)
+                    .into_iter()
+                    .chain(dated);
+                d.collect::<Vec<_>>().join("; ")
+            }
+            (Some(Err(e)), Some(_)) => format!("does not read as a bookmarked post: {e}"),
+        };
+        let (kind, c) = (DriftKind::BookmarkCopy, Container::Users);
+        let d = Drift::new(kind, c, &owner, &id, detail);
+        out.push((d, bookmarks::notification(p, Some(&owner))));
+    }
+    Ok(out)
 }
 
 pub(super) async fn check_posts(

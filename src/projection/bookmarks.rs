@@ -1,0 +1,434 @@
+//! Bookmarks: a user's saved posts, two kinds of item.
+//! - [`Bookmark`] `bookmark-<U>` in post P's partition of `posts` (U bookmarked P), written by
+//!   the request, marked when taken back; its post's deletion marks it (`super::erase`).
+//! - [`Bookmarked`] `bookmarked-<P>` in U's partition of `users`: the copy of P that U's list
+//!   shows (short form, counts included, dated by the bookmark), so a page is one query.
+//!
+//! [`POSTS`]: a bookmark's change writes or removes its copy and recounts `bookmarkCount`; a
+//! change of a bookmarked post (a stored `bookmarkCount` above 0) whose copy would differ from
+//! what its job item `timelineJob-bookmarks-<P>` records rewrites every copy, [`PAGE`](super::engine::PAGE) a step
+//! ([`super::fanout`]), the job item's change bringing the next ([`STEPS`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::engine::{
+    apply_one, current_job, delete_item, failed, newest, newest_change, read_job, read_not_older,
+    save_job, wrote, Unit, JOB, PAGE,
+};
+use super::fanout::{self, Copies, Owners};
+use super::write::{str_field, Write};
+use crate::domain::follows::edge_tombstone_ops;
+use crate::domain::{is_deleted, now, to_value, Kind, PatchOp, Post};
+use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
+
+/// `type` of a bookmark (in `posts`) and of a bookmarked post's copy (in `users`).
+pub const BOOKMARK: &str = "bookmark";
+pub const BOOKMARKED: &str = "bookmarked";
+
+/// User `user_id`'s bookmark of post `post_id`, dated when made (the order of the list).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bookmark {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub post_id: String,
+    pub user_id: String,
+    pub creation_date: String,
+}
+
+impl Bookmark {
+    pub fn new(post_id: &str, user_id: &str) -> Bookmark {
+        Bookmark {
+            id: Bookmark::id_of(user_id),
+            kind: BOOKMARK.into(),
+            post_id: post_id.into(),
+            user_id: user_id.into(),
+            creation_date: now(),
+        }
+    }
+
+    /// The id of `user_id`'s bookmark of a post (a repeat is the same item).
+    pub fn id_of(user_id: &str) -> String {
+        format!("{BOOKMARK}-{user_id}")
+    }
+
+    /// A stored item as a live bookmark, if it is one.
+    pub fn live(item: &Value) -> Option<Bookmark> {
+        let b = Bookmark::deserialize(item)
+            .ok()
+            .filter(|_| !is_deleted(item))?;
+        (b.kind == BOOKMARK).then_some(b)
+    }
+}
+
+/// The copy of a bookmarked post in its bookmarker's partition: the short form, without its
+/// `bookmarkCount` (each bookmark would rewrite every other bookmarker's copy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bookmarked {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The bookmarker, and the bookmark's date.
+    pub user_id: String,
+    pub post_id: String,
+    pub creation_date: String,
+    pub post: Post,
+}
+
+impl Bookmarked {
+    pub fn id_of(post_id: &str) -> String {
+        format!("{BOOKMARKED}-{post_id}")
+    }
+
+    /// `owner`'s copy of `post` (any form), bookmarked at `date`.
+    pub fn new(owner: &str, date: &str, post: &Post) -> Bookmarked {
+        let post = Post {
+            bookmark_count: 0,
+            ..post.summary()
+        };
+        Bookmarked {
+            id: Bookmarked::id_of(&post.post_id),
+            kind: BOOKMARKED.into(),
+            user_id: owner.into(),
+            post_id: post.post_id.clone(),
+            creation_date: date.into(),
+            post,
+        }
+    }
+}
+
+/// A change of `user_id`'s bookmark of `post_id` (`None`: a recount) for `verify --repair`.
+pub fn notification(post_id: &str, user_id: Option<&str>) -> Value {
+    let id = Bookmark::id_of(user_id.unwrap_or_default());
+    json!({ "id": id, "type": BOOKMARK, "postId": post_id, "userId": user_id })
+}
+
+/// Posts feed: bookmarks' copies and counts, bookmarked posts' changes ([`project_posts`]).
+pub const POSTS: Unit = Unit {
+    name: "bookmarks",
+    feed: Container::Posts,
+    watches: &["post", BOOKMARK],
+    reads: &[Container::Posts, Container::Users],
+    writes: &[Container::Posts, Container::Users],
+    project: |store, changes| {
+        Box::pin(async move {
+            let r = project_posts(store, changes).await;
+            r.map(wrote)
+                .map_err(|e| failed(Container::Posts, changes, e))
+        })
+    },
+};
+
+/// Users feed: the next step of a bookmarked post's fan-out ([`project_steps`]).
+pub const STEPS: Unit = Unit {
+    name: "bookmark-steps",
+    feed: Container::Users,
+    watches: &[JOB],
+    reads: &[Container::Users, Container::Posts],
+    writes: &[Container::Users],
+    project: |store, changes| {
+        Box::pin(async move {
+            let r = project_steps(store, changes).await;
+            r.map(wrote)
+                .map_err(|e| failed(Container::Users, changes, e))
+        })
+    },
+};
+
+fn job_id(post_id: &str) -> String {
+    format!("{JOB}-bookmarks-{post_id}")
+}
+
+/// Each bookmark changed (its copy, then its post's count), then each bookmarked post changed
+/// (a recheck of the counters carries no `bookmarkCount`). Returns the writes made.
+pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+    let (mut marks, mut posts) = (BTreeMap::<_, BTreeSet<_>>::new(), BTreeMap::new());
+    for (doc, post_id) in changes
+        .iter()
+        .filter_map(|d| Some((d, str_field(d, "postId")?)))
+    {
+        if doc[Kind::FIELD] == BOOKMARK {
+            let user = str_field(doc, "userId");
+            marks.entry(post_id).or_default().insert(user);
+        } else if Kind::of(doc) == Some(Kind::Post) {
+            posts.insert(post_id, doc);
+        }
+    }
+    let mut written = 0;
+    for (post_id, users) in marks {
+        let post = live_post(store, changes, post_id).await?;
+        for user in users.into_iter().flatten() {
+            written += bookmark_changed(store, changes, post_id, user, post.as_ref()).await?;
+        }
+        if post.is_some() {
+            written += recount(store, post_id).await?;
+        }
+    }
+    for (post_id, delivered) in posts {
+        let count = delivered.get("bookmarkCount").and_then(Value::as_u64);
+        let author = str_field(delivered, "userId").unwrap_or_default();
+        written += match count {
+            Some(1..) if is_deleted(delivered) => {
+                delete_item(store, Container::Users, author, &job_id(post_id)).await?
+            }
+            Some(1..) => post_changed(store, changes, post_id).await?,
+            _ => 0,
+        };
+    }
+    Ok(written)
+}
+
+/// Post `post_id` as it is now (never older than its change), unless gone or deleted.
+async fn live_post(store: &dyn Store, changes: &[Value], id: &str) -> StoreResult<Option<Post>> {
+    let changed = newest_change(changes, Kind::Post, id);
+    let post = read_not_older(store, Container::Posts, id, id, changed).await?;
+    let post = post.filter(|p| !is_deleted(p));
+    Ok(post.and_then(|p| Post::deserialize(&p).ok()))
+}
+
+/// `user`'s bookmark of `post_id` changed: live on a live post, its copy is written; live on a
+/// post gone, it is marked (it raced the post's deletion); else its copy goes.
+async fn bookmark_changed(
+    store: &dyn Store,
+    changes: &[Value],
+    post_id: &str,
+    user: &str,
+    post: Option<&Post>,
+) -> StoreResult<usize> {
+    let id = Bookmark::id_of(user);
+    let changed = newest(changes, |d| {
+        str_field(d, "id") == Some(&id) && str_field(d, "postId") == Some(post_id)
+    });
+    let read = read_not_older(store, Container::Posts, post_id, &id, changed).await?;
+    let copy_id = Bookmarked::id_of(post_id);
+    match (read.as_ref().and_then(Bookmark::live), post) {
+        (Some(b), Some(p)) => {
+            let copy = to_value(&Bookmarked::new(user, &b.creation_date, p));
+            apply_one(store, &Write::upsert(Container::Users, user, copy)).await?;
+            Ok(1)
+        }
+        (Some(_), None) => {
+            let mark = Write::patch(Container::Posts, post_id, &id, edge_tombstone_ops());
+            apply_one(store, &mark).await?;
+            Ok(1 + delete_item(store, Container::Users, user, &copy_id).await?)
+        }
+        (None, _) => delete_item(store, Container::Users, user, &copy_id).await,
+    }
+}
+
+/// Set post `post_id`'s `bookmarkCount` to its live bookmarks if it differs, only if the post is
+/// still at the version read (else read and counted again). Returns the writes made.
+pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
+    let q = Query::partition(post_id).eq(Kind::FIELD, BOOKMARK).live();
+    for _ in 0..4 {
+        let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
+        let Some(post) = post.filter(|p| !is_deleted(p)) else {
+            return Ok(0);
+        };
+        let n = retry(|| store.count(Container::Posts, &q)).await?;
+        if post.get("bookmarkCount").and_then(Value::as_u64) == Some(n) {
+            return Ok(0);
+        }
+        let ops = [PatchOp::set("/bookmarkCount", n)];
+        let etag = str_field(&post, "_etag");
+        match retry(|| store.patch(Container::Posts, post_id, post_id, &ops, etag)).await {
+            Ok(_) => return Ok(1),
+            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::NotFound) => return Ok(0),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Other(format!(
+        "the bookmark count of post {post_id} kept changing"
+    )))
+}
+
+/// A bookmarked post changed: unless its job item records the copy as it shows now, its
+/// fan-out starts over (its first page now).
+async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> StoreResult<usize> {
+    let Some(post) = live_post(store, changes, post_id).await? else {
+        return Ok(0);
+    };
+    let entry = to_value(&Bookmarked::new("", "", &post).post);
+    let job = read_job(store, &post.user_id, &job_id(post_id)).await?;
+    if post.bookmark_count == 0 || job.as_ref().and_then(|j| j.get("entry")) == Some(&entry) {
+        return Ok(0);
+    }
+    let (written, next) = fan_out(store, &entry, None).await?;
+    let saved = save_job(store, &post.user_id, job.as_ref(), job_item(&entry, next)).await?;
+    Ok(written + usize::from(saved))
+}
+
+fn job_item(entry: &Value, cursor: Option<String>) -> Value {
+    let post_id = str_field(entry, "postId").unwrap_or_default();
+    json!({
+        "id": job_id(post_id), "job": "bookmarks", "postId": post_id,
+        "entry": entry, "cursor": cursor, "done": cursor.is_none(),
+    })
+}
+
+/// The next step of each bookmarks job item delivered, unless it changed since.
+pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+    let mut written = 0;
+    for doc in changes
+        .iter()
+        .filter(|d| d[Kind::FIELD] == JOB && d["job"] == "bookmarks")
+    {
+        let author = str_field(doc, "userId").unwrap_or_default();
+        let Some(job) = current_job(store, author, doc).await? else {
+            continue;
+        };
+        let (n, next) = fan_out(store, &job["entry"], str_field(&job, "cursor")).await?;
+        let saved = save_job(store, author, Some(&job), job_item(&job["entry"], next)).await?;
+        written += n + usize::from(saved);
+    }
+    Ok(written)
+}
+
+/// One page of the bookmarkers (from `cursor`) of the post `entry` shows, each given their copy
+/// ([`fanout::step_with`]). Returns the writes made and where the next page starts.
+async fn fan_out(
+    store: &dyn Store,
+    entry: &Value,
+    cursor: Option<&str>,
+) -> StoreResult<(usize, Option<String>)> {
+    let Ok(shown) = Post::deserialize(entry) else {
+        return Ok((0, None));
+    };
+    let post_id = shown.post_id.as_str();
+    let (id, container) = (Bookmarked::id_of(post_id), Container::Users);
+    // Each copy is dated by its bookmark: `step_with` makes it from the bookmark.
+    let copies = Copies {
+        post_id,
+        container,
+        id,
+        item: &|_| Value::Null,
+    };
+    let bookmarks = || Query::partition(post_id).eq(Kind::FIELD, BOOKMARK);
+    let still = |users: &[&str]| bookmarks().any_of("userId", users.iter().map(|u| u.to_string()));
+    let owners = Owners {
+        container: Container::Posts,
+        query: bookmarks().live().limit(PAGE),
+        owner: "userId",
+        still: &still,
+        still_owner: "userId",
+    };
+    let copy = |owner: &str, b: &Value| {
+        let date = str_field(b, "creationDate").unwrap_or_default();
+        to_value(&Bookmarked::new(owner, date, &shown))
+    };
+    let step = fanout::step_with(store, &copies, &owners, cursor, &copy).await?;
+    Ok((step.written, step.next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+
+    fn post(title: &str, bookmarks: u64) -> Post {
+        Post {
+            id: "p1".into(),
+            kind: Kind::Post,
+            post_id: "p1".into(),
+            user_id: "bob".into(),
+            user_username: "bob".into(),
+            title: title.into(),
+            content: "c".into(),
+            comment_count: 0,
+            like_count: 0,
+            creation_date: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: None,
+            bookmark_count: bookmarks,
+        }
+    }
+
+    /// Run the post's change, then each job step it leaves, as the feeds would deliver them.
+    async fn project_change(store: &EmbeddedStore) -> usize {
+        let p = store
+            .read(Container::Posts, "p1", "p1")
+            .await
+            .unwrap()
+            .unwrap();
+        let mut steps = 0;
+        project_posts(store, &[p]).await.unwrap();
+        loop {
+            let job = store
+                .read(Container::Users, "bob", &job_id("p1"))
+                .await
+                .unwrap();
+            let Some(job) = job.filter(|j| j["done"] == false) else {
+                return steps;
+            };
+            project_steps(store, &[job]).await.unwrap();
+            steps += 1;
+        }
+    }
+
+    async fn titles(store: &EmbeddedStore, owners: &[String]) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for o in owners {
+            let copy = store
+                .read(Container::Users, o, "bookmarked-p1")
+                .await
+                .unwrap();
+            let copy: Bookmarked = serde_json::from_value(copy.expect("a copy")).unwrap();
+            assert_eq!(
+                copy.creation_date,
+                format!("date-{o}"),
+                "dated by its bookmark"
+            );
+            out.insert(copy.post.title);
+        }
+        out
+    }
+
+    /// More bookmarkers than a page: the fan-out writes a page, and its job item's change the
+    /// rest; a later edit reaches every copy the same way.
+    #[tokio::test]
+    async fn a_post_change_reaches_every_bookmarker_a_page_a_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("b.db")).unwrap();
+        let owners: Vec<String> = (0..PAGE + 5).map(|i| format!("u{i:03}")).collect();
+        let p = to_value(&post("first", owners.len() as u64));
+        store.create(Container::Posts, "p1", p).await.unwrap();
+        for o in &owners {
+            let b = Bookmark {
+                creation_date: format!("date-{o}"),
+                ..Bookmark::new("p1", o)
+            };
+            store
+                .create(Container::Posts, "p1", to_value(&b))
+                .await
+                .unwrap();
+        }
+        assert_eq!(project_change(&store).await, 1, "a second step");
+        assert_eq!(
+            titles(&store, &owners).await,
+            BTreeSet::from(["first".into()])
+        );
+
+        let edit = [PatchOp::set("/title", "edited")];
+        store
+            .patch(Container::Posts, "p1", "p1", &edit, None)
+            .await
+            .unwrap();
+        assert_eq!(project_change(&store).await, 1);
+        assert_eq!(
+            titles(&store, &owners).await,
+            BTreeSet::from(["edited".into()])
+        );
+        // Delivered again, the same change writes nothing.
+        let p = store
+            .read(Container::Posts, "p1", "p1")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(project_posts(&store, &[p]).await.unwrap(), 0);
+    }
+}
