@@ -29,8 +29,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::{
-    metrics, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query, Store,
-    StoreError, StoreResult,
+    metrics, write_priority, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query,
+    Store, StoreError, StoreResult, WritePriority,
 };
 
 mod checkpoint;
@@ -38,10 +38,12 @@ mod expiry;
 pub(crate) mod memory;
 mod query;
 pub mod schema;
+mod turns;
 mod writer;
 
 use checkpoint::{Checkpointer, Due};
 use query::{run_query, where_clause};
+use turns::Turns;
 use writer::Writer;
 
 const READERS: usize = 4;
@@ -55,6 +57,8 @@ pub struct EmbeddedStore {
 struct Inner {
     path: std::path::PathBuf,
     writer: Mutex<Connection>,
+    /// Whose write takes the writer next ([`turns`]); a write holds its turn, then the lock.
+    turns: Turns,
     /// Opened on first use, or by [`EmbeddedStore::open_first_reader`].
     readers: Vec<OnceLock<Mutex<Connection>>>,
     /// Held while reader `i` is being opened, so that a second caller waits for it rather than
@@ -117,6 +121,7 @@ impl EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 writer: Mutex::new(writer),
+                turns: Turns::default(),
                 readers: (0..READERS).map(|_| OnceLock::new()).collect(),
                 opening: (0..READERS).map(|_| Mutex::new(())).collect(),
                 next_reader: AtomicUsize::new(0),
@@ -129,10 +134,12 @@ impl EmbeddedStore {
         if was == 0 {
             // A new file: every item is where this release keeps it (see `LAYOUT_ID`).
             let layout = crate::store::new_store_layout();
-            store.inner.write(Some(Container::Leases), |w| {
-                w.write(Container::Leases, crate::store::LAYOUT_ID, layout)
-                    .map(drop)
-            })?;
+            store
+                .inner
+                .write(Some(Container::Leases), WritePriority::First, |w| {
+                    w.write(Container::Leases, crate::store::LAYOUT_ID, layout)
+                        .map(drop)
+                })?;
         }
         expiry::start(Arc::downgrade(&store.inner));
         Ok(store)
@@ -162,8 +169,8 @@ impl EmbeddedStore {
         .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
 
-    /// Run `f` in one write transaction on `c`, committed only when `f` succeeds; a commit
-    /// bumps `c`'s change notifier.
+    /// Run `f` in one write transaction on `c`, committed only when `f` succeeds, at the
+    /// priority of the work calling ([`write_priority`]); a commit bumps `c`'s change notifier.
     async fn with_writer<T: Send + 'static>(
         &self,
         c: Container,
@@ -171,20 +178,24 @@ impl EmbeddedStore {
     ) -> StoreResult<T> {
         let inner = self.inner.clone();
         metrics::record(0.0);
-        tokio::task::spawn_blocking(move || inner.write(Some(c), f))
+        let p = write_priority();
+        tokio::task::spawn_blocking(move || inner.write(Some(c), p, f))
             .await
             .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
 }
 
 impl Inner {
-    /// Run `f` in one write transaction, committed only when `f` succeeds; a commit bumps `c`'s
-    /// change notifier (`None`: a write that is no change, such as removing expired items).
+    /// Run `f` in one write transaction, committed only when `f` succeeds, once its turn at
+    /// priority `p` has come; a commit bumps `c`'s change notifier (`None`: a write that is no
+    /// change, such as removing expired items).
     fn write<T>(
         &self,
         c: Option<Container>,
+        p: WritePriority,
         f: impl FnOnce(&mut Writer<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
+        let _turn = self.turns.take(p);
         let mut conn = self.writer.lock().map_err(|_| poisoned())?;
         // IMMEDIATE: the write lock is taken at the start, where SQLite waits for it (the busy
         // timeout). A deferred transaction reads first and takes the lock at its first write;
