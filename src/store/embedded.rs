@@ -161,8 +161,17 @@ impl EmbeddedStore {
         let inner = self.inner.clone();
         metrics::record(0.0);
         tokio::task::spawn_blocking(move || {
-            let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-            let conn = inner.reader(i)?.lock().map_err(|_| poisoned())?;
+            let n = inner.readers.len();
+            let turn = inner.next_reader.fetch_add(1, Ordering::Relaxed) % n;
+            // An open connection that is free now, starting with the one whose turn it is; only
+            // when all are busy, wait for that one (opening it on first use). Waiting in turn
+            // alone kept a read queued behind a long one while another connection idled.
+            for i in (0..n).map(|k| (turn + k) % n) {
+                if let Some(Ok(conn)) = inner.readers[i].get().map(Mutex::try_lock) {
+                    return f(&conn);
+                }
+            }
+            let conn = inner.reader(turn)?.lock().map_err(|_| poisoned())?;
             f(&conn)
         })
         .await
@@ -413,5 +422,43 @@ impl Store for EmbeddedStore {
             })
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A read whose turn falls on a busy connection is served by a free one. (The deadline only
+    /// ends the test should the read wait for the busy connection, which is held until then.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_takes_a_free_connection_rather_than_wait_for_a_busy_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
+        let user = serde_json::json!({"id": "u1", "userId": "u1", "type": "user"});
+        store.create(Container::Users, "u1", user).await.unwrap();
+        let n = store.inner.readers.len();
+        let turn = store.inner.next_reader.load(Ordering::Relaxed) % n;
+        store.inner.reader((turn + 1) % n).unwrap();
+        let (held, release) = (mpsc::channel(), mpsc::channel::<()>());
+        let inner = store.inner.clone();
+        let busy = std::thread::spawn(move || {
+            let _conn = inner.reader(turn).unwrap().lock().unwrap();
+            held.0.send(()).unwrap();
+            release.1.recv().unwrap();
+        });
+        held.1.recv().unwrap();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            store.read(Container::Users, "u1", "u1"),
+        )
+        .await;
+        release.0.send(()).unwrap();
+        busy.join().unwrap();
+        let item = read
+            .expect("the read waited for the busy connection")
+            .unwrap();
+        assert_eq!(item.unwrap()["id"], "u1");
     }
 }
