@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Conformance fuzzing: the API against its own OpenAPI document.
-#   1. builds a release `handler` and starts it on 127.0.0.1 (embedded store in a temporary
-#      directory, BLOG_AUTH=none);
+#   1. starts `handler` ($HANDLER, CI's packaged one; a release build when unset) on 127.0.0.1
+#      (embedded store in a temporary directory, BLOG_AUTH=none);
 #   2. checks the document it serves at /api/openapi.json is valid OpenAPI 3.1
 #      (openapi-spec-validator);
 #   3. runs Schemathesis with that document: every check (enabled in .ci/schemathesis.toml, not

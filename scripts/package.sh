@@ -64,6 +64,13 @@ if [ ! -x "$GCC_LD/ld.lld" ]; then
     exit 1
 fi
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" -C link-arg=-B$GCC_LD -C link-arg=-fuse-ld=lld -C link-arg=-Wl,--icf=all"
+# Unwind tables only where a panic can unwind. Rust code keeps a table for every function that
+# may unwind (LLVM emits one whatever the flag says), so a panic still unwinds to the request's
+# 500 or the follower's supervisor; a function that cannot unwind loses a table only a debugger
+# or profiler would read. The C code (SQLite, ring, mimalloc) has none: a panic never unwinds
+# through it (Rust's callbacks from C abort rather than unwind out of them).
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS+=" -C force-unwind-tables=no"
+export CFLAGS_x86_64_unknown_linux_musl="${CFLAGS_x86_64_unknown_linux_musl:-} -fno-asynchronous-unwind-tables -fno-unwind-tables"
 # The bundled SQLite without the extensions and interfaces the store never uses (FTS3, R-tree,
 # dbstat, soundex, loadable extensions, the column metadata functions, the planner's STAT4
 # histograms, which only ANALYZE fills, shared cache, deprecated functions). FTS5 stays: the

@@ -1,7 +1,8 @@
 //! The in-process change-feed pump (standalone mode): follows the `posts` and `users` feeds once
 //! per projection lane (four followers: the main lane's and the timeline lane's of each feed,
 //! each with its own checkpoint, so a fan-out in the timeline lane never holds up the main
-//! lane), hands each batch to its lane's projections, then checkpoints in `leases` (at most every
+//! lane; where the store has one writer, the timeline lane's writes also wait behind the main
+//! lane's, `store::WritePriority`), hands each batch to its lane's projections, then checkpoints in `leases` (at most every
 //! [`CHECKPOINT_EVERY`], and when it stops). It resumes from its checkpoint after a restart,
 //! replaying what came after it (harmless: the projections write the present state); an
 //! unapplied batch is retried, never skipped, until it has failed `quarantine::ATTEMPTS` times:
@@ -33,7 +34,7 @@ pub use drain::drain;
 
 use crate::projection::{self, Lane};
 use crate::quarantine;
-use crate::store::{metrics, ChangeNotifier, Container, Store};
+use crate::store::{metrics, with_write_priority, ChangeNotifier, Container, Store, WritePriority};
 
 /// First pause after a failure (doubling up to `MAX_BACKOFF`).
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
@@ -130,9 +131,18 @@ async fn supervise(
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = std::time::Instant::now();
-        let run = std::panic::AssertUnwindSafe(follow(store.clone(), c, stopped.clone(), every))
-            .catch_unwind()
-            .await;
+        // The timeline lane's writes (a fan-out queues several at once) go after the main
+        // lane's and the requests' where the store has one writer.
+        let priority = match c.lane {
+            Lane::Main => WritePriority::First,
+            Lane::Timeline => WritePriority::Background,
+        };
+        let run = std::panic::AssertUnwindSafe(with_write_priority(
+            priority,
+            follow(store.clone(), c, stopped.clone(), every),
+        ))
+        .catch_unwind()
+        .await;
         if stopping(&stopped) {
             return;
         }

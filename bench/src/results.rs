@@ -308,6 +308,9 @@ pub struct FeedSnapshot {
 pub struct Versus {
     pub handler: String,
     pub handler_bytes: u64,
+    /// Whether `handler` is a packaged build (statically linked and stripped, as
+    /// `scripts/package.sh` writes it): only its size is held to the target.
+    pub handler_packaged: bool,
     pub bare_bytes: u64,
     pub cold_start: ColdStart,
     pub feed_throughput: FeedThroughput,

@@ -372,6 +372,7 @@ pub async fn run(args: &Args, handler: &Path, bare: &Path) -> anyhow::Result<Ver
     Ok(Versus {
         handler: handler.display().to_string(),
         handler_bytes: std::fs::metadata(handler)?.len(),
+        handler_packaged: crate::guards::packaged(&std::fs::read(handler)?),
         bare_bytes: std::fs::metadata(bare)?.len(),
         cold_start,
         feed_throughput,

@@ -234,14 +234,9 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
         }
     }
 
-    for post in changed_posts.values() {
-        writes.push(Write::upsert(
-            Container::Users,
-            post.user_id.clone(),
-            crate::domain::to_value(&post.summary()),
-        ));
-    }
-    // The feed entries of deleted posts went with their copies above.
+    // The feed entries of deleted posts went with their copies above. The feed first: the
+    // author's copy wakes the users feed's followers (and the timeline fan-out), whose writes
+    // would otherwise run beside the feed entry's and hold it back.
     let feed: Vec<FeedEntry> = facts
         .feed
         .iter()
@@ -249,6 +244,13 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
         .cloned()
         .collect();
     writes.extend(plan_feed(changed_posts.values(), &feed));
+    for post in changed_posts.values() {
+        writes.push(Write::upsert(
+            Container::Users,
+            post.user_id.clone(),
+            crate::domain::to_value(&post.summary()),
+        ));
+    }
     // A copy already holding what would be written is left alone (a redelivered batch, a
     // change that alters nothing a copy holds), and so is the removal of one already gone.
     writes.retain(|w| !already_stored(w, facts));
@@ -431,19 +433,21 @@ mod tests {
         };
         let writes = plan_posts(&[change(&p)], &facts);
         assert_eq!(writes.len(), 2);
+        // The feed entry first, before the author's copy wakes the users feed's followers.
+        assert!(
+            matches!(&writes[0], Write::Upsert { container: Container::Feed, pk, .. } if pk == "post"),
+            "{writes:?}"
+        );
         let Write::Upsert {
             container,
             pk,
             item,
-        } = &writes[0]
+        } = &writes[1]
         else {
             panic!("{writes:?}")
         };
         assert_eq!((*container, pk.as_str()), (Container::Users, "u1"));
         assert_eq!(item["content"].as_str().unwrap().chars().count(), 200);
-        assert!(
-            matches!(&writes[1], Write::Upsert { container: Container::Feed, pk, .. } if pk == "post")
-        );
     }
 
     #[test]

@@ -29,8 +29,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::{
-    metrics, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query, Store,
-    StoreError, StoreResult,
+    metrics, write_priority, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query,
+    Store, StoreError, StoreResult, WritePriority,
 };
 
 mod checkpoint;
@@ -38,10 +38,12 @@ mod expiry;
 pub(crate) mod memory;
 mod query;
 pub mod schema;
+mod turns;
 mod writer;
 
 use checkpoint::{Checkpointer, Due};
 use query::{run_query, where_clause};
+use turns::Turns;
 use writer::Writer;
 
 const READERS: usize = 4;
@@ -55,6 +57,8 @@ pub struct EmbeddedStore {
 struct Inner {
     path: std::path::PathBuf,
     writer: Mutex<Connection>,
+    /// Whose write takes the writer next ([`turns`]); a write holds its turn, then the lock.
+    turns: Turns,
     /// Opened on first use, or by [`EmbeddedStore::open_first_reader`].
     readers: Vec<OnceLock<Mutex<Connection>>>,
     /// Held while reader `i` is being opened, so that a second caller waits for it rather than
@@ -117,6 +121,7 @@ impl EmbeddedStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 writer: Mutex::new(writer),
+                turns: Turns::default(),
                 readers: (0..READERS).map(|_| OnceLock::new()).collect(),
                 opening: (0..READERS).map(|_| Mutex::new(())).collect(),
                 next_reader: AtomicUsize::new(0),
@@ -129,10 +134,12 @@ impl EmbeddedStore {
         if was == 0 {
             // A new file: every item is where this release keeps it (see `LAYOUT_ID`).
             let layout = crate::store::new_store_layout();
-            store.inner.write(Some(Container::Leases), |w| {
-                w.write(Container::Leases, crate::store::LAYOUT_ID, layout)
-                    .map(drop)
-            })?;
+            store
+                .inner
+                .write(Some(Container::Leases), WritePriority::First, |w| {
+                    w.write(Container::Leases, crate::store::LAYOUT_ID, layout)
+                        .map(drop)
+                })?;
         }
         expiry::start(Arc::downgrade(&store.inner));
         Ok(store)
@@ -154,16 +161,25 @@ impl EmbeddedStore {
         let inner = self.inner.clone();
         metrics::record(0.0);
         tokio::task::spawn_blocking(move || {
-            let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-            let conn = inner.reader(i)?.lock().map_err(|_| poisoned())?;
+            let n = inner.readers.len();
+            let turn = inner.next_reader.fetch_add(1, Ordering::Relaxed) % n;
+            // An open connection that is free now, starting with the one whose turn it is; only
+            // when all are busy, wait for that one (opening it on first use). Waiting in turn
+            // alone kept a read queued behind a long one while another connection idled.
+            for i in (0..n).map(|k| (turn + k) % n) {
+                if let Some(Ok(conn)) = inner.readers[i].get().map(Mutex::try_lock) {
+                    return f(&conn);
+                }
+            }
+            let conn = inner.reader(turn)?.lock().map_err(|_| poisoned())?;
             f(&conn)
         })
         .await
         .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
 
-    /// Run `f` in one write transaction on `c`, committed only when `f` succeeds; a commit
-    /// bumps `c`'s change notifier.
+    /// Run `f` in one write transaction on `c`, committed only when `f` succeeds, at the
+    /// priority of the work calling ([`write_priority`]); a commit bumps `c`'s change notifier.
     async fn with_writer<T: Send + 'static>(
         &self,
         c: Container,
@@ -171,20 +187,24 @@ impl EmbeddedStore {
     ) -> StoreResult<T> {
         let inner = self.inner.clone();
         metrics::record(0.0);
-        tokio::task::spawn_blocking(move || inner.write(Some(c), f))
+        let p = write_priority();
+        tokio::task::spawn_blocking(move || inner.write(Some(c), p, f))
             .await
             .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
 }
 
 impl Inner {
-    /// Run `f` in one write transaction, committed only when `f` succeeds; a commit bumps `c`'s
-    /// change notifier (`None`: a write that is no change, such as removing expired items).
+    /// Run `f` in one write transaction, committed only when `f` succeeds, once its turn at
+    /// priority `p` has come; a commit bumps `c`'s change notifier (`None`: a write that is no
+    /// change, such as removing expired items).
     fn write<T>(
         &self,
         c: Option<Container>,
+        p: WritePriority,
         f: impl FnOnce(&mut Writer<'_>) -> StoreResult<T>,
     ) -> StoreResult<T> {
+        let _turn = self.turns.take(p);
         let mut conn = self.writer.lock().map_err(|_| poisoned())?;
         // IMMEDIATE: the write lock is taken at the start, where SQLite waits for it (the busy
         // timeout). A deferred transaction reads first and takes the lock at its first write;
@@ -402,5 +422,43 @@ impl Store for EmbeddedStore {
             })
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A read whose turn falls on a busy connection is served by a free one. (The deadline only
+    /// ends the test should the read wait for the busy connection, which is held until then.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_takes_a_free_connection_rather_than_wait_for_a_busy_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
+        let user = serde_json::json!({"id": "u1", "userId": "u1", "type": "user"});
+        store.create(Container::Users, "u1", user).await.unwrap();
+        let n = store.inner.readers.len();
+        let turn = store.inner.next_reader.load(Ordering::Relaxed) % n;
+        store.inner.reader((turn + 1) % n).unwrap();
+        let (held, release) = (mpsc::channel(), mpsc::channel::<()>());
+        let inner = store.inner.clone();
+        let busy = std::thread::spawn(move || {
+            let _conn = inner.reader(turn).unwrap().lock().unwrap();
+            held.0.send(()).unwrap();
+            release.1.recv().unwrap();
+        });
+        held.1.recv().unwrap();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            store.read(Container::Users, "u1", "u1"),
+        )
+        .await;
+        release.0.send(()).unwrap();
+        busy.join().unwrap();
+        let item = read
+            .expect("the read waited for the busy connection")
+            .unwrap();
+        assert_eq!(item.unwrap()["id"], "u1");
     }
 }

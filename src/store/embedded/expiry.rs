@@ -5,7 +5,7 @@
 //! delete leaves as many marks due at the same second, and removing them in one transaction
 //! would hold the one writer (and grow the WAL) for as long as that takes. So no request's write
 //! removes anything: this thread looks once a second whether an item is due and removes what
-//! is, [`BATCH`] items per transaction, letting other writes in between. Like Cosmos DB's, the
+//! is, [`BATCH`] items per transaction, letting other writes in between (they go first: the removal writes at background priority). Like Cosmos DB's, the
 //! removal is not in the change feed. An expired item stays readable until it is removed; the
 //! items that expire are deletion marks, which every read already treats as absent.
 
@@ -13,6 +13,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use super::Inner;
+use crate::store::WritePriority;
 
 /// Items removed per transaction: enough that a mass delete's marks go in a few seconds, few
 /// enough that a write waiting behind one transaction hardly notices it.
@@ -41,7 +42,9 @@ fn run(store: Weak<Inner>) {
             continue;
         }
         loop {
-            match inner.write(None, |w| w.purge_expired(now, BATCH)) {
+            match inner.write(None, WritePriority::Background, |w| {
+                w.purge_expired(now, BATCH)
+            }) {
                 Ok(n) if n == BATCH => std::thread::sleep(BETWEEN_BATCHES),
                 Ok(_) => break,
                 Err(e) => {
