@@ -264,6 +264,7 @@ impl Generator {
                     like_count: likes.len() as u64,
                     creation_date: date(post_ms),
                     updated_at: None,
+                    tags: Vec::new(),
                 };
                 PostData {
                     post,

@@ -297,6 +297,7 @@ impl Bench {
                         like_count: 0,
                         creation_date: domain::now(),
                         updated_at: None,
+                        tags: Vec::new(),
                     };
                     v1::create_post(&*store, &post).await
                 }

@@ -111,6 +111,7 @@ impl Bench {
                 like_count: 0,
                 creation_date: domain::now(),
                 updated_at: None,
+                tags: Vec::new(),
             };
             loader
                 .create(Container::Posts, &id, [domain::to_value(&post)])

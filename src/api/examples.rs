@@ -76,6 +76,8 @@ impl Examples {
         post.creation_date = CREATED.into();
         post.comment_count = 1;
         post.like_count = 1;
+        post.tags = crate::domain::tags::parse_tags(&["cosmos-db".into(), "modelling".into()])
+            .expect("the example's tags are valid");
 
         let comment_text = text("content", "Clear and useful, thanks!", 2_000);
         let mut comment = Comment::new(&post_id, &bo, bo_name.as_str().into(), &comment_text);
@@ -99,6 +101,7 @@ impl Examples {
                 user_id: Some(ANA.into()),
                 title: post.title.clone(),
                 content: post.content.clone(),
+                tags: Some(post.tags.clone()),
             },
             summary: PostSummaryView::from_domain(post.summary()),
             post: PostView::from_domain(post),

@@ -125,6 +125,10 @@ pub struct PostView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, example = "2026-11-21T11:30:00.456Z")]
     pub updated_at: Option<String>,
+    /// Its tags: lowercased, each once, at most 10 (empty when none).
+    #[serde(default)]
+    #[schema(max_items = 10, example = json!(["rust", "cosmos-db"]))]
+    pub tags: Vec<String>,
 }
 
 impl View for PostView {
@@ -146,6 +150,7 @@ impl View for PostView {
             like_count,
             creation_date,
             updated_at,
+            tags,
         } = p;
         PostView {
             id,
@@ -158,6 +163,7 @@ impl View for PostView {
             like_count,
             creation_date,
             updated_at,
+            tags,
         }
     }
 }
@@ -182,6 +188,10 @@ pub struct PostSummaryView {
     #[schema(minimum = 0)]
     pub like_count: u64,
     pub creation_date: String,
+    /// Its tags: lowercased, each once, at most 10 (empty when none).
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub tags: Vec<String>,
 }
 
 /// A short form is read from a copy that holds it already (the author's post copies, the feed,
@@ -204,6 +214,7 @@ impl View for PostSummaryView {
             like_count,
             creation_date,
             updated_at: _,
+            tags,
         } = p;
         PostSummaryView {
             id,
@@ -215,6 +226,7 @@ impl View for PostSummaryView {
             comment_count,
             like_count,
             creation_date,
+            tags,
         }
     }
 }
@@ -446,7 +458,7 @@ mod tests {
         Id::parse("id", s).unwrap()
     }
 
-    const POST_FIELDS: [&str; 9] = [
+    const POST_FIELDS: [&str; 10] = [
         "id",
         "postId",
         "userId",
@@ -456,6 +468,7 @@ mod tests {
         "commentCount",
         "likeCount",
         "creationDate",
+        "tags",
     ];
 
     #[test]

@@ -469,6 +469,7 @@ mod tests {
             like_count: 1,
             creation_date: "2026-01-01T00:00:00.000Z".into(),
             updated_at: None,
+            tags: Vec::new(),
         };
         let e = timeline_entry("f", &p);
         assert_eq!(e["userId"], "f", "in the follower's partition");

@@ -116,6 +116,10 @@ pub struct Post {
     /// form: copies show what the feed lists, and an edit changes their title or content anyway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
+    /// Its tags (`super::tags`), lowercased, each once, at most 10; absent when none (posts
+    /// stored before tags read as having none). In every copy of the post.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 fn at_least_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -139,6 +143,7 @@ impl Post {
             like_count: 0,
             creation_date: now(),
             updated_at: None,
+            tags: Vec::new(),
         }
     }
 

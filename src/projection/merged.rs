@@ -261,6 +261,7 @@ mod tests {
             like_count: 7,
             creation_date: format!("2026-01-01T{:02}:{:02}:00.000Z", n / 60, n % 60),
             updated_at: None,
+            tags: Vec::new(),
         }
     }
 

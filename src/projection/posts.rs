@@ -380,6 +380,7 @@ mod tests {
             like_count: likes,
             creation_date: date.into(),
             updated_at: None,
+            tags: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@
 //! - `ops_suite`: `handler verify [--repair]` on both stores and `handler backup` under load;
 //! - `deletes_suite`: unlike, delete a comment or a post, erase an account, on both stores;
 //! - `search_suite`: `GET /api/search` on both stores;
+//! - `tags_suite`: tags on posts, a tag's posts, the tag list, on both stores;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them.
 //!
@@ -29,6 +30,7 @@ mod ops_suite;
 mod quarantine_suite;
 mod search_suite;
 mod store_suite;
+mod tags_suite;
 mod timeline_read_suite;
 mod timeline_suite;
 

@@ -433,10 +433,11 @@ async fn generators_read_the_document_as_the_server_behaves() {
                 "commentCount",
                 "likeCount",
                 "creationDate",
-                "updatedAt"
+                "updatedAt",
+                "tags"
             ]
         );
-        assert_eq!(props("PostBody"), ["userId", "title", "content"]);
+        assert_eq!(props("PostBody"), ["userId", "title", "content", "tags"]);
         assert_eq!(
             props("User")[..3],
             ["id".to_string(), "userId".into(), "username".into()]

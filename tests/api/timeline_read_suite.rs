@@ -49,6 +49,7 @@ fn post(author: &str, n: usize, likes: u64) -> Post {
         like_count: likes,
         creation_date: String::new(),
         updated_at: None,
+        tags: Vec::new(),
     }
 }
 
