@@ -18,6 +18,7 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod search;
+mod tags;
 mod timeline;
 mod users;
 pub mod views;
@@ -146,6 +147,8 @@ macro_rules! api_table {
             identity::get_me,
             identity::get_config,
             openapi::get_api_description,
+            tags::list_tag_posts,
+            tags::list_tags,
         ]
     };
 }

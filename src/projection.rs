@@ -14,7 +14,8 @@
 //!   account's erasure (users feed);
 //! - [`follows`]: follow mirrors and counts (users feed);
 //! - [`timeline`]: the personal timelines (both feeds), with the merged authors ([`merged`])
-//!   and the move of timeline items ([`relocation`]).
+//!   and the move of timeline items ([`relocation`]);
+//! - [`tags`]: each tag's copies of its posts and the tags' counts (posts feed).
 //!
 //! What they all do the same way is written once: [`engine`] (writes applied with retries,
 //! reads never older than the change, paging sweeps, bounded steps in job items), [`write`]
@@ -40,6 +41,7 @@ pub mod merged;
 pub mod posts;
 pub mod relocation;
 pub mod rename;
+pub mod tags;
 pub mod timeline;
 pub mod write;
 
@@ -105,6 +107,7 @@ pub const UNITS: &[(Lane, &Unit)] = &[
     (Lane::Main, &follows::UNIT),
     (Lane::Timeline, &timeline::POSTS),
     (Lane::Timeline, &timeline::USERS),
+    (Lane::Main, &tags::UNIT),
 ];
 
 /// Project a batch of changed documents from the change feed of `container` (`posts` or

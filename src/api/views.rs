@@ -379,6 +379,22 @@ page!(
     LikePage of LikeView
 );
 
+/// A tag with the number of posts carrying it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Tag)]
+pub struct TagView {
+    #[schema(min_length = 1, max_length = 32, example = "rust")]
+    pub tag: String,
+    #[schema(minimum = 1)]
+    pub post_count: u64,
+}
+
+page!(
+    /// One page of tags, the most used first.
+    TagPage of TagView
+);
+
 /// How callers sign in (`GET /api/config`): public values only.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

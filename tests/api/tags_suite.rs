@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{id, TestApp};
+use crate::helpers::{id, next_millisecond, TestApp};
 
 /// Instantiate every suite test as a `#[tokio::test]` over an app (no pump: the tests settle
 /// the change feed where they mean "once it was projected").
@@ -14,7 +14,11 @@ macro_rules! tags_suite {
         $crate::tags_suite!(@tests $fixture;
             bad_tags_are_a_400_naming_tags_and_write_nothing,
             tags_are_lowercased_kept_once_and_in_every_copy,
-            an_edit_sets_or_keeps_the_tags);
+            an_edit_sets_or_keeps_the_tags,
+            a_tags_page_is_newest_first_paged_one_operation_a_page,
+            copies_follow_edits_counts_renames_and_deletes,
+            an_erased_accounts_posts_leave_their_tags,
+            the_tag_list_counts_each_tags_posts_most_used_first);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -152,4 +156,190 @@ pub async fn an_edit_sets_or_keeps_the_tags(app: &TestApp) {
     )
     .await;
     assert_eq!(r.body["tags"], json!([]));
+}
+
+fn ids(items: &[Value]) -> Vec<String> {
+    items.iter().map(id).collect()
+}
+
+/// The ids on a tag's page, every page of it (two a page).
+async fn tagged(app: &TestApp, tag: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let url = reqwest::Url::parse_with_params(
+            &app.url(&format!("/api/tags/{tag}/posts")),
+            [("limit", "2")]
+                .into_iter()
+                .chain(token.as_deref().map(|t| ("continuationToken", t))),
+        )
+        .unwrap();
+        let r = app.send(reqwest::Client::new().get(url)).await;
+        assert_eq!(r.status, 200, "{tag}: {:?}", r.body);
+        assert_eq!(r.store_operations(), 1, "one query a page");
+        out.extend(ids(r.items()));
+        match r.body["continuationToken"].as_str() {
+            Some(t) => token = Some(t.to_string()),
+            None => return out,
+        }
+    }
+}
+
+/// The tag list, as (tag, count) pairs.
+async fn tag_list(app: &TestApp) -> Vec<(String, u64)> {
+    let r = app.get("/api/tags?limit=100").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.store_operations(), 1);
+    r.items()
+        .iter()
+        .map(|t| {
+            (
+                t["tag"].as_str().unwrap().to_string(),
+                t["postCount"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+pub async fn a_tags_page_is_newest_first_paged_one_operation_a_page(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let mut posts = Vec::new();
+    for i in 0..5 {
+        posts.push(create_tagged(app, &ana, &format!("Post {i}"), &["paging", "x"]).await);
+        next_millisecond().await;
+    }
+    create_tagged(app, &ana, "Elsewhere", &["other"]).await;
+    app.create_post(&ana, "Untagged", "paging").await;
+    posts.reverse();
+    app.settle().await;
+    assert_eq!(tagged(app, "paging").await, posts);
+    // In another case, the same tag.
+    assert_eq!(tagged(app, "PAGING").await, posts);
+    assert!(tagged(app, "nothing-here").await.is_empty());
+    // The short form, as the author's list shows it.
+    let page = app.get("/api/tags/paging/posts?limit=1").await;
+    let listed = app.get(&format!("/api/users/{ana}/posts")).await;
+    let mine = listed.items().iter().find(|p| p["id"] == posts[0].as_str());
+    assert_eq!(Some(&page.items()[0]), mine);
+    // A bad tag, a bad page.
+    for path in [
+        "/api/tags/c++/posts",
+        &format!("/api/tags/{}/posts", "x".repeat(33)),
+        "/api/tags/paging/posts?limit=0",
+        "/api/tags/paging/posts?continuationToken=",
+    ] {
+        let r = app.get(path).await;
+        r.assert_problem(400);
+    }
+    let r = app.get("/api/tags/c++/posts").await;
+    assert_eq!(r.body["errors"][0]["field"], "tag", "{:?}", r.body);
+    assert_eq!(r.body["errors"][0]["in"], "path");
+}
+
+pub async fn copies_follow_edits_counts_renames_and_deletes(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bo = id(&app.create_user("bo").await);
+    let post = create_tagged(app, &ana, "Moving", &["old", "kept"]).await;
+    let other = create_tagged(app, &ana, "Staying", &["kept"]).await;
+    app.settle().await;
+    assert_eq!(tagged(app, "old").await, [post.clone()]);
+    let r = edit(
+        app,
+        &ana,
+        &post,
+        json!({ "title": "Moved", "content": "c", "tags": ["new", "kept"] }),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(app.like(&post, &bo).await.status, 201);
+    let r = app
+        .put(&format!("/api/users/{ana}"), json!({ "username": "ana2" }))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    app.settle().await;
+    assert!(tagged(app, "old").await.is_empty());
+    assert_eq!(tagged(app, "new").await, [post.clone()]);
+    assert_eq!(tagged(app, "kept").await, [other.clone(), post.clone()]);
+    let page = app.get("/api/tags/new/posts").await;
+    let copy = &page.items()[0];
+    assert_eq!(copy["title"], "Moved");
+    assert_eq!(copy["tags"], json!(["new", "kept"]));
+    assert_eq!(copy["likeCount"], 1);
+    assert_eq!(copy["userUsername"], "ana2");
+    // A delete: the post leaves every tag.
+    assert_eq!(app.delete(&format!("/api/posts/{post}")).await.status, 204);
+    app.settle().await;
+    assert!(tagged(app, "new").await.is_empty());
+    assert_eq!(tagged(app, "kept").await, [other]);
+    assert_eq!(tag_list(app).await, [("kept".to_string(), 1)]);
+}
+
+pub async fn an_erased_accounts_posts_leave_their_tags(app: &TestApp) {
+    let ana = id(&app.create_user("ana-to-erase").await);
+    let bo = id(&app.create_user("bo").await);
+    for i in 0..3 {
+        create_tagged(app, &ana, &format!("Erased {i}"), &["shared", "hers"]).await;
+    }
+    let his = create_tagged(app, &bo, "Kept", &["shared"]).await;
+    app.settle().await;
+    assert_eq!(tagged(app, "shared").await.len(), 4);
+    assert_eq!(app.delete(&format!("/api/users/{ana}")).await.status, 204);
+    app.settle().await;
+    assert_eq!(tagged(app, "shared").await, [his]);
+    assert!(tagged(app, "hers").await.is_empty());
+    assert_eq!(tag_list(app).await, [("shared".to_string(), 1)]);
+}
+
+pub async fn the_tag_list_counts_each_tags_posts_most_used_first(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    assert!(tag_list(app).await.is_empty());
+    for (title, tags) in [
+        ("a", &["rust", "web"][..]),
+        ("b", &["rust"][..]),
+        ("c", &["rust", "cosmos-db", "web"][..]),
+        ("d", &["solo"][..]),
+    ] {
+        create_tagged(app, &ana, title, tags).await;
+    }
+    let e = create_tagged(app, &ana, "e", &["web"]).await;
+    app.settle().await;
+    let list = tag_list(app).await;
+    let mut top: Vec<_> = list[..2].to_vec();
+    top.sort();
+    assert_eq!(top, [("rust".to_string(), 3), ("web".to_string(), 3)]);
+    let mut rest: Vec<_> = list[2..].to_vec();
+    rest.sort();
+    assert_eq!(
+        rest,
+        [("cosmos-db".to_string(), 1), ("solo".to_string(), 1)]
+    );
+    // Settling again (a replay of nothing new) changes no count.
+    app.settle().await;
+    assert_eq!(tag_list(app).await, list);
+    // An edit moving a post from one tag to another moves one from each count.
+    let r = edit(
+        app,
+        &ana,
+        &e,
+        json!({ "title": "e", "content": "c", "tags": ["solo"] }),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    app.settle().await;
+    let list = tag_list(app).await;
+    assert_eq!(list[0], ("rust".to_string(), 3));
+    let mut rest: Vec<_> = list[1..].to_vec();
+    rest.sort();
+    assert_eq!(
+        rest,
+        [
+            ("cosmos-db".to_string(), 1),
+            ("solo".to_string(), 2),
+            ("web".to_string(), 2)
+        ]
+    );
+    // Paged like the other lists.
+    let first = app.get("/api/tags?limit=1").await;
+    assert_eq!(first.items().len(), 1);
+    assert!(first.body["continuationToken"].is_string());
 }
