@@ -18,7 +18,8 @@ macro_rules! tags_suite {
             a_tags_page_is_newest_first_paged_one_operation_a_page,
             copies_follow_edits_counts_renames_and_deletes,
             an_erased_accounts_posts_leave_their_tags,
-            the_tag_list_counts_each_tags_posts_most_used_first);
+            the_tag_list_counts_each_tags_posts_most_used_first,
+            verify_finds_and_repairs_broken_tag_copies_and_counts);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -342,4 +343,89 @@ pub async fn the_tag_list_counts_each_tags_posts_most_used_first(app: &TestApp) 
     let first = app.get("/api/tags?limit=1").await;
     assert_eq!(first.items().len(), 1);
     assert!(first.body["continuationToken"].is_string());
+}
+
+pub async fn verify_finds_and_repairs_broken_tag_copies_and_counts(app: &TestApp) {
+    use blog::ops::progress::Progress;
+    use blog::ops::verify_and_repair;
+    use blog::store::Container;
+    use std::time::Duration;
+
+    let ana = id(&app.create_user("ana").await);
+    let p1 = create_tagged(app, &ana, "First", &["rust", "web"]).await;
+    next_millisecond().await;
+    let p2 = create_tagged(app, &ana, "Second", &["rust"]).await;
+    app.settle().await;
+    let store = &*app.store;
+    // A copy gone stale, one gone, one that does not belong, and a wrong count.
+    let mut stale = store
+        .read(Container::Feed, "tag:rust", &p1)
+        .await
+        .unwrap()
+        .unwrap();
+    stale["title"] = "Wrong".into();
+    store
+        .upsert(Container::Feed, "tag:rust", stale)
+        .await
+        .unwrap();
+    store.delete(Container::Feed, "tag:web", &p1).await.unwrap();
+    let mut extra = store
+        .read(Container::Feed, "tag:rust", &p2)
+        .await
+        .unwrap()
+        .unwrap();
+    extra["type"] = "tag:go".into();
+    store
+        .upsert(Container::Feed, "tag:go", extra)
+        .await
+        .unwrap();
+    let go_count = json!({ "id": "go", "type": "tagCount", "tag": "go", "postCount": 1,
+                           "creationDate": format!("{:020}", 1) });
+    store
+        .upsert(Container::Feed, "tagCount", go_count)
+        .await
+        .unwrap();
+    let mut count = store
+        .read(Container::Feed, "tagCount", "rust")
+        .await
+        .unwrap()
+        .unwrap();
+    count["postCount"] = 5.into();
+    store
+        .upsert(Container::Feed, "tagCount", count)
+        .await
+        .unwrap();
+    blog::pump::checkpoint_at_end(store).await.unwrap();
+
+    let found = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(!found.is_clean());
+    let targets: Vec<&String> = found.tags.before.findings.keys().collect();
+    for t in [
+        format!("feed/tag:rust/{p1}"),
+        format!("feed/tag:web/{p1}"),
+        format!("feed/tag:go/{p2}"),
+        "feed/tagCount/rust".to_string(),
+    ] {
+        assert!(targets.contains(&&t), "{t} not among {targets:?}");
+    }
+    // Verify alone writes nothing.
+    assert!(tagged(app, "web").await.is_empty());
+
+    let mended = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert!(mended.tags.repair.is_some());
+    assert!(mended.is_clean(), "{}", mended.render());
+    assert_eq!(tagged(app, "web").await, [p1.clone()]);
+    assert_eq!(tagged(app, "rust").await, [p2, p1]);
+    assert!(tagged(app, "go").await.is_empty());
+    assert_eq!(
+        app.get("/api/tags/rust/posts").await.items()[1]["title"],
+        "First"
+    );
+    let mut list = tag_list(app).await;
+    list.sort();
+    assert_eq!(list, [("rust".to_string(), 2), ("web".to_string(), 1)]);
 }
