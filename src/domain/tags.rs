@@ -54,24 +54,22 @@ pub fn parse_tag(field: &str, s: &str) -> Result<String, Invalid> {
     Ok(tag)
 }
 
-/// A post's tags as given: each checked and lowercased ([`parse_tag`]), repeats dropped (the
-/// first kept, in order), at most [`MAX_TAGS`] left.
+/// A post's tags as given: at most [`MAX_TAGS`] (counted as given, so that what the API's
+/// schema states holds), each checked and lowercased ([`parse_tag`]), repeats dropped (the first
+/// kept, in order).
 pub fn parse_tags(tags: &[String]) -> Result<Vec<String>, Invalid> {
+    if tags.len() > MAX_TAGS {
+        return Err(Invalid::new(
+            "tags",
+            format!("`tags` holds at most {MAX_TAGS} tags, not {}", tags.len()),
+        ));
+    }
     let mut out: Vec<String> = Vec::new();
     for t in tags {
         let tag = parse_tag("tags", t)?;
         if !out.contains(&tag) {
             out.push(tag);
         }
-    }
-    if out.len() > MAX_TAGS {
-        return Err(Invalid::new(
-            "tags",
-            format!(
-                "`tags` holds at most {MAX_TAGS} different tags, not {}",
-                out.len()
-            ),
-        ));
     }
     Ok(out)
 }
@@ -108,10 +106,13 @@ mod tests {
             let e = parse_tags(&bad).unwrap_err();
             assert_eq!(e.field, "tags", "{bad:?}");
         }
-        // Eleven given, ten once the repeats are dropped: fine.
-        let mut ten: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        // Ten given, fewer once the repeats are dropped: fine; eleven given are too many, even
+        // with a repeat among them.
+        let mut ten: Vec<String> = (0..9).map(|i| format!("t{i}")).collect();
         ten.push("T0".into());
-        assert_eq!(parse_tags(&ten).unwrap().len(), 10);
+        assert_eq!(parse_tags(&ten).unwrap().len(), 9);
+        ten.push("t9".into());
+        assert_eq!(parse_tags(&ten).unwrap_err().field, "tags");
     }
 
     #[test]
