@@ -194,7 +194,7 @@ pub async fn get_post(
     path = "/api/posts/{postId}",
     tag = "posts",
     summary = "Delete a post with its comments and likes (its author only)",
-    description = "The post answers 404 at once and leaves its author's posts and the feed. Its comments and likes leave their lists at once too, up to 200 of them; beyond that, a page at a time shortly after (the change feed marks the rest without holding up other posts).",
+    description = "The post answers 404 at once and leaves its author's posts, the feed and its tags' pages. Its comments and likes leave their lists at once too, up to 200 of them; beyond that, a page at a time shortly after (the change feed marks the rest without holding up other posts).",
     params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 204, description = "The post is deleted"),
@@ -219,6 +219,7 @@ pub async fn delete_post(
         format!("only the author may delete post `{post_id}`")
     })?;
     erase::post(store, post_id.as_str(), author).await?;
+    crate::projection::tags::remove_copies_now(store, &post).await?;
     s.feed.forget();
     s.counts.forget();
     Ok(no_content())

@@ -170,6 +170,25 @@ pub async fn sync_post(store: &dyn Store, id: &str, post: Option<&Value>) -> Sto
     Ok(written + 1)
 }
 
+/// Remove a post's copies from the tags it carries (`post` as stored before its deletion), as
+/// the request that deletes it does, so that it leaves its tags' pages at once, as it leaves the
+/// feed; the change feed then removes its record and sets the counts. Returns the writes made.
+pub async fn remove_copies_now(store: &dyn Store, post: &Value) -> StoreResult<usize> {
+    let (Some(id), Ok(post)) = (
+        str_field(post, "id"),
+        serde_json::from_value::<Post>(post.clone()),
+    ) else {
+        return Ok(0);
+    };
+    let writes: Vec<Write> = post
+        .tags
+        .iter()
+        .map(|t| Write::delete(Container::Feed, tags::partition(t), id))
+        .collect();
+    apply_all(store, &writes, CONCURRENCY).await?;
+    Ok(writes.len())
+}
+
 /// The item counting `tag`'s posts.
 pub fn count_item(tag: &str, n: u64) -> Value {
     serde_json::json!({

@@ -267,8 +267,10 @@ pub async fn copies_follow_edits_counts_renames_and_deletes(app: &TestApp) {
     assert_eq!(copy["tags"], json!(["new", "kept"]));
     assert_eq!(copy["likeCount"], 1);
     assert_eq!(copy["userUsername"], "ana2");
-    // A delete: the post leaves every tag.
+    // A delete: the post leaves every tag at once, the counts follow.
     assert_eq!(app.delete(&format!("/api/posts/{post}")).await.status, 204);
+    assert!(tagged(app, "new").await.is_empty());
+    assert_eq!(tagged(app, "kept").await, std::slice::from_ref(&other));
     app.settle().await;
     assert!(tagged(app, "new").await.is_empty());
     assert_eq!(tagged(app, "kept").await, [other]);
