@@ -37,7 +37,7 @@ use super::engine::{apply_all, failed, newest_change, read_not_older, wrote, Uni
 use super::posts::counters::is_recheck;
 use super::write::{str_field, Write};
 use crate::domain::tags::{self, COUNTS, TAGGED};
-use crate::domain::{is_live, Kind, Post};
+use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
 /// The tags projection, main lane.
@@ -81,16 +81,17 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> StoreResult<usize>
     Ok(written)
 }
 
-/// Whether a post, as a change delivered it, never carried a tag up to that change: it has none
-/// and was never edited (tags are given only on create and edit). Such a change is passed over
-/// without a read: nothing of the post's is in a tag, and an edit that tags it comes through as
-/// a change of its own. So a like or comment on an untagged post costs nothing here.
+/// Whether a post, as a change delivered it, never carried a tag up to that change: it has none,
+/// was never edited (tags are given only on create and edit) and is not deleted (a tombstone's
+/// tags are emptied, `crate::domain::tombstone_ops`). Such a change is passed over without a
+/// read: nothing of the post's is in a tag, and an edit that tags it comes through as a change
+/// of its own. So a like or comment on an untagged post costs nothing here.
 pub fn never_tagged(doc: &Value) -> bool {
     let tagged = doc
         .get("tags")
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty());
-    !tagged && doc.get("updatedAt").is_none_or(Value::is_null)
+    !tagged && doc.get("updatedAt").is_none_or(Value::is_null) && !is_deleted(doc)
 }
 
 /// What post `id`'s record and copies should be, from the post as stored (`None`: gone):
@@ -274,6 +275,9 @@ mod tests {
         let mut edited = stored(&[]);
         edited["updatedAt"] = "2026-01-02T00:00:00.000Z".into();
         assert!(!never_tagged(&edited), "an edit may have removed its tags");
+        let mut deleted = stored(&[]);
+        deleted["deleted"] = true.into();
+        assert!(!never_tagged(&deleted), "a tombstone's tags are emptied");
     }
 
     #[test]

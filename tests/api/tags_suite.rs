@@ -271,6 +271,17 @@ pub async fn copies_follow_edits_counts_renames_and_deletes(app: &TestApp) {
     assert_eq!(app.delete(&format!("/api/posts/{post}")).await.status, 204);
     assert!(tagged(app, "new").await.is_empty());
     assert_eq!(tagged(app, "kept").await, std::slice::from_ref(&other));
+    // Its tombstone keeps none of its words, its tags included.
+    let tombstone = app
+        .store
+        .read(blog::store::Container::Posts, &post, &post)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (tombstone["title"].clone(), tombstone["tags"].clone()),
+        (json!(""), json!([]))
+    );
     app.settle().await;
     assert!(tagged(app, "new").await.is_empty());
     assert_eq!(tagged(app, "kept").await, [other]);
