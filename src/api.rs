@@ -19,6 +19,7 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod search;
+mod tags;
 mod timeline;
 mod users;
 pub mod views;
@@ -150,6 +151,8 @@ macro_rules! api_table {
             bookmarks::bookmark,
             bookmarks::unbookmark,
             bookmarks::list_bookmarks,
+            tags::list_tag_posts,
+            tags::list_tags,
         ]
     };
 }

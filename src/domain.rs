@@ -11,6 +11,7 @@ pub mod follows;
 mod items;
 mod patch;
 pub mod pending;
+pub mod tags;
 
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
 pub use items::{Authored, Comment, Kind, Like, Post, User};

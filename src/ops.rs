@@ -3,7 +3,7 @@
 //! - `handler verify [--repair]`: check every derived copy against the source of truth
 //!   ([`verify`], from [`expected`]); with `--repair`, mend it through the projections
 //!   ([`repair`]) and check again; [`newest`] is the feed as it should be; [`lag`] tells lag from
-//!   drift. Exit 0 without drift (lag aside), 1 with drift or a quarantined change, 2 when it
+//!   drift; [`timeline`] and [`tags`] check their projections after. Exit 0 without drift (lag aside), 1 with drift or a quarantined change, 2 when it
 //!   cannot run.
 //! - `handler backup PATH`: an online copy of the embedded store ([`backup`]).
 //! - `handler quarantine list|replay|drop`: the changes a projection lane could not apply
@@ -19,6 +19,7 @@ pub mod progress;
 pub mod quarantine;
 pub mod repair;
 pub mod report;
+pub mod tags;
 pub mod timeline;
 pub mod verify;
 
@@ -160,6 +161,8 @@ pub struct Outcome {
     pub timelines: timeline::Outcome,
     /// Changes a projection lane could not apply: a finding while any is kept.
     pub quarantined: Vec<crate::quarantine::Entry>,
+    /// Tag copies, records and counts, checked (and repaired) after the timelines.
+    pub tags: tags::Outcome,
 }
 
 impl Outcome {
@@ -170,7 +173,10 @@ impl Outcome {
 
     /// Nothing drifted (after the repair, if any) and nothing is quarantined.
     pub fn is_clean(&self) -> bool {
-        self.last().is_clean() && self.timelines.last().is_clean() && self.quarantined.is_empty()
+        self.last().is_clean()
+            && self.timelines.last().is_clean()
+            && self.quarantined.is_empty()
+            && self.tags.last().is_clean()
     }
 
     /// The report as printed; its last line is the [`Summary`].
@@ -197,6 +203,7 @@ impl Outcome {
             charge += done.usage.request_charge + after.usage.request_charge;
         }
         out.push_str(&self.timelines.render());
+        out.push_str(&self.tags.render());
         out.push_str(&quarantine::render(&self.quarantined));
         if charge > 0.0 {
             let _ = writeln!(out, "request units: {charge:.2}");
@@ -219,9 +226,10 @@ impl Outcome {
     /// The figures of the report's last line, over every part (after the repair, if any).
     pub fn summary(&self) -> Summary {
         let (posts, timelines) = (self.last(), self.timelines.last());
+        let tags = self.tags.last();
         Summary {
-            checked: posts.total_checked() + timelines.checked,
-            drifted: posts.drifted_items + timelines.drifted(),
+            checked: posts.total_checked() + timelines.checked + tags.checked,
+            drifted: posts.drifted_items + timelines.drifted() + tags.findings.len() as u64,
             lagging: posts.lagging + timelines.lagging,
             quarantined: self.quarantined.len() as u64,
         }
@@ -261,11 +269,13 @@ pub async fn verify_and_repair(
     };
     let timelines = timeline::verify_and_repair(store, mend, settle).await?;
     let quarantined = crate::quarantine::list(store, None).await?;
+    let tags = tags::verify_and_repair(store, mend, settle).await?;
     Ok(Outcome {
         before,
         repair,
         timelines,
         quarantined,
+        tags,
     })
 }
 

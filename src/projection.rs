@@ -16,6 +16,7 @@
 //! - [`timeline`]: the personal timelines (both feeds), with the merged authors ([`merged`])
 //!   and the move of timeline items ([`relocation`]);
 //! - [`bookmarks`]: bookmarks' copies in the bookmarkers' partitions, and `bookmarkCount`.
+//! - [`tags`]: each tag's copies of its posts and the tags' counts (posts feed).
 //!
 //! What they all do the same way is written once: [`engine`] (writes applied with retries,
 //! reads never older than the change, paging sweeps, bounded steps in job items), [`write`]
@@ -42,6 +43,7 @@ pub mod merged;
 pub mod posts;
 pub mod relocation;
 pub mod rename;
+pub mod tags;
 pub mod timeline;
 pub mod write;
 
@@ -109,6 +111,7 @@ pub const UNITS: &[(Lane, &Unit)] = &[
     (Lane::Timeline, &timeline::USERS),
     (Lane::Main, &bookmarks::POSTS),
     (Lane::Main, &bookmarks::STEPS),
+    (Lane::Main, &tags::UNIT),
 ];
 
 /// Project a batch of changed documents from the change feed of `container` (`posts` or

@@ -14,7 +14,7 @@ pub mod metrics;
 mod query;
 mod retry;
 
-pub use query::{Cmp, Filter, Order, Page, Query, Scope, Words, SEARCHABLE};
+pub use query::{Cmp, Filter, Order, Page, Query, Scope, Words, SEARCHABLE, SEARCHABLE_LISTS};
 
 pub use retry::{retry, ATTEMPTS};
 

@@ -61,6 +61,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("user.js", JS),
     asset!("write.js", JS),
     asset!("me.js", JS),
+    asset!("tags.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

@@ -1,11 +1,13 @@
 // The client's entry point: find out who is signed in, then route on the URL fragment
-// (#/, #/post/<id>, #/user/<id>, #/following, #/saved, #/search/<words>, #/write, #/me), so the page works at any path it is served from.
+// (#/, #/post/<id>, #/user/<id>, #/following, #/saved, #/search/<words>, #/write, #/me,
+// #/tag/<tag>, #/tags), so the page works at any path it is served from.
 
 import { init, session } from './auth.js';
 import { h, put } from './ui.js';
 import { feed, following, saved, search } from './feed.js';
 import { me } from './me.js';
 import { post } from './post.js';
+import { tag, tags } from './tags.js';
 import { user } from './user.js';
 import { write } from './write.js';
 
@@ -53,6 +55,10 @@ function parse(hash) {
       return [write];
     case 'me':
       return [me];
+    case 'tag':
+      return parts[1] ? [tag, parts[1]] : null;
+    case 'tags':
+      return [tags];
     default:
       return null;
   }

@@ -82,7 +82,7 @@ export async function search(ctx, q = '') {
   const intro = h(
     'p',
     { class: 'muted' },
-    'Posts whose title or content hold every word, newest first. Case, accents and word endings do not matter.',
+    'Posts whose title, content or tags hold every word, newest first. Case, accents and word endings do not matter.',
   );
   if (!q.trim()) return ctx.render(heading('Search'), intro, searchForm);
   const list = pagedList(

@@ -19,7 +19,23 @@ export function postCard(p) {
     h('p', { class: 'meta' }, 'by ', authorLink(p), ' · ', when(p.creationDate)),
     h('p', { class: 'summary' }, p.content),
     h('p', { class: 'meta' }, count(p.likeCount, 'like'), ' · ', count(p.commentCount, 'comment')),
+    tagLinks(p),
   );
+}
+
+/** A post's tags, each a link to its page (nothing when it has none). */
+export function tagLinks(p) {
+  const tags = p.tags || [];
+  if (!tags.length) return null;
+  return h('p', { class: 'tags' }, ...tags.map((t) => h('a', { class: 'tag', href: link('tag', t) }, `#${t}`)));
+}
+
+/** The words of a tags field (`rust, cosmos-db` or `rust cosmos-db`) as the API takes them. */
+export function tagsOf(text) {
+  return text
+    .split(/[\s,]+/)
+    .map((t) => t.replace(/^#/, ''))
+    .filter(Boolean);
 }
 
 export function needUser(what) {

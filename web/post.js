@@ -3,7 +3,7 @@
 import { api, ApiError, listPath, seg } from './api.js';
 import { arriving, watchFeed } from './arriving.js';
 import { session, writer } from './auth.js';
-import { authorLink, heading, needUser, notFound } from './parts.js';
+import { authorLink, heading, needUser, notFound, tagLinks, tagsOf } from './parts.js';
 import { count, field, form, h, pagedList, put, say, status, when } from './ui.js';
 
 /** How many of the users who liked a post its page names ("Liked by a, b, c and 98 others"). */
@@ -28,6 +28,7 @@ export async function post(ctx, id) {
   const likeCount = h('span', { id: 'like-count' });
   const commentCount = h('span', { id: 'comment-count' });
   const saveCount = h('span', { id: 'save-count' });
+  const tagsLine = h('div', { id: 'post-tags' });
   const feedState = status('muted');
   feedState.id = 'feed-state';
   function show() {
@@ -37,6 +38,7 @@ export async function post(ctx, id) {
     put(likeCount, count(p.likeCount, 'like'));
     put(commentCount, count(p.commentCount, 'comment'));
     put(saveCount, count(p.bookmarkCount ?? 0, 'save'));
+    put(tagsLine, tagLinks(p));
   }
   async function reload() {
     const r = await api('GET', `posts/${seg(id)}`);
@@ -181,6 +183,7 @@ export async function post(ctx, id) {
       const t = field('edit-title', 'Title', { required: true, maxlength: 200, value: p.title });
       const c = field('edit-content', 'Content', { multiline: true, required: true, maxlength: 20000, rows: 8 });
       c.input.value = p.content;
+      const g = field('edit-tags', 'Tags (separated by spaces or commas)', { value: (p.tags || []).join(' ') });
       const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
       const close = () => {
         put(editArea);
@@ -188,9 +191,10 @@ export async function post(ctx, id) {
         editButton.focus();
       };
       cancel.addEventListener('click', close);
-      const f = form('Edit the post', [t.field, c.field], 'Save', async () => {
+      const f = form('Edit the post', [t.field, c.field, g.field], 'Save', async () => {
         try {
-          await api('PUT', `posts/${seg(id)}`, { body: { title: t.input.value, content: c.input.value, ...writer() }, ifMatch: etag });
+          const body = { title: t.input.value, content: c.input.value, tags: tagsOf(g.input.value), ...writer() };
+          await api('PUT', `posts/${seg(id)}`, { body, ifMatch: etag });
         } catch (e) {
           if (e instanceof ApiError && e.status === 412) {
             await reload();
@@ -215,6 +219,7 @@ export async function post(ctx, id) {
       byline,
       feedState,
       body,
+      tagsLine,
       h('p', { class: 'meta counts' }, likeCount, ' · ', commentCount, ' · ', saveCount),
       h('div', { class: 'actions' }, session.user ? likeButton : null, session.user ? saveButton : null, editButton, deletePost),
       session.user ? null : needUser('like'),

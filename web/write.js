@@ -3,7 +3,7 @@
 import { api } from './api.js';
 import { markArriving } from './arriving.js';
 import { session, writer } from './auth.js';
-import { heading, needUser } from './parts.js';
+import { heading, needUser, tagsOf } from './parts.js';
 import { field, form, link } from './ui.js';
 
 // --- writing a post (C2) --------------------------------------------------------------------
@@ -12,10 +12,12 @@ export async function write(ctx) {
   if (!session.user) return ctx.render(heading('Write a post'), needUser('write'));
   const t = field('post-title', 'Title', { required: true, maxlength: 200 });
   const c = field('post-content', 'Content', { multiline: true, required: true, maxlength: 20000, rows: 10 });
+  const g = field('post-tags', 'Tags (up to 10, separated by spaces or commas: letters, digits and -)', {});
   ctx.render(
     heading('Write a post'),
-    form('Write a post', [t.field, c.field], 'Publish', async () => {
-      const { data } = await api('POST', 'posts', { body: { title: t.input.value, content: c.input.value, ...writer() } });
+    form('Write a post', [t.field, c.field, g.field], 'Publish', async () => {
+      const body = { title: t.input.value, content: c.input.value, tags: tagsOf(g.input.value), ...writer() };
+      const { data } = await api('POST', 'posts', { body });
       markArriving(data);
       ctx.go(link('post', data.id));
     }),

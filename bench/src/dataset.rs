@@ -265,6 +265,7 @@ impl Generator {
                     creation_date: date(post_ms),
                     updated_at: None,
                     bookmark_count: 0,
+                    tags: Vec::new(),
                 };
                 PostData {
                     post,

@@ -43,6 +43,7 @@
 //!   many likes, each at a scale its own options set (docs/scale.md builds on them).
 //! - Search ([`search`]): S1, searches across the partitions of `posts` on the data as loaded,
 //!   and S2, the same searches once the posts are ten times as many (the run's last row).
+//! - A tag's page ([`tags`]): G1, one query of the tag's partition, before S2.
 //! - Request units are reported where the store reports them (Cosmos DB, or the SDK's in-memory
 //!   emulator with `--store emulated`, whose charges follow its own RU model); the embedded
 //!   store reports none, shown as "—".
@@ -64,6 +65,7 @@ mod scale;
 mod scratch;
 mod search;
 mod snapshot;
+mod tags;
 mod throughput;
 mod timeline;
 mod v1;
@@ -320,11 +322,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 ScaleRow::None => {}
             }
         }
+        let g1 = bench.tag_page().await?;
+        phases.done("tag page");
         // Last: every row after it would read ten times the posts.
         let (s2, search_growth) = bench.search_growth(&searches, &s1).await?;
         phases.done("search with 10× the posts");
         let rows = vec![
-            c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1, s1, s2,
+            c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1, s1, g1, s2,
         ];
         anyhow::Ok((
             baseline,

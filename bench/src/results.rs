@@ -114,7 +114,8 @@ pub struct Latency {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
-    /// `C1` … `Q6`, then what V1 does not have: `D1` … `D4` (the deletes), `T1`, `S1`, `S2`.
+    /// `C1` … `Q6`, then what V1 does not have: `D1` … `D4` (the deletes), `T1`, `S1`, `G1`,
+    /// `S2`.
     pub request: &'static str,
     pub title: &'static str,
     /// The V3 route measured.

@@ -298,6 +298,7 @@ impl Bench {
                         creation_date: domain::now(),
                         updated_at: None,
                         bookmark_count: 0,
+                        tags: Vec::new(),
                     };
                     v1::create_post(&*store, &post).await
                 }

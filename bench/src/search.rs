@@ -112,6 +112,7 @@ impl Bench {
                 creation_date: domain::now(),
                 updated_at: None,
                 bookmark_count: 0,
+                tags: Vec::new(),
             };
             loader
                 .create(Container::Posts, &id, [domain::to_value(&post)])

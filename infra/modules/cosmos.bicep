@@ -136,8 +136,9 @@ var containers = [
     // Posts with their comments and likes: filter on type ordered by creationDate,
     // cross-partition by userId with userUsername != @name,
     // SELECT VALUE COUNT(1) ... WHERE c.type = 'like'; search across partitions:
-    // FullTextContains(c.title, @w) OR FullTextContains(c.content, @w) for each word, through
-    // the full-text policy and indexes on title and content (docs/scale.md, search).
+    // FullTextContains(c.title, @w) OR FullTextContains(c.content, @w) OR
+    // FullTextContains(c.tags, @w) for each word, through the full-text policy and indexes on
+    // title, content and tags (docs/scale.md, search).
     name: 'posts'
     partitionKey: '/postId'
     fullTextPolicy: {
@@ -148,6 +149,9 @@ var containers = [
         }
         {
           path: '/content'
+        }
+        {
+          path: '/tags'
         }
       ]
     }
@@ -180,11 +184,16 @@ var containers = [
         {
           path: '/content'
         }
+        {
+          path: '/tags'
+        }
       ]
     }
   }
   {
-    // Materialized feed: WHERE c.type = 'post' ORDER BY c.creationDate DESC in its one partition.
+    // Materialized feed: WHERE c.type = 'post' ORDER BY c.creationDate DESC in its one partition;
+    // each tag's posts in partition 'tag:<tag>' ORDER BY c.creationDate DESC; the tags' counts in
+    // partition 'tagCount', WHERE c.postCount != 0 ORDER BY c.creationDate DESC.
     name: 'feed'
     fullTextPolicy: noFullText
     partitionKey: '/type'
@@ -197,6 +206,9 @@ var containers = [
         }
         {
           path: '/creationDate/?'
+        }
+        {
+          path: '/postCount/?'
         }
       ]
       excludedPaths: excludeAll

@@ -15,7 +15,7 @@ use super::posts::PostBody;
 use super::users::UserBody;
 use super::views::{
     ClientConfigView, CommentPage, CommentView, LikePage, LikeView, PostSummaryPage,
-    PostSummaryView, PostView, UserPage, UserView, View,
+    PostSummaryView, PostView, TagPage, TagView, UserPage, UserView, View,
 };
 use crate::auth::Auth;
 use crate::domain::{Comment, Id, Like, Post, Text, User, Username};
@@ -76,6 +76,8 @@ impl Examples {
         post.creation_date = CREATED.into();
         post.comment_count = 1;
         post.like_count = 1;
+        post.tags = crate::domain::tags::parse_tags(&["cosmos-db".into(), "modelling".into()])
+            .expect("the example's tags are valid");
 
         let comment_text = text("content", "Clear and useful, thanks!", 2_000);
         let mut comment = Comment::new(&post_id, &bo, bo_name.as_str().into(), &comment_text);
@@ -99,6 +101,7 @@ impl Examples {
                 user_id: Some(ANA.into()),
                 title: post.title.clone(),
                 content: post.content.clone(),
+                tags: Some(post.tags.clone()),
             },
             summary: PostSummaryView::from_domain(post.summary()),
             post: PostView::from_domain(post),
@@ -145,9 +148,22 @@ impl Examples {
                 items: vec![self.like.clone()],
                 continuation_token: None,
             }),
+            "Tag" => to_value(&self.tag()),
+            "TagPage" => to_value(&TagPage {
+                items: vec![self.tag()],
+                continuation_token: None,
+            }),
             _ => return None,
         };
         Some(value)
+    }
+
+    /// The example post's first tag, on it alone.
+    fn tag(&self) -> TagView {
+        TagView {
+            tag: self.post.tags[0].clone(),
+            post_count: 1,
+        }
     }
 
     /// The example of the parameter `name` of an operation on `path`; `etag_of` is the example
@@ -169,6 +185,8 @@ impl Examples {
             "limit" => json!(20),
             // Words of the example post's title and content.
             "q" => json!("cosmos partition"),
+            // The example post's first tag.
+            "tag" => json!(self.post.tags[0]),
             "If-None-Match" | "If-Match" => {
                 let body = serde_json::to_vec(etag_of?).expect("examples serialize");
                 json!(tag_of(&body))

@@ -164,6 +164,7 @@ mod tests {
             comment_count: 0,
             like_count: 0,
             creation_date: creation_date.into(),
+            tags: Vec::new(),
         }
     }
 

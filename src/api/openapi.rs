@@ -152,9 +152,15 @@ fn property_pattern(schema: &str, property: &str) -> Option<String> {
     }
 }
 
+/// A tag in a path: 1 to 32 characters, none of them white space, a control character or ASCII
+/// punctuation but `-` (letters in any case, digits; a pattern cannot name Unicode's letters, so
+/// a symbol outside ASCII passes it and answers 400).
+const TAG_PATTERN: &str = r"^[^\s\x00-\x2C\x2E\x2F\x3A-\x40\x5B-\x60\x7B-\x9F]{1,32}$";
+
 fn parameter_pattern(name: &str) -> Option<&'static str> {
     match name {
         "userId" | "postId" | "commentId" | "followeeId" => Some(ID_PATTERN),
+        "tag" => Some(TAG_PATTERN),
         "If-Match" => Some(IF_MATCH_PATTERN),
         "If-None-Match" => Some(IF_NONE_MATCH_PATTERN),
         _ => None,

@@ -12,13 +12,13 @@ use super::deletion::no_content;
 use super::views::PostView;
 use super::{AppState, JsonBody, PathId};
 use crate::auth::Caller;
-use crate::domain::{is_live, to_value, Authored, Id, Kind, Post, Text};
+use crate::domain::{is_live, tags, to_value, Authored, Id, Kind, Post, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::projection::erase;
 use crate::store::{Container, PatchOp, Store, StoreError};
 
-/// A new post, or a post's new title and content.
+/// A new post, or a post's new title and content (and tags).
 #[derive(Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostBody {
@@ -32,6 +32,12 @@ pub struct PostBody {
     /// 1 to 20,000 characters, not only white space.
     #[schema(min_length = 1, max_length = 20000)]
     pub(super) content: String,
+    /// The post's tags: at most 10, each 1 to 32 letters, digits or `-`; stored lowercased,
+    /// each once. On a new post, absent means none; on an edit, absent leaves them as they are
+    /// and `[]` removes them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 10, example = json!(["rust", "cosmos-db"]))]
+    pub(super) tags: Option<Vec<String>>,
 }
 
 /// C2 `POST /api/posts`: read the author's name, then create the post (two operations).
@@ -67,8 +73,10 @@ pub async fn create_post(
     let user_id = caller.acts_as(body.user_id.as_deref())?;
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
+    let tags = tags::parse_tags(body.tags.as_deref().unwrap_or_default())?;
     let username = caller.username(&*s.store, &user_id).await?;
-    let post = Post::new(&user_id, username, &title, &content);
+    let mut post = Post::new(&user_id, username, &title, &content);
+    post.tags = tags;
     let id = &post.id;
     let stored = s
         .store
@@ -108,17 +116,21 @@ pub async fn update_post(
     let user_id = caller.acts_as(body.user_id.as_deref())?;
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
+    let tags = body.tags.as_deref().map(tags::parse_tags).transpose()?;
     let post = read_post(&*s.store, &id).await?;
     if Authored::author_of(&post).as_deref() != Some(user_id.as_str()) {
         return Err(ApiError::Forbidden(format!(
             "only the author may edit post `{id}`"
         )));
     }
-    let ops = [
+    let mut ops = vec![
         PatchOp::set("/title", title.as_str()),
         PatchOp::set("/content", content.as_str()),
         PatchOp::set("/updatedAt", crate::domain::now()),
     ];
+    if let Some(tags) = tags {
+        ops.push(PatchOp::set("/tags", tags));
+    }
     let store = &*s.store;
     let post = match if_match.as_ref().and_then(IfMatch::etag) {
         Some(tag) => {
@@ -182,7 +194,7 @@ pub async fn get_post(
     path = "/api/posts/{postId}",
     tag = "posts",
     summary = "Delete a post with its comments and likes (its author only)",
-    description = "The post answers 404 at once and leaves its author's posts and the feed. Its comments and likes leave their lists at once too, up to 200 of them; beyond that, a page at a time shortly after (the change feed marks the rest without holding up other posts).",
+    description = "The post answers 404 at once and leaves its author's posts, the feed and its tags' pages. Its comments and likes leave their lists at once too, up to 200 of them; beyond that, a page at a time shortly after (the change feed marks the rest without holding up other posts).",
     params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 204, description = "The post is deleted"),
@@ -207,6 +219,7 @@ pub async fn delete_post(
         format!("only the author may delete post `{post_id}`")
     })?;
     erase::post(store, post_id.as_str(), author).await?;
+    crate::projection::tags::remove_copies_now(store, &post).await?;
     s.feed.forget();
     s.counts.forget();
     Ok(no_content())

@@ -1,4 +1,4 @@
-//! `GET /api/search?q=…`: the live posts whose title or content hold every word of `q`, newest
+//! `GET /api/search?q=…`: the live posts whose title, content or tags hold every word of `q`, newest
 //! first, in short form, paged. Unlike every other read it is not one partition's: the words
 //! can be in any post, so it is one query across the partitions of `posts` (a full-text filter
 //! through the posts' full-text index on Cosmos DB, FTS5 on the embedded store), and a point
@@ -28,8 +28,8 @@ pub const MAX_WORDS: usize = 8;
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
 pub struct SearchParams {
-    /// The words to find: a post is found when its title or its content holds each of them
-    /// (one word in the title and another in the content counts). A word is a run of letters
+    /// The words to find: a post is found when its title, its content or its tags hold each
+    /// of them (one word in the title and another in a tag counts). A word is a run of letters
     /// and digits; anything else separates words. Case, accents and English word endings do
     /// not matter (`Run` finds "running"). 1 to 200 characters, at most 8 words.
     #[param(min_length = 1, max_length = 200)]
@@ -96,7 +96,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Search {
     path = "/api/search",
     tag = "posts",
     summary = "Find posts by their words, newest first, in short form",
-    description = "The live posts whose title or content holds every word of `q`, newest first (not ranked by relevance). Across every partition of the posts: each page costs one query, plus a point read of each author it shows (at most `limit`), whatever the number of posts; the query's request units grow with the number of physical partitions and of posts holding the words (docs/scale.md). A page may hold fewer than `limit` posts while more follow.",
+    description = "The live posts whose title, content or tags hold every word of `q`, newest first (not ranked by relevance). Across every partition of the posts: each page costs one query, plus a point read of each author it shows (at most `limit`), whatever the number of posts; the query's request units grow with the number of physical partitions and of posts holding the words (docs/scale.md). A page may hold fewer than `limit` posts while more follow.",
     params(SearchParams, super::schema::PagingParams),
     responses(
         (status = 200, description = "One page of the posts found", body = PostSummaryPage,

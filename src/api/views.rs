@@ -128,6 +128,10 @@ pub struct PostView {
     /// How many users bookmarked the post, kept by the change feed.
     #[schema(minimum = 0)]
     pub bookmark_count: u64,
+    /// Its tags: lowercased, each once, at most 10 (empty when none).
+    #[serde(default)]
+    #[schema(max_items = 10, example = json!(["rust", "cosmos-db"]))]
+    pub tags: Vec<String>,
 }
 
 impl View for PostView {
@@ -150,6 +154,7 @@ impl View for PostView {
             creation_date,
             updated_at,
             bookmark_count,
+            tags,
         } = p;
         PostView {
             id,
@@ -163,6 +168,7 @@ impl View for PostView {
             creation_date,
             updated_at,
             bookmark_count,
+            tags,
         }
     }
 }
@@ -187,6 +193,10 @@ pub struct PostSummaryView {
     #[schema(minimum = 0)]
     pub like_count: u64,
     pub creation_date: String,
+    /// Its tags: lowercased, each once, at most 10 (empty when none).
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub tags: Vec<String>,
 }
 
 /// A short form is read from a copy that holds it already (the author's post copies, the feed,
@@ -210,6 +220,7 @@ impl View for PostSummaryView {
             creation_date,
             updated_at: _,
             bookmark_count: _,
+            tags,
         } = p;
         PostSummaryView {
             id,
@@ -221,6 +232,7 @@ impl View for PostSummaryView {
             comment_count,
             like_count,
             creation_date,
+            tags,
         }
     }
 }
@@ -373,6 +385,22 @@ page!(
     LikePage of LikeView
 );
 
+/// A tag with the number of posts carrying it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Tag)]
+pub struct TagView {
+    #[schema(min_length = 1, max_length = 32, example = "rust")]
+    pub tag: String,
+    #[schema(minimum = 1)]
+    pub post_count: u64,
+}
+
+page!(
+    /// One page of tags, the most used first.
+    TagPage of TagView
+);
+
 /// How callers sign in (`GET /api/config`): public values only.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -452,7 +480,7 @@ mod tests {
         Id::parse("id", s).unwrap()
     }
 
-    const POST_FIELDS: [&str; 9] = [
+    const POST_FIELDS: [&str; 10] = [
         "id",
         "postId",
         "userId",
@@ -462,6 +490,7 @@ mod tests {
         "commentCount",
         "likeCount",
         "creationDate",
+        "tags",
     ];
 
     #[test]

@@ -8,8 +8,8 @@
 //! reads check [`is_deleted`]).
 //!
 //! A tombstone keeps only what the projections need to find the item's consequences (`id`,
-//! `type`, the partition key, `userId`, `postId`, `creationDate`): its texts and the author's
-//! name are blanked at once, so an erased account's words and name are gone from the first
+//! `type`, the partition key, `userId`, `postId`, `creationDate`): its texts (a post's tags
+//! too) and the author's name are blanked at once, so an erased account's words and name are gone from the first
 //! moment, not only after the time to live.
 
 use serde_json::Value;
@@ -56,6 +56,10 @@ pub fn tombstone_ops(kind: Kind) -> Vec<PatchOp> {
             .iter()
             .map(|f| PatchOp::set(&format!("/{f}"), "")),
     );
+    if kind == Kind::Post {
+        // A post's tags are words of its author's too: emptied, not blanked (a list stays one).
+        ops.push(PatchOp::set("/tags", Value::Array(Vec::new())));
+    }
     ops
 }
 
@@ -63,6 +67,13 @@ pub fn tombstone_ops(kind: Kind) -> Vec<PatchOp> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_posts_tombstone_has_no_tags() {
+        let ops = tombstone_ops(Kind::Post);
+        assert!(ops.contains(&PatchOp::set("/tags", Value::Array(Vec::new()))));
+        assert!(ops.contains(&PatchOp::set("/title", "")));
+    }
 
     #[test]
     fn a_tombstone_is_marked_expiring_and_blank() {

@@ -473,6 +473,7 @@ mod tests {
             creation_date: "2026-01-01T00:00:00.000Z".into(),
             updated_at: None,
             bookmark_count: 0,
+            tags: Vec::new(),
         };
         let e = timeline_entry("f", &p);
         assert_eq!(e["userId"], "f", "in the follower's partition");

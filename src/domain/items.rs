@@ -119,6 +119,10 @@ pub struct Post {
     /// Its live bookmarks, recounted by the change feed (`crate::projection::bookmarks`).
     #[serde(default)]
     pub bookmark_count: u64,
+    /// Its tags (`super::tags`), lowercased, each once, at most 10; absent when none (posts
+    /// stored before tags read as having none). In every copy of the post.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 fn at_least_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -143,6 +147,7 @@ impl Post {
             creation_date: now(),
             updated_at: None,
             bookmark_count: 0,
+            tags: Vec::new(),
         }
     }
 

@@ -345,6 +345,7 @@ mod tests {
             creation_date: "2026-01-01T00:00:00.000Z".into(),
             updated_at: None,
             bookmark_count: bookmarks,
+            tags: Vec::new(),
         }
     }
 

@@ -262,6 +262,7 @@ mod tests {
             creation_date: format!("2026-01-01T{:02}:{:02}:00.000Z", n / 60, n % 60),
             updated_at: None,
             bookmark_count: 0,
+            tags: Vec::new(),
         }
     }
 

@@ -383,6 +383,7 @@ mod tests {
             creation_date: date.into(),
             updated_at: None,
             bookmark_count: 0,
+            tags: Vec::new(),
         }
     }
 

@@ -44,7 +44,7 @@ pub enum Scope {
 /// be in one field and the next word in another), words as the store's full-text analyzer reads
 /// them (case and English word endings do not matter; docs/api.md's search section says where
 /// the stores differ). Only the fields a store indexes for full text may be named: the posts'
-/// `title` and `content` ([`SEARCHABLE`]).
+/// `title`, `content` and `tags` ([`SEARCHABLE`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Words {
     pub fields: Vec<String>,
@@ -56,7 +56,10 @@ pub struct Words {
 /// added here, to the full-text paths and indexes (`cosmos/bootstrap.rs` follows this list;
 /// `infra/modules/cosmos.bicep` names them), and as a column of the FTS5 table, which a schema
 /// migration rebuilds and refills from the posts (`embedded/schema.rs`).
-pub const SEARCHABLE: [&str; 2] = ["title", "content"];
+pub const SEARCHABLE: [&str; 3] = ["title", "content", "tags"];
+
+/// The fields of [`SEARCHABLE`] that hold a list of strings (a post's `tags`), not one.
+pub const SEARCHABLE_LISTS: [&str; 1] = ["tags"];
 
 /// A query on one container: `SELECT * FROM c WHERE <filters, ANDed> [AND <words>]
 /// [ORDER BY c.creationDate <order>, c.id <order>] LIMIT limit`, paged by an

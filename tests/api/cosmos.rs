@@ -106,6 +106,11 @@ mod search {
     crate::search_suite!(cosmos_fixture);
 }
 
+mod tags {
+    use super::*;
+    crate::tags_suite!(cosmos_fixture);
+}
+
 mod deletes {
     use super::*;
     crate::deletes_suite!(cosmos_fixture);

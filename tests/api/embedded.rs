@@ -17,6 +17,11 @@ mod search {
     crate::search_suite!(embedded_fixture);
 }
 
+mod tags {
+    use super::*;
+    crate::tags_suite!(embedded_fixture);
+}
+
 mod deletes {
     use super::*;
     crate::deletes_suite!(embedded_fixture);

@@ -14,6 +14,7 @@
 //! - `deletes_suite`: unlike, delete a comment or a post, erase an account, on both stores;
 //! - `search_suite`: `GET /api/search` on both stores;
 //! - `bookmarks_suite`: bookmarks, their copies and counts, on both stores;
+//! - `tags_suite`: tags on posts, a tag's posts, the tag list, on both stores;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them.
 //!
@@ -31,6 +32,7 @@ mod ops_suite;
 mod quarantine_suite;
 mod search_suite;
 mod store_suite;
+mod tags_suite;
 mod timeline_read_suite;
 mod timeline_suite;
 

@@ -434,10 +434,11 @@ async fn generators_read_the_document_as_the_server_behaves() {
                 "likeCount",
                 "creationDate",
                 "updatedAt",
-                "bookmarkCount"
+                "bookmarkCount",
+                "tags"
             ]
         );
-        assert_eq!(props("PostBody"), ["userId", "title", "content"]);
+        assert_eq!(props("PostBody"), ["userId", "title", "content", "tags"]);
         assert_eq!(
             props("User")[..3],
             ["id".to_string(), "userId".into(), "username".into()]

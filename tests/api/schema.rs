@@ -135,6 +135,50 @@ async fn a_file_from_schema_3_gains_search() {
     opens_serves_and_keeps_working("00936de-schema-3.db").await;
 }
 
+/// A file at schema 4 (`7fd45ce-schema-4.db`: the schema 3 file, opened by the handler at
+/// commit 7fd45ce, with a post tagged `kubernetes` and `cosmos-db` added): its posts are found by
+/// their tags' words once it is migrated, and its tag pages and counts answer as they did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_from_schema_4_gains_tags_in_search() {
+    let (dir, db) = copy_of("7fd45ce-schema-4.db");
+    assert_eq!(user_version(&db), 4);
+    let store = EmbeddedStore::open(&db).unwrap();
+    assert_eq!(user_version(&db), schema::CURRENT);
+    let app = TestApp::spawn(
+        Fixture {
+            store: Arc::new(store),
+            dir: Some(dir),
+        },
+        false,
+    )
+    .await;
+    let found = app.get("/api/search?q=kubernetes").await;
+    assert_eq!(found.status, 200, "{:?}", found.body);
+    assert_eq!(found.items().len(), 1, "{:?}", found.body);
+    let tagged = found.items()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(found.items()[0]["tags"], json!(["kubernetes", "cosmos-db"]));
+    // Words of the title and of a tag together; the older post by its title still.
+    let both = app.get("/api/search?q=tagged%20cosmos").await;
+    assert_eq!(both.items().len(), 1, "{:?}", both.body);
+    let old = app.get("/api/search?q=hello").await;
+    assert_eq!(old.items()[0]["id"], POST);
+    let page = app.get("/api/tags/cosmos-db/posts").await;
+    assert_eq!(page.items()[0]["id"], tagged.as_str());
+    let tags = app.get("/api/tags").await;
+    assert_eq!(tags.items().len(), 2, "{:?}", tags.body);
+    app.settle().await;
+    // An edit re-indexes the tags: the old one is no longer found, the new one is.
+    let r = app
+        .put(
+            &format!("/api/posts/{tagged}"),
+            json!({ "userId": ANA, "title": "Tagged", "content": "c", "tags": ["nomad"] }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert!(app.get("/api/search?q=kubernetes").await.items().is_empty());
+    assert_eq!(app.get("/api/search?q=nomad").await.items().len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_from_before_the_user_id_column_opens() {
     opens_serves_and_keeps_working("c514c3a-parent-no-user-id.db").await;

@@ -16,7 +16,7 @@ macro_rules! search_suite {
         $crate::search_suite!(@tests $fixture;
             finds_every_word_newest_first_in_short_form, pages_with_continuation_tokens,
             a_bad_q_is_a_400_naming_q, follows_edits_and_deletes,
-            an_erased_accounts_posts_are_never_found);
+            an_erased_accounts_posts_are_never_found, finds_a_post_by_its_tags);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -209,4 +209,43 @@ pub async fn an_erased_accounts_posts_are_never_found(app: &TestApp) {
     assert_eq!(found(app, "secret words").await, std::slice::from_ref(&his));
     app.settle().await;
     assert_eq!(found(app, "secret words").await, [his]);
+}
+
+/// A word may be in a post's tags: with the title's and content's words, each word anywhere.
+/// (Tags as whole words: the emulator's stand-in for Cosmos DB matches a tag only whole.)
+pub async fn finds_a_post_by_its_tags(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let tagged = app
+        .post(
+            "/api/posts",
+            serde_json::json!({ "userId": ana, "title": "Notes", "content": "plain words",
+                                "tags": ["Kubernetes", "helm"] }),
+        )
+        .await;
+    assert_eq!(tagged.status, 201, "{:?}", tagged.body);
+    let tagged = id(&tagged.body);
+    app.create_post(&ana, "Other", "plain words").await;
+    assert_eq!(
+        found(app, "kubernetes").await,
+        std::slice::from_ref(&tagged)
+    );
+    assert_eq!(
+        found(app, "helm notes").await,
+        std::slice::from_ref(&tagged)
+    );
+    assert_eq!(
+        found(app, "kubernetes plain").await,
+        std::slice::from_ref(&tagged)
+    );
+    // An edit's new tags at once; the old ones are no longer found.
+    let r = app
+        .put(
+            &format!("/api/posts/{tagged}"),
+            serde_json::json!({ "userId": ana, "title": "Notes", "content": "plain words",
+                                "tags": ["nomad"] }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert!(found(app, "kubernetes").await.is_empty());
+    assert_eq!(found(app, "nomad").await, [tagged]);
 }

@@ -50,6 +50,7 @@ fn post(author: &str, n: usize, likes: u64) -> Post {
         creation_date: String::new(),
         updated_at: None,
         bookmark_count: 0,
+        tags: Vec::new(),
     }
 }
 

@@ -189,6 +189,7 @@ try:
     controls_are_labelled()
     fill("#post-title", "Hello from Chromium")
     fill("#post-content", "First post.\nTwo lines.")
+    fill("#post-tags", "Chromium, web-tests")
     shot("write")
     submit("#post-title")
     h1_is("Hello from Chromium")
@@ -203,6 +204,18 @@ try:
     until("the post in the feed", lambda: qs(f'.post-summary[data-id="{post_id}"]'))
     assert "Hello from Chromium" in q(f'.post-summary[data-id="{post_id}"]').text
     shot("feed")
+
+    # Its tags, lowercased, link to the tag's page, which lists it; the tag list counts it.
+    tags = [a.text for a in qs(f'.post-summary[data-id="{post_id}"] a.tag')]
+    assert tags == ["#chromium", "#web-tests"], tags
+    q(f'.post-summary[data-id="{post_id}"] a.tag').click()
+    h1_is("#chromium")
+    until("the post on its tag's page", lambda: qs(f'.post-summary[data-id="{post_id}"]'))
+    shot("tag")
+    d.find_element(By.LINK_TEXT, "Tags").click()
+    h1_is("Tags")
+    until("the tag list", lambda: "#chromium · 1 post" in q("main").text)
+    assert "#web-tests · 1 post" in q("main").text
 
     # Search: two of the post's words, in any case, one from its title and one from its content;
     # a word it lacks finds nothing; the found post links to it (the comment below opens it).

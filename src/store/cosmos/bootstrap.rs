@@ -31,7 +31,9 @@ pub(super) fn container_properties(c: Container) -> ContainerProperties {
             "postId",
         ],
         Container::Posts => &["type", "creationDate", "userId", "userUsername", "deleted"],
-        Container::Feed => &["type", "creationDate"],
+        // The feed, the merged authors' posts, each tag's posts (newest first) and the tags'
+        // counts (those in use, `postCount` above 0, the most used first).
+        Container::Feed => &["type", "creationDate", "postCount"],
         // Timeline entries and merge markers: a reader's partition newest first, a post's
         // entries (`postId`) and an author's (`refUserId`, with their name for a rename) across
         // partitions, merge markers told apart by `merge`.
@@ -190,7 +192,7 @@ mod tests {
         assert!(leases.get("indexingPolicy").is_none());
     }
 
-    /// Search needs the posts' full-text policy and index on title and content, and nothing
+    /// Search needs the posts' full-text policy and index on title, content and tags, and nothing
     /// else has one.
     #[test]
     fn cosmos_posts_have_a_full_text_policy_and_index() {
@@ -200,12 +202,12 @@ mod tests {
             posts["fullTextPolicy"],
             serde_json::json!({
                 "defaultLanguage": "en-US",
-                "fullTextPaths": [{ "path": "/title" }, { "path": "/content" }]
+                "fullTextPaths": [{ "path": "/title" }, { "path": "/content" }, { "path": "/tags" }]
             })
         );
         assert_eq!(
             posts["indexingPolicy"]["fullTextIndexes"],
-            serde_json::json!([{ "path": "/title" }, { "path": "/content" }])
+            serde_json::json!([{ "path": "/title" }, { "path": "/content" }, { "path": "/tags" }])
         );
         for c in [
             Container::Users,

@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::store::{Cmp, Order, Query, StoreError, StoreResult, Words, SEARCHABLE};
+use crate::store::{
+    Cmp, Order, Query, StoreError, StoreResult, Words, SEARCHABLE, SEARCHABLE_LISTS,
+};
 
 /// Query text and its `@name` parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +33,8 @@ pub enum FullText {
     /// the container's full-text policy analyzes it (the policy and index on `title` and
     /// `content` come from infra and `BLOG_CREATE_CONTAINERS`). Every real account.
     Service,
-    /// `CONTAINS(c.title, @w0, true)`, a case-insensitive substring: for the SDK's in-memory
+    /// `CONTAINS(c.title, @w0, true)`, a case-insensitive substring (for a list, `tags`:
+    /// `ARRAY_CONTAINS(c.tags, @w0)`, one of its strings exactly): for the SDK's in-memory
     /// emulator only, which evaluates no full-text function, so that the tests run the rest of
     /// the search query (its filters, order, paging across partitions) on the Cosmos store.
     /// Nothing but a test selects it ([`super::CosmosStore::with_emulated_full_text`]).
@@ -101,7 +104,7 @@ fn filtered(head: &str, q: &Query, full_text: FullText) -> StoreResult<Sql> {
 }
 
 /// Each word in one of the fields: `(FullTextContains(c.title, @w0) OR
-/// FullTextContains(c.content, @w0)) AND (… @w1 …)`. Not `FullTextContainsAll`, which takes one
+/// FullTextContains(c.content, @w0) OR FullTextContains(c.tags, @w0)) AND (… @w1 …)`. Not `FullTextContainsAll`, which takes one
 /// field: a post whose title holds one word and its content the other matches. Not ranked
 /// (`ORDER BY RANK FullTextScore`): the SDK refuses ranked queries across partitions, and the
 /// stores would rank differently; the caller orders by creation date.
@@ -133,6 +136,9 @@ fn words_condition(
             .iter()
             .map(|f| match full_text {
                 FullText::Service => format!("FullTextContains({}, {name})", property(f)),
+                FullText::EmulatorSubstring if SEARCHABLE_LISTS.contains(&f.as_str()) => {
+                    format!("ARRAY_CONTAINS({}, {name})", property(f))
+                }
                 FullText::EmulatorSubstring => format!("CONTAINS({}, {name}, true)", property(f)),
             })
             .collect();
@@ -323,8 +329,10 @@ mod tests {
             service.text,
             "SELECT * FROM c WHERE c.type = @p0 \
              AND (NOT IS_DEFINED(c.deleted) OR c.deleted != true) \
-             AND (FullTextContains(c.title, @w0) OR FullTextContains(c.content, @w0)) \
-             AND (FullTextContains(c.title, @w1) OR FullTextContains(c.content, @w1)) \
+             AND (FullTextContains(c.title, @w0) OR FullTextContains(c.content, @w0) \
+             OR FullTextContains(c.tags, @w0)) \
+             AND (FullTextContains(c.title, @w1) OR FullTextContains(c.content, @w1) \
+             OR FullTextContains(c.tags, @w1)) \
              ORDER BY c.creationDate DESC"
         );
         assert_eq!(
@@ -355,6 +363,14 @@ mod tests {
                 .replace(
                     "FullTextContains(c.content, @w1)",
                     "CONTAINS(c.content, @w1, true)"
+                )
+                .replace(
+                    "FullTextContains(c.tags, @w0)",
+                    "ARRAY_CONTAINS(c.tags, @w0)"
+                )
+                .replace(
+                    "FullTextContains(c.tags, @w1)",
+                    "ARRAY_CONTAINS(c.tags, @w1)"
                 )
         );
         assert_eq!(emulated.params, service.params);

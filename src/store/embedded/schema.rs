@@ -101,6 +101,57 @@ const MIGRATIONS: &[&str] = &[
         FROM post_words w JOIN items i ON i.container = 'posts' AND i.pk = w.post_id
           AND i.id = w.post_id;
     ",
+    // 4 → 5: a post's tags are searched too. `post_text` gains a third column, `tags` (the
+    // post's `tags` as their JSON text: the tokenizer reads the words inside the quotes, and
+    // splits `cosmos-db` as it splits the same text in a title), so it is rebuilt with its
+    // triggers (which now also re-index a post whose tags changed) and refilled from the posts.
+    "
+    DROP TRIGGER post_text_insert;
+    DROP TRIGGER post_text_delete;
+    DROP TRIGGER post_text_update;
+    DROP TABLE post_text;
+    DROP TABLE post_words;
+    CREATE TABLE post_words (rowid INTEGER PRIMARY KEY, post_id TEXT NOT NULL UNIQUE);
+    CREATE VIRTUAL TABLE post_text USING fts5(
+        title, content, tags, content = '', contentless_delete = 1,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER post_text_insert AFTER INSERT ON items
+    WHEN new.container = 'posts' AND new.type = 'post' AND new.deleted = 0 BEGIN
+        INSERT INTO post_words (post_id) VALUES (new.pk);
+        INSERT INTO post_text (rowid, title, content, tags)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
+                json_extract(new.body, '$.tags')
+            FROM post_words WHERE post_id = new.pk;
+    END;
+    CREATE TRIGGER post_text_delete AFTER DELETE ON items
+    WHEN old.container = 'posts' AND old.type = 'post' BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+    END;
+    CREATE TRIGGER post_text_update AFTER UPDATE ON items
+    WHEN old.container = 'posts' AND (old.type = 'post' OR new.type = 'post')
+      AND (old.type IS NOT new.type OR old.deleted IS NOT new.deleted
+        OR json_extract(old.body, '$.title') IS NOT json_extract(new.body, '$.title')
+        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')
+        OR json_extract(old.body, '$.tags') IS NOT json_extract(new.body, '$.tags')) BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+        INSERT INTO post_words (post_id)
+            SELECT new.pk WHERE new.type = 'post' AND new.deleted = 0;
+        INSERT INTO post_text (rowid, title, content, tags)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
+                json_extract(new.body, '$.tags')
+            FROM post_words WHERE post_id = new.pk;
+    END;
+    INSERT INTO post_words (post_id)
+        SELECT pk FROM items WHERE container = 'posts' AND type = 'post' AND deleted = 0;
+    INSERT INTO post_text (rowid, title, content, tags)
+        SELECT w.rowid, json_extract(i.body, '$.title'), json_extract(i.body, '$.content'),
+            json_extract(i.body, '$.tags')
+        FROM post_words w JOIN items i ON i.container = 'posts' AND i.pk = w.post_id
+          AND i.id = w.post_id;
+    ",
 ];
 
 /// What [`MIGRATIONS`] add up to, created in one step on a new file: the migrations' `ALTER`s
@@ -129,14 +180,15 @@ const NEW_FILE: &str = "
     CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
     CREATE TABLE post_words (rowid INTEGER PRIMARY KEY, post_id TEXT NOT NULL UNIQUE);
     CREATE VIRTUAL TABLE post_text USING fts5(
-        title, content, content = '', contentless_delete = 1,
+        title, content, tags, content = '', contentless_delete = 1,
         tokenize = 'porter unicode61 remove_diacritics 2'
     );
     CREATE TRIGGER post_text_insert AFTER INSERT ON items
     WHEN new.container = 'posts' AND new.type = 'post' AND new.deleted = 0 BEGIN
         INSERT INTO post_words (post_id) VALUES (new.pk);
-        INSERT INTO post_text (rowid, title, content)
-            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content')
+        INSERT INTO post_text (rowid, title, content, tags)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
+                json_extract(new.body, '$.tags')
             FROM post_words WHERE post_id = new.pk;
     END;
     CREATE TRIGGER post_text_delete AFTER DELETE ON items
@@ -148,13 +200,15 @@ const NEW_FILE: &str = "
     WHEN old.container = 'posts' AND (old.type = 'post' OR new.type = 'post')
       AND (old.type IS NOT new.type OR old.deleted IS NOT new.deleted
         OR json_extract(old.body, '$.title') IS NOT json_extract(new.body, '$.title')
-        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')) BEGIN
+        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')
+        OR json_extract(old.body, '$.tags') IS NOT json_extract(new.body, '$.tags')) BEGIN
         DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
         DELETE FROM post_words WHERE post_id = old.pk;
         INSERT INTO post_words (post_id)
             SELECT new.pk WHERE new.type = 'post' AND new.deleted = 0;
-        INSERT INTO post_text (rowid, title, content)
-            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content')
+        INSERT INTO post_text (rowid, title, content, tags)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
+                json_extract(new.body, '$.tags')
             FROM post_words WHERE post_id = new.pk;
     END;
 ";
@@ -596,6 +650,49 @@ mod tests {
             .query_row("SELECT count(*) FROM post_words", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 0);
+    }
+
+    /// A version 4 file's posts are found by their tags' words once it is migrated (their
+    /// titles and contents still), and the triggers follow an edit of the tags.
+    #[test]
+    fn a_version_4_file_gains_tags_in_the_search_index() {
+        let mut c = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..4] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 4).unwrap();
+        c.execute(
+            "INSERT INTO items (container, pk, id, type, lsn, body, deleted) VALUES
+             ('posts', 'p1', 'p1', 'post', 1,
+              '{\"title\":\"Hello\",\"content\":\"text\",\"tags\":[\"rust\",\"cosmos-db\"]}', 0),
+             ('posts', 'p2', 'p2', 'post', 2, '{\"title\":\"Untagged\",\"content\":\"text\"}', 0)",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut c).unwrap(), 4);
+        let found = |c: &Connection, q: &str| -> Vec<String> {
+            let mut s = c
+                .prepare(
+                    "SELECT w.post_id FROM post_text JOIN post_words w ON w.rowid = post_text.rowid
+                     WHERE post_text MATCH ?1 ORDER BY w.post_id",
+                )
+                .unwrap();
+            s.query_map([q], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(found(&c, "rust"), ["p1"]);
+        assert_eq!(found(&c, "cosmos AND db"), ["p1"]);
+        assert_eq!(found(&c, "text"), ["p1", "p2"]);
+        c.execute(
+            "UPDATE items SET body = '{\"title\":\"Hello\",\"content\":\"text\",\"tags\":[\"go\"]}'
+             WHERE container = 'posts' AND pk = 'p1' AND id = 'p1'",
+            [],
+        )
+        .unwrap();
+        assert!(found(&c, "rust").is_empty());
+        assert_eq!(found(&c, "go"), ["p1"]);
     }
 
     #[test]

@@ -1,0 +1,299 @@
+//! `handler verify`'s check of the tags projection (`crate::projection::tags`), and its repair.
+//!
+//! 1. Posts, page by page across partitions: each live tagged post's copy in each of its tags'
+//!    partitions, and its record (`tagged`), point-read and compared with its short form.
+//! 2. Tags, from the counts' partition: each tag's partition read page by page; a copy whose post
+//!    is gone, deleted or no longer carries the tag is extra; the number of copies is the count
+//!    the tag's item should hold.
+//!
+//! A change still on its way through the change feed is not drift: with `settle` above zero, what
+//! the first look found is reported only if a second look, `settle` later, finds it again.
+//! The repair writes through the projection's own functions: a post's copies and record as
+//! `sync_post` writes them (its record removed first, so nothing is taken as written already),
+//! an extra copy deleted once a fresh read confirms it, a count set from its partition.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::domain::tags::{self, COUNTS, TAGGED};
+use crate::domain::{is_live, Kind, Post};
+use crate::projection::engine::{apply_one, query_all};
+use crate::projection::tags::{post_of, recount, sync_post};
+use crate::projection::Write;
+use crate::store::{retry, Container, Query, Store, StoreResult};
+
+/// Items per page of the traversal's queries.
+const PAGE: u32 = 100;
+
+/// What a repair does about a finding.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fix {
+    /// Write post `id`'s copies and record again.
+    Post(String),
+    /// Delete the copy of post `id` in `tag`'s partition, and count the tag again.
+    Extra { tag: String, id: String },
+    /// Set `tag`'s count from its partition.
+    Count(String),
+}
+
+/// What one look found: each finding (by the item at fault, `feed/<partition>/<id>`) with
+/// what differs and its fix.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Check {
+    /// Copies, records and counts checked.
+    pub checked: u64,
+    pub findings: BTreeMap<String, (String, Fix)>,
+}
+
+impl Check {
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "tags: {} copies, records and counts checked, {} drifted\n",
+            self.checked,
+            self.findings.len()
+        );
+        for (target, (detail, _)) in self.findings.iter().take(super::report::EXAMPLES) {
+            out.push_str(&format!("  {target}: {detail}\n"));
+        }
+        out
+    }
+
+    fn found(&mut self, place: &str, id: &str, detail: impl Into<String>, fix: Fix) {
+        self.findings
+            .insert(format!("feed/{place}/{id}"), (detail.into(), fix));
+    }
+}
+
+/// What a repair did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mended {
+    pub written: u64,
+    pub failed: Vec<String>,
+}
+
+/// A check, and with `--repair` the repair and the check after it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub before: Check,
+    pub repair: Option<(Mended, Check)>,
+}
+
+impl Outcome {
+    /// The state the database was left in.
+    pub fn last(&self) -> &Check {
+        self.repair.as_ref().map_or(&self.before, |(_, c)| c)
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = self.before.render();
+        if let Some((done, after)) = &self.repair {
+            out.push_str(&format!(
+                "repair: {} tag copies, records and counts written\n",
+                done.written
+            ));
+            for f in &done.failed {
+                out.push_str(&format!("  not repaired: {f}\n"));
+            }
+            out.push_str("after repair: ");
+            out.push_str(&after.render());
+        }
+        out
+    }
+}
+
+/// Check, and with `repair` mend and check again.
+pub async fn verify_and_repair(
+    store: &dyn Store,
+    repair: bool,
+    settle: Duration,
+) -> StoreResult<Outcome> {
+    let before = verify(store, settle).await?;
+    let repair = if repair && !before.is_clean() {
+        let done = self::repair(store, &before).await;
+        let after = verify(store, settle).await?;
+        Some((done, after))
+    } else {
+        None
+    };
+    Ok(Outcome { before, repair })
+}
+
+/// A look, and with `settle` above zero a second one `settle` later: what both found.
+pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
+    let first = look(store).await?;
+    if first.is_clean() || settle.is_zero() {
+        return Ok(first);
+    }
+    tokio::time::sleep(settle).await;
+    let mut second = look(store).await?;
+    second
+        .findings
+        .retain(|target, _| first.findings.contains_key(target));
+    Ok(second)
+}
+
+/// One look at every tag copy, record and count.
+async fn look(store: &dyn Store) -> StoreResult<Check> {
+    let mut check = Check::default();
+    let mut q = Query::cross_partition()
+        .of_kind(Kind::Post)
+        .live()
+        .limit(PAGE);
+    loop {
+        let page = retry(|| store.query(Container::Posts, &q)).await?;
+        for stored in &page.items {
+            check_post(store, stored, &mut check).await?;
+        }
+        match page.continuation {
+            Some(t) => q.continuation = Some(t),
+            None => break,
+        }
+    }
+    let counts = query_all(store, Container::Feed, Query::partition(COUNTS).limit(PAGE)).await?;
+    for counted in counts {
+        let Some(tag) = counted.get("tag").and_then(Value::as_str) else {
+            continue;
+        };
+        check_tag(store, tag, &counted, &mut check).await?;
+    }
+    Ok(check)
+}
+
+/// A live post's copies and record against its short form.
+async fn check_post(store: &dyn Store, stored: &Value, check: &mut Check) -> StoreResult<()> {
+    let Ok(post) = serde_json::from_value::<Post>(stored.clone()) else {
+        return Ok(());
+    };
+    if post.tags.is_empty() {
+        return Ok(());
+    }
+    let want = post.summary();
+    let id = post.id.as_str();
+    for t in &want.tags {
+        let place = tags::partition(t);
+        check.checked += 1;
+        let copy = retry(|| store.read(Container::Feed, &place, id)).await?;
+        match copy.as_ref().and_then(post_of) {
+            None => check.found(&place, id, "missing", Fix::Post(id.into())),
+            Some(p) if p != want => check.found(
+                &place,
+                id,
+                "differs from the post's short form",
+                Fix::Post(id.into()),
+            ),
+            Some(_) => {}
+        }
+    }
+    check.checked += 1;
+    let record = retry(|| store.read(Container::Feed, TAGGED, id)).await?;
+    if record.as_ref().and_then(post_of).as_ref() != Some(&want) {
+        check.found(
+            TAGGED,
+            id,
+            "the record differs from the post's short form",
+            Fix::Post(id.into()),
+        );
+    }
+    Ok(())
+}
+
+/// A tag's copies (each one's post read) and its count.
+async fn check_tag(
+    store: &dyn Store,
+    tag: &str,
+    counted: &Value,
+    check: &mut Check,
+) -> StoreResult<()> {
+    let place = tags::partition(tag);
+    let copies = query_all(store, Container::Feed, Query::partition(&place).limit(PAGE)).await?;
+    for copy in &copies {
+        let Some(id) = copy.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        if !carries(store, id, tag).await? {
+            let fix = Fix::Extra {
+                tag: tag.into(),
+                id: id.into(),
+            };
+            check.found(&place, id, "its post does not carry the tag", fix);
+        }
+    }
+    check.checked += 1;
+    let n = copies.len() as u64;
+    let stored = counted.get("postCount").and_then(Value::as_u64);
+    if stored != Some(n) {
+        let detail = format!("postCount: {stored:?}, expected {n}");
+        check.found(COUNTS, tag, detail, Fix::Count(tag.into()));
+    }
+    Ok(())
+}
+
+/// Whether post `id` exists, is live and carries `tag` (one point read).
+async fn carries(store: &dyn Store, id: &str, tag: &str) -> StoreResult<bool> {
+    let post = retry(|| store.read(Container::Posts, id, id)).await?;
+    Ok(post
+        .filter(|p| is_live(p, Kind::Post))
+        .and_then(|p| serde_json::from_value::<Post>(p).ok())
+        .is_some_and(|p| p.tags.iter().any(|t| t == tag)))
+}
+
+/// Write the fixes for what `check` found.
+pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
+    let mut done = Mended::default();
+    let mut fixes: Vec<&Fix> = check.findings.values().map(|(_, f)| f).collect();
+    fixes.sort();
+    fixes.dedup();
+    for fix in fixes {
+        let result = match fix {
+            Fix::Post(id) => mend_post(store, id).await,
+            Fix::Extra { tag, id } => {
+                async {
+                    if carries(store, id, tag).await? {
+                        return Ok(0); // it carries the tag again: not extra any more
+                    }
+                    apply_one(
+                        store,
+                        &Write::delete(Container::Feed, tags::partition(tag), id),
+                    )
+                    .await?;
+                    Ok(1 + recount(store, tag).await?)
+                }
+                .await
+            }
+            Fix::Count(tag) => recount(store, tag).await,
+        };
+        match result {
+            Ok(n) => done.written += n as u64,
+            Err(e) => done.failed.push(format!("{fix:?}: {e}")),
+        }
+    }
+    done
+}
+
+/// Post `id`'s copies and record written again from the post as it is now.
+async fn mend_post(store: &dyn Store, id: &str) -> StoreResult<usize> {
+    let post = retry(|| store.read(Container::Posts, id, id)).await?;
+    apply_one(store, &Write::delete(Container::Feed, TAGGED, id)).await?;
+    sync_post(store, id, post.as_ref()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_names_the_item_at_fault() {
+        let mut c = Check::default();
+        c.found("tag:rust", "p1", "missing", Fix::Post("p1".into()));
+        assert_eq!(
+            c.render(),
+            "tags: 0 copies, records and counts checked, 1 drifted\n  feed/tag:rust/p1: missing\n"
+        );
+    }
+}

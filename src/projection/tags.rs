@@ -1,0 +1,294 @@
+//! The tags projection (main lane, `posts` feed): each tagged post's short form copied into
+//! the partition of each of its tags, so that a tag's page is one query of one partition, and
+//! each tag's count of posts, so that the tag list is one query of one partition too.
+//!
+//! Where (`feed`, partition key `type`; [`crate::domain::tags`]):
+//! - `tag:<tag>`: one copy per post carrying the tag, its id the post's: the post's short form
+//!   ([`Post::summary`]: counts, the author's current name, the tags) with `type` the partition.
+//! - `tagged`: one record per tagged post, its id the post's: the short form as the copies were
+//!   last written, tags included. A change of the post is compared with it (one point read): a
+//!   change that alters nothing a copy holds writes nothing, and an edit that drops a tag finds
+//!   the copy to remove there.
+//! - `tagCount`: one item per tag ever used, its id the tag: `postCount`, the number of copies
+//!   in the tag's partition (a `COUNT` of that partition, set only when a post joined or left
+//!   the tag), and `creationDate`, which the stores' ordered queries order by: here the count,
+//!   zero-padded, so the most used tags come first.
+//!
+//! Each change of a post is a notification: the post is read as it is now (never older than
+//! the change), and its copies are brought in line with it: written when they differ from the
+//! record, removed from the tags it no longer carries (or all of them when it is deleted, its
+//! account erased, or renamed: a rename patches the post, which comes through here). The record
+//! is written last, so a batch that fails half-way is projected again whole. A post has one
+//! copy per tag, at most ten: what a like or a comment costs here does not grow with the post's
+//! audience.
+//!
+//! **Counts stay exact under replay and concurrency.** A count is never incremented: it is set
+//! to the `COUNT` of the tag's partition, read after the copy was written or removed, and set
+//! only if the count item is still at the version read before the `COUNT` (else read, counted
+//! and set again). Whichever projection sets last counted after every copy written before its
+//! read; a copy written after that read has its own projection's set come later, or find the
+//! item changed and count again.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::engine::{apply_all, failed, newest_change, read_not_older, wrote, Unit, CONCURRENCY};
+use super::posts::counters::is_recheck;
+use super::write::{str_field, Write};
+use crate::domain::tags::{self, COUNTS, TAGGED};
+use crate::domain::{is_deleted, is_live, Kind, Post};
+use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
+
+/// The tags projection, main lane.
+pub const UNIT: Unit = Unit {
+    name: "tags",
+    feed: Container::Posts,
+    watches: &["post"],
+    reads: &[Container::Posts, Container::Feed],
+    writes: &[Container::Feed],
+    project: |store, changes| {
+        Box::pin(async move {
+            project(store, changes)
+                .await
+                .map(wrote)
+                .map_err(|e| failed(Container::Posts, changes, e))
+        })
+    },
+};
+
+/// Attempts at setting a tag's count before the batch fails (each lost only to another
+/// projection's set of the same count, which is then retried).
+const COUNT_ATTEMPTS: usize = 8;
+
+/// The posts feed: every changed post's tag copies and the counts of the tags it joined or
+/// left. Returns the writes made.
+pub async fn project(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+    let posts: BTreeSet<&str> = changes
+        .iter()
+        .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
+        .filter_map(|d| str_field(d, "id"))
+        .collect();
+    let mut written = 0;
+    for id in posts {
+        let changed = newest_change(changes, Kind::Post, id);
+        if changed.is_some_and(never_tagged) {
+            continue;
+        }
+        let post = read_not_older(store, Container::Posts, id, id, changed).await?;
+        written += sync_post(store, id, post.as_ref()).await?;
+    }
+    Ok(written)
+}
+
+/// Whether a post, as a change delivered it, never carried a tag up to that change: it has none,
+/// was never edited (tags are given only on create and edit) and is not deleted (a tombstone's
+/// tags are emptied, `crate::domain::tombstone_ops`). Such a change is passed over without a
+/// read: nothing of the post's is in a tag, and an edit that tags it comes through as a change
+/// of its own. So a like or comment on an untagged post costs nothing here.
+pub fn never_tagged(doc: &Value) -> bool {
+    let tagged = doc
+        .get("tags")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
+    !tagged && doc.get("updatedAt").is_none_or(Value::is_null) && !is_deleted(doc)
+}
+
+/// What post `id`'s record and copies should be, from the post as stored (`None`: gone):
+/// the short form, or nothing for a deleted or untagged post (or one that does not read as a
+/// post).
+pub fn wanted(post: Option<&Value>) -> Option<Post> {
+    let post = post.filter(|p| is_live(p, Kind::Post))?;
+    let post: Post = serde_json::from_value(post.clone()).ok()?;
+    (!post.tags.is_empty()).then(|| post.summary())
+}
+
+/// The stored form of `post` (a short form) in partition `place` of `feed`: the post's fields,
+/// with `type` the partition.
+pub fn item(post: &Post, place: &str) -> Value {
+    let mut v = crate::domain::to_value(post);
+    v[Kind::FIELD] = place.into();
+    v
+}
+
+/// A stored copy or record as the post it holds (its `type` read as `post`).
+pub fn post_of(item: &Value) -> Option<Post> {
+    let mut v = item.clone();
+    v[Kind::FIELD] = Kind::Post.into();
+    serde_json::from_value(v).ok()
+}
+
+/// Bring post `id`'s copies, record and counts in line with `post` (as read now). Returns the
+/// writes made.
+pub async fn sync_post(store: &dyn Store, id: &str, post: Option<&Value>) -> StoreResult<usize> {
+    let want = wanted(post);
+    let record = retry(|| store.read(Container::Feed, TAGGED, id)).await?;
+    let had: Option<Post> = record.as_ref().and_then(post_of);
+    if record.is_none() && want.is_none() {
+        return Ok(0);
+    }
+    if record.is_some() && had == want {
+        return Ok(0);
+    }
+    let old_tags: BTreeSet<String> = match (&had, &record) {
+        (Some(p), _) => p.tags.iter().cloned().collect(),
+        // A record that does not read as a post: whatever tags it names.
+        (None, Some(r)) => r
+            .get("tags")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        (None, None) => BTreeSet::new(),
+    };
+    let new_tags: BTreeSet<String> = want
+        .as_ref()
+        .map(|p| p.tags.iter().cloned().collect())
+        .unwrap_or_default();
+    let mut writes: Vec<Write> = Vec::new();
+    if let Some(p) = &want {
+        for t in &new_tags {
+            let place = tags::partition(t);
+            writes.push(Write::upsert(Container::Feed, &place, item(p, &place)));
+        }
+    }
+    for t in old_tags.difference(&new_tags) {
+        writes.push(Write::delete(Container::Feed, tags::partition(t), id));
+    }
+    apply_all(store, &writes, CONCURRENCY).await?;
+    let mut written = writes.len();
+    for t in old_tags.symmetric_difference(&new_tags) {
+        written += recount(store, t).await?;
+    }
+    let last = match &want {
+        Some(p) => Write::upsert(Container::Feed, TAGGED, item(p, TAGGED)),
+        None => Write::delete(Container::Feed, TAGGED, id),
+    };
+    apply_all(store, std::slice::from_ref(&last), 1).await?;
+    Ok(written + 1)
+}
+
+/// Remove a post's copies from the tags it carries (`post` as stored before its deletion), as
+/// the request that deletes it does, so that it leaves its tags' pages at once, as it leaves the
+/// feed; the change feed then removes its record and sets the counts. Returns the writes made.
+pub async fn remove_copies_now(store: &dyn Store, post: &Value) -> StoreResult<usize> {
+    let (Some(id), Ok(post)) = (
+        str_field(post, "id"),
+        serde_json::from_value::<Post>(post.clone()),
+    ) else {
+        return Ok(0);
+    };
+    let writes: Vec<Write> = post
+        .tags
+        .iter()
+        .map(|t| Write::delete(Container::Feed, tags::partition(t), id))
+        .collect();
+    apply_all(store, &writes, CONCURRENCY).await?;
+    Ok(writes.len())
+}
+
+/// The item counting `tag`'s posts.
+pub fn count_item(tag: &str, n: u64) -> Value {
+    serde_json::json!({
+        "id": tag,
+        Kind::FIELD: COUNTS,
+        "tag": tag,
+        "postCount": n,
+        "creationDate": format!("{n:020}"),
+    })
+}
+
+/// The number of copies in `tag`'s partition: one `COUNT` of it.
+pub async fn count_copies(store: &dyn Store, tag: &str) -> StoreResult<u64> {
+    let q = Query::partition(tags::partition(tag));
+    retry(|| store.count(Container::Feed, &q)).await
+}
+
+/// Set `tag`'s count to the number of its copies, if the count item is still as read before
+/// counting (else again). Returns the writes made (0 when the count was right).
+pub async fn recount(store: &dyn Store, tag: &str) -> StoreResult<usize> {
+    for _ in 0..COUNT_ATTEMPTS {
+        let stored = retry(|| store.read(Container::Feed, COUNTS, tag)).await?;
+        let n = count_copies(store, tag).await?;
+        let item = count_item(tag, n);
+        let result = match &stored {
+            Some(s) if s.get("postCount").and_then(Value::as_u64) == Some(n) => return Ok(0),
+            Some(s) => {
+                let etag = str_field(s, "_etag").map(String::from);
+                retry(|| store.replace(Container::Feed, COUNTS, tag, item.clone(), etag.as_deref()))
+                    .await
+            }
+            None => retry(|| store.create(Container::Feed, COUNTS, item.clone())).await,
+        };
+        match result {
+            Ok(_) => return Ok(1),
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Other(format!(
+        "the count of tag `{tag}` kept changing while it was set"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stored(tags: &[&str]) -> Value {
+        json!({"id": "p1", "type": "post", "postId": "p1", "userId": "u1", "userUsername": "ana",
+               "title": "t", "content": "c".repeat(300), "commentCount": 1, "likeCount": 2,
+               "creationDate": "2026-01-01T00:00:00.000Z", "tags": tags, "_etag": "\"e\""})
+    }
+
+    #[test]
+    fn a_tagged_live_post_is_copied_in_short_form() {
+        let p = wanted(Some(&stored(&["rust"]))).unwrap();
+        assert!(p.content.chars().count() <= 200);
+        assert_eq!(
+            (p.tags.clone(), p.like_count),
+            (vec!["rust".to_string()], 2)
+        );
+        let copy = item(&p, "tag:rust");
+        assert_eq!(copy["type"], "tag:rust");
+        assert_eq!(post_of(&copy), Some(p));
+        assert_eq!(wanted(Some(&stored(&[]))), None);
+        let mut deleted = stored(&["rust"]);
+        deleted["deleted"] = true.into();
+        assert_eq!(wanted(Some(&deleted)), None);
+        assert_eq!(wanted(None), None);
+    }
+
+    #[test]
+    fn only_a_post_never_edited_and_untagged_is_passed_over() {
+        assert!(never_tagged(&json!({"id": "p1", "type": "post"})));
+        assert!(never_tagged(
+            &json!({"id": "p1", "type": "post", "tags": []})
+        ));
+        assert!(!never_tagged(&stored(&["rust"])));
+        let mut edited = stored(&[]);
+        edited["updatedAt"] = "2026-01-02T00:00:00.000Z".into();
+        assert!(!never_tagged(&edited), "an edit may have removed its tags");
+        let mut deleted = stored(&[]);
+        deleted["deleted"] = true.into();
+        assert!(!never_tagged(&deleted), "a tombstone's tags are emptied");
+    }
+
+    #[test]
+    fn counts_order_as_text_as_they_do_as_numbers() {
+        let key = |n| {
+            count_item("t", n)["creationDate"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert!(key(9) < key(10) && key(10) < key(1_000_000) && key(0) < key(1));
+        assert!(key(u64::MAX) > key(u64::MAX - 1));
+    }
+}
