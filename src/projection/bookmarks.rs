@@ -172,8 +172,10 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
     for (post_id, delivered) in posts {
         let count = delivered.get("bookmarkCount").and_then(Value::as_u64);
         let author = str_field(delivered, "userId").unwrap_or_default();
+        // A deleted post's job item goes whatever its count: one is left by every post that was
+        // ever bookmarked, its bookmarks all taken back or not.
         written += match count {
-            Some(1..) if is_deleted(delivered) => {
+            _ if is_deleted(delivered) => {
                 delete_item(store, Container::Users, author, &job_id(post_id)).await?
             }
             Some(1..) => post_changed(store, changes, post_id).await?,

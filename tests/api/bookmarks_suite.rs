@@ -244,6 +244,19 @@ pub async fn bookmarks_go_with_the_post_and_with_erasures(app: &TestApp) {
     expected.sort();
     assert_eq!(left, expected);
 
+    // A post whose bookmarks were all taken back, deleted: its copies' job item goes with it.
+    let s = id(&app.create_post(&bob, "taken back", "c").await);
+    put(app, &ana, &s).await;
+    app.settle().await;
+    let job = format!("timelineJob-bookmarks-{s}");
+    let read_job = || app.store.read(Container::Users, &bob, &job);
+    assert!(read_job().await.unwrap().is_some(), "a fan-out's job item");
+    delete(app, &ana, &s).await;
+    app.settle().await;
+    assert_eq!(app.delete(&format!("/api/posts/{s}")).await.status, 204);
+    app.settle().await;
+    assert_eq!(read_job().await.unwrap(), None);
+
     // The bookmarking user erased: their bookmarks no longer count.
     assert_eq!(app.delete(&format!("/api/users/{cy}")).await.status, 204);
     app.settle().await;
