@@ -293,7 +293,8 @@ pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<
 }
 
 /// One page of the bookmarkers (from `cursor`) of the post `entry` shows, each given their copy
-/// ([`fanout::step_with`]). Returns the writes made and where the next page starts.
+/// ([`fanout::step`]), dated by their bookmark. Returns the writes made and where the next page
+/// starts.
 async fn fan_out(
     store: &dyn Store,
     entry: &Value,
@@ -303,14 +304,6 @@ async fn fan_out(
         return Ok((0, None));
     };
     let post_id = shown.post_id.as_str();
-    let (id, container) = (Bookmarked::id_of(post_id), Container::Users);
-    // Each copy is dated by its bookmark: `step_with` makes it from the bookmark.
-    let copies = Copies {
-        post_id,
-        container,
-        id,
-        item: &|_| Value::Null,
-    };
     let bookmarks = || Query::partition(post_id).eq(Kind::FIELD, BOOKMARK);
     let still = |users: &[&str]| bookmarks().any_of("userId", users.iter().map(|u| u.to_string()));
     let owners = Owners {
@@ -324,7 +317,13 @@ async fn fan_out(
         let date = str_field(b, "creationDate").unwrap_or_default();
         to_value(&Bookmarked::new(owner, date, &shown))
     };
-    let step = fanout::step_with(store, &copies, &owners, cursor, &copy).await?;
+    let copies = Copies {
+        post_id,
+        container: Container::Users,
+        id: Bookmarked::id_of(post_id),
+        item: &copy,
+    };
+    let step = fanout::step(store, &copies, &owners, cursor).await?;
     Ok((step.written, step.next))
 }
 
