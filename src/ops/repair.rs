@@ -87,7 +87,7 @@ async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaire
         match bookmarks::project_posts(store, &change).await {
             Ok(written) => done.deleted_copies += u64::from(written > 0),
             Err(e) => {
-                let id = bookmarks::Bookmarked::id_of(post_id);
+                let id = crate::domain::bookmarks::Bookmarked::id_of(post_id);
                 done.failed.push(format!("users/{user_id}/{id}: {e}"))
             }
         }

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::expected::{Drift, DriftKind};
 use super::newest::FeedKey;
+use crate::domain::bookmarks::Bookmarked;
 use crate::domain::{Kind, Post};
-use crate::projection::bookmarks::Bookmarked;
 use crate::store::metrics::Usage;
 
 /// Examples kept per kind of drift.

@@ -11,10 +11,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{pages, CONCURRENCY};
+use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
 use crate::domain::{is_deleted, Authored, Kind, Post, User};
 use crate::ops::expected::{self, str_field, Drift, DriftKind};
 use crate::ops::report::notification;
-use crate::projection::bookmarks::{self, Bookmark, Bookmarked, BOOKMARKED};
+use crate::projection::bookmarks;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
