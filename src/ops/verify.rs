@@ -366,7 +366,10 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
     let copies = pages(store, Container::Users, q.limit(PAGE));
     futures::pin_mut!(copies);
     while let Some(page) = copies.try_next().await? {
-        for post_id in page.iter().filter_map(|c| str_field(c, "postId")) {
+        // The post a copy is of is the one its id names (the id a repair removes).
+        let prefix = Bookmarked::id_of("");
+        let ids = page.iter().filter_map(|c| str_field(c, "id"));
+        for post_id in ids.filter_map(|id| id.strip_prefix(&prefix)) {
             found.extend(extra_bookmark(store, &user_id, post_id).await?);
         }
     }

@@ -402,12 +402,13 @@ pub async fn verify_finds_and_repair_removes_copies_of_no_bookmark_or_post(app: 
     app.settle().await;
     assert_eq!(saved_ids(app, &ana).await, owned(&[&p]));
 
-    // Copies of a deleted post, of a post that never was, and of a live post nobody bookmarked
-    // (no bookmark and a count of 0).
+    // Copies of a deleted post, of a post that never was (a copy is of the post its id names,
+    // whatever it holds: this one holds p), and of a live post nobody bookmarked (no bookmark
+    // and a count of 0).
     for post in [&d, &"nothing".to_string(), &q] {
         let mut copy = kept.clone();
         copy["id"] = json!(format!("bookmarked-{post}"));
-        copy["postId"] = json!(post);
+        copy["postId"] = json!(if post == "nothing" { &p } else { post });
         app.store.upsert(users, &ana, copy).await.unwrap();
     }
     blog::pump::checkpoint_at_end(&*app.store).await.unwrap();
