@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
+pub mod bookmarks;
 pub mod chars;
 mod deletion;
 pub mod follows;

@@ -10,11 +10,11 @@ use super::schema::PagingParams;
 use super::views::PostSummaryPage;
 use super::{AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
+use crate::domain::bookmarks::{Bookmark, BOOKMARKED};
 use crate::domain::follows::edge_tombstone_ops;
 use crate::domain::{to_value, Id, Kind};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::bookmarks::{Bookmark, BOOKMARKED};
 use crate::store::{Container, Order, Query, Store, StoreError};
 
 /// 404 unless item `id` (of `kind`) is live in its own partition of `c`.

@@ -6,7 +6,8 @@
 //! Everything else is derived:
 //! - `userUsername` on posts, comments and likes is the author's current `username`;
 //! - `commentCount` / `likeCount` / `bookmarkCount` on a post are the numbers of its comments,
-//!   likes and bookmarks, and each bookmark has its copy of the post in its user's partition;
+//!   likes and bookmarks, and each live bookmark of a live post has its copy of the post in its
+//!   user's partition, and no other copy is there;
 //! - `users` holds, in the author's partition, the short form of each of their posts as it should
 //!   be (names and counts corrected); `feed` holds exactly the short forms of the 100 newest
 //!   posts (by `creationDate`, then `id`; see [`super::newest`]).
@@ -45,7 +46,7 @@ pub enum DriftKind {
     /// A post's `bookmarkCount` is not the number of its bookmarks.
     BookmarkCount,
     /// A bookmark's copy in the bookmarker's partition is missing or differs, or a copy has no
-    /// bookmark.
+    /// live bookmark or no live post.
     BookmarkCopy,
 }
 

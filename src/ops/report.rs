@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::expected::{Drift, DriftKind};
 use super::newest::FeedKey;
+use crate::domain::bookmarks::Bookmarked;
 use crate::domain::{Kind, Post};
 use crate::store::metrics::Usage;
 
@@ -50,6 +51,8 @@ pub(super) struct Todo {
     pub replay: BTreeMap<String, Vec<Value>>,
     /// Copies in `users` (`userId`, `postId`) whose post is gone.
     pub extra_copies: Vec<(String, String)>,
+    /// Bookmarked posts' copies in `users` (`userId`, `postId`) whose bookmark or post is gone.
+    pub extra_bookmarks: Vec<(String, String)>,
     /// Feed entries that are not among the newest posts.
     pub extra_feed: Vec<String>,
     /// The oldest of the newest posts as gathered; an extra feed entry at or below it can
@@ -122,6 +125,8 @@ impl Report {
         todo.replay.retain(|id, _| !late.contains(id.as_str()));
         todo.extra_copies
             .retain(|(_, id)| !late.contains(id.as_str()));
+        todo.extra_bookmarks
+            .retain(|(_, id)| !late.contains(id.as_str()));
         todo.extra_feed.retain(|id| !late.contains(id.as_str()));
         out.todo = todo;
         out
@@ -142,6 +147,7 @@ impl Report {
         self.found.extend(other.found);
         self.todo.replay.extend(other.todo.replay);
         self.todo.extra_copies.extend(other.todo.extra_copies);
+        self.todo.extra_bookmarks.extend(other.todo.extra_bookmarks);
         self.todo.extra_feed.extend(other.todo.extra_feed);
         if other.todo.oldest_newest.is_some() {
             self.todo.oldest_newest = other.todo.oldest_newest;
@@ -155,10 +161,12 @@ impl Report {
 }
 
 /// The post a finding is about: each derived item belongs to one (a comment or like by its
-/// partition, a copy or a feed entry by its id).
+/// partition, a copy or a feed entry by its id, a bookmarked post's copy by the id it names).
 pub fn post_of(d: &Drift) -> &str {
-    match d.container {
-        crate::store::Container::Posts => &d.pk,
+    let bookmarked = Bookmarked::id_of("");
+    match (d.container, d.kind) {
+        (crate::store::Container::Posts, _) => &d.pk,
+        (_, DriftKind::BookmarkCopy) => d.id.strip_prefix(&bookmarked).unwrap_or(&d.id),
         _ => &d.id,
     }
 }

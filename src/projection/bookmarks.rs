@@ -1,4 +1,4 @@
-//! Bookmarks: a user's saved posts, two kinds of item.
+//! Bookmarks: a user's saved posts, two kinds of item (their types in `crate::domain::bookmarks`).
 //! - [`Bookmark`] `bookmark-<U>` in post P's partition of `posts` (U bookmarked P), written by
 //!   the request, marked when taken back; its post's deletion marks it (`super::erase`).
 //! - [`Bookmarked`] `bookmarked-<P>` in U's partition of `users`: the copy of P that U's list
@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::engine::{
@@ -20,87 +20,10 @@ use super::engine::{
 };
 use super::fanout::{self, Copies, Owners};
 use super::write::{str_field, Write};
+use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARK};
 use crate::domain::follows::edge_tombstone_ops;
-use crate::domain::{is_deleted, now, to_value, Kind, PatchOp, Post};
+use crate::domain::{is_deleted, to_value, Kind, PatchOp, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
-
-/// `type` of a bookmark (in `posts`) and of a bookmarked post's copy (in `users`).
-pub const BOOKMARK: &str = "bookmark";
-pub const BOOKMARKED: &str = "bookmarked";
-
-/// User `user_id`'s bookmark of post `post_id`, dated when made (the order of the list).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Bookmark {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub post_id: String,
-    pub user_id: String,
-    pub creation_date: String,
-}
-
-impl Bookmark {
-    pub fn new(post_id: &str, user_id: &str) -> Bookmark {
-        Bookmark {
-            id: Bookmark::id_of(user_id),
-            kind: BOOKMARK.into(),
-            post_id: post_id.into(),
-            user_id: user_id.into(),
-            creation_date: now(),
-        }
-    }
-
-    /// The id of `user_id`'s bookmark of a post (a repeat is the same item).
-    pub fn id_of(user_id: &str) -> String {
-        format!("{BOOKMARK}-{user_id}")
-    }
-
-    /// A stored item as a live bookmark, if it is one.
-    pub fn live(item: &Value) -> Option<Bookmark> {
-        let b = Bookmark::deserialize(item)
-            .ok()
-            .filter(|_| !is_deleted(item))?;
-        (b.kind == BOOKMARK).then_some(b)
-    }
-}
-
-/// The copy of a bookmarked post in its bookmarker's partition: the short form, without its
-/// `bookmarkCount` (each bookmark would rewrite every other bookmarker's copy).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Bookmarked {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The bookmarker, and the bookmark's date.
-    pub user_id: String,
-    pub post_id: String,
-    pub creation_date: String,
-    pub post: Post,
-}
-
-impl Bookmarked {
-    pub fn id_of(post_id: &str) -> String {
-        format!("{BOOKMARKED}-{post_id}")
-    }
-
-    /// `owner`'s copy of `post` (any form), bookmarked at `date`.
-    pub fn new(owner: &str, date: &str, post: &Post) -> Bookmarked {
-        let post = Post {
-            bookmark_count: 0,
-            ..post.summary()
-        };
-        Bookmarked {
-            id: Bookmarked::id_of(&post.post_id),
-            kind: BOOKMARKED.into(),
-            user_id: owner.into(),
-            post_id: post.post_id.clone(),
-            creation_date: date.into(),
-            post,
-        }
-    }
-}
 
 /// A change of `user_id`'s bookmark of `post_id` (`None`: a recount) for `verify --repair`.
 pub fn notification(post_id: &str, user_id: Option<&str>) -> Value {
@@ -172,8 +95,10 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
     for (post_id, delivered) in posts {
         let count = delivered.get("bookmarkCount").and_then(Value::as_u64);
         let author = str_field(delivered, "userId").unwrap_or_default();
+        // A deleted post's job item goes whatever its count: one is left by every post that was
+        // ever bookmarked, its bookmarks all taken back or not.
         written += match count {
-            Some(1..) if is_deleted(delivered) => {
+            _ if is_deleted(delivered) => {
                 delete_item(store, Container::Users, author, &job_id(post_id)).await?
             }
             Some(1..) => post_changed(store, changes, post_id).await?,
@@ -291,7 +216,8 @@ pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<
 }
 
 /// One page of the bookmarkers (from `cursor`) of the post `entry` shows, each given their copy
-/// ([`fanout::step_with`]). Returns the writes made and where the next page starts.
+/// ([`fanout::step`]), dated by their bookmark. Returns the writes made and where the next page
+/// starts.
 async fn fan_out(
     store: &dyn Store,
     entry: &Value,
@@ -301,14 +227,6 @@ async fn fan_out(
         return Ok((0, None));
     };
     let post_id = shown.post_id.as_str();
-    let (id, container) = (Bookmarked::id_of(post_id), Container::Users);
-    // Each copy is dated by its bookmark: `step_with` makes it from the bookmark.
-    let copies = Copies {
-        post_id,
-        container,
-        id,
-        item: &|_| Value::Null,
-    };
     let bookmarks = || Query::partition(post_id).eq(Kind::FIELD, BOOKMARK);
     let still = |users: &[&str]| bookmarks().any_of("userId", users.iter().map(|u| u.to_string()));
     let owners = Owners {
@@ -322,7 +240,13 @@ async fn fan_out(
         let date = str_field(b, "creationDate").unwrap_or_default();
         to_value(&Bookmarked::new(owner, date, &shown))
     };
-    let step = fanout::step_with(store, &copies, &owners, cursor, &copy).await?;
+    let copies = Copies {
+        post_id,
+        container: Container::Users,
+        id: Bookmarked::id_of(post_id),
+        item: &copy,
+    };
+    let step = fanout::step(store, &copies, &owners, cursor).await?;
     Ok((step.written, step.next))
 }
 

@@ -60,7 +60,7 @@ pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
         match (Kind::of(item), str_field(item, Kind::FIELD)) {
             (Some(kind), _) => tombstone_ops(kind),
             // A bookmark, in its post's partition: marked as an edge is.
-            (None, Some(super::bookmarks::BOOKMARK)) => {
+            (None, Some(crate::domain::bookmarks::BOOKMARK)) => {
                 crate::domain::follows::edge_tombstone_ops()
             }
             _ => return None,

@@ -1,9 +1,10 @@
 //! Copies of a post kept in the partitions of the users related to it: a personal timeline's
-//! entries (the author's followers) today. What such a projection has in common, written once:
-//! a page of the related users (the owners) read from the relation's items, each given its copy,
-//! and the copies taken back that raced the end of the relation or of the post. The projection
-//! says where the copies live, what one holds, who the owners are, and how to tell that an owner
-//! is still related; it records the cursor between steps (in a job item, `super::engine`).
+//! entries (the author's followers) and a bookmarked post's copies (its bookmarkers). What such
+//! a projection has in common, written once: a page of the related users (the owners) read from
+//! the relation's items, each given its copy (made from the owner and that item), and the copies
+//! taken back that raced the end of the relation or of the post. The projection says where the
+//! copies live, what one holds, who the owners are, and how to tell that an owner is still
+//! related; it records the cursor between steps (in a job item, `super::engine`).
 //!
 //! A step is bounded (one page of owners) and idempotent (a copy is upserted whole, a removal
 //! of a copy already gone is moot), so a step repeated after a crash writes the same state.
@@ -24,8 +25,9 @@ pub struct Copies<'a> {
     pub container: Container,
     /// The id of the copy in each owner's partition.
     pub id: String,
-    /// The copy for an owner.
-    pub item: &'a (dyn Fn(&str) -> Value + Sync),
+    /// The copy for an owner, made from the owner and the relation's item naming them (the
+    /// item may date the copy, say).
+    pub item: &'a (dyn Fn(&str, &Value) -> Value + Sync),
 }
 
 /// Who holds the copies: the items of a relation (a follow's mirror, say), read a page at a
@@ -67,17 +69,6 @@ pub async fn step(
     owners: &Owners<'_>,
     cursor: Option<&str>,
 ) -> StoreResult<Step> {
-    step_with(store, copies, owners, cursor, &|o, _| (copies.item)(o)).await
-}
-
-/// [`step`], each copy made from its owner and the relation's item naming them (its date, say).
-pub async fn step_with(
-    store: &dyn Store,
-    copies: &Copies<'_>,
-    owners: &Owners<'_>,
-    cursor: Option<&str>,
-    item: &(dyn Fn(&str, &Value) -> Value + Sync),
-) -> StoreResult<Step> {
     let q = owners.query.clone().continuation(cursor.map(String::from));
     let page = retry(|| store.query(owners.container, &q)).await?;
     let related: Vec<(&str, &Value)> = page
@@ -87,7 +78,7 @@ pub async fn step_with(
         .collect();
     let writes: Vec<Write> = related
         .iter()
-        .map(|(o, m)| Write::upsert(copies.container, *o, item(o, m)))
+        .map(|(o, m)| Write::upsert(copies.container, *o, (copies.item)(o, m)))
         .collect();
     let page_owners: Vec<&str> = related.iter().map(|(o, _)| *o).collect();
     apply_all(store, &writes, CONCURRENCY).await?;
@@ -180,7 +171,7 @@ mod tests {
     }
 
     async fn run(store: &EmbeddedStore) -> Step {
-        let item = |o: &str| json!({"id": "copy-p1", "type": "copy", "userId": o});
+        let item = |o: &str, _: &Value| json!({"id": "copy-p1", "type": "copy", "userId": o});
         let copies = Copies {
             post_id: "p1",
             container: Container::Timelines,

@@ -19,7 +19,8 @@ macro_rules! bookmarks_suite {
             bookmark_input_is_checked_and_refusals_write_nothing,
             bookmarked_copies_follow_edits_renames_and_counts,
             bookmarks_go_with_the_post_and_with_erasures,
-            verify_finds_and_repair_mends_bookmarks);
+            verify_finds_and_repair_mends_bookmarks,
+            verify_finds_and_repair_removes_copies_of_no_bookmark_or_post);
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn only_the_signed_in_user_bookmarks_for_themselves() {
             $crate::bookmarks_suite::only_the_signed_in_user_bookmarks_for_themselves(
@@ -243,6 +244,19 @@ pub async fn bookmarks_go_with_the_post_and_with_erasures(app: &TestApp) {
     expected.sort();
     assert_eq!(left, expected);
 
+    // A post whose bookmarks were all taken back, deleted: its copies' job item goes with it.
+    let s = id(&app.create_post(&bob, "taken back", "c").await);
+    put(app, &ana, &s).await;
+    app.settle().await;
+    let job = format!("timelineJob-bookmarks-{s}");
+    let read_job = || app.store.read(Container::Users, &bob, &job);
+    assert!(read_job().await.unwrap().is_some(), "a fan-out's job item");
+    delete(app, &ana, &s).await;
+    app.settle().await;
+    assert_eq!(app.delete(&format!("/api/posts/{s}")).await.status, 204);
+    app.settle().await;
+    assert_eq!(read_job().await.unwrap(), None);
+
     // The bookmarking user erased: their bookmarks no longer count.
     assert_eq!(app.delete(&format!("/api/users/{cy}")).await.status, 204);
     app.settle().await;
@@ -337,7 +351,7 @@ pub async fn verify_finds_and_repair_mends_bookmarks(app: &TestApp) {
         .patch(Container::Posts, &p, &p, &count, None)
         .await
         .unwrap();
-    // Not extra to verify while q has no bookmark and no count: a count makes it look.
+    // q, with no bookmark, counted one.
     let one = [PatchOp::set("/bookmarkCount", 1)];
     app.store
         .patch(Container::Posts, &q, &q, &one, None)
@@ -363,5 +377,71 @@ pub async fn verify_finds_and_repair_mends_bookmarks(app: &TestApp) {
     assert_eq!(shown[0]["title"], "kept");
     assert_eq!(saved_ids(app, &cy).await, owned(&[&p]));
     assert_eq!(bookmark_count(app, &p).await, 2);
+    assert_eq!(bookmark_count(app, &q).await, 0);
+}
+
+/// Copies in a user's partition that no bookmark of a live post accounts for: found whatever
+/// their post's count, and removed by the repair.
+pub async fn verify_finds_and_repair_removes_copies_of_no_bookmark_or_post(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let p = id(&app.create_post(&bob, "kept", "c").await);
+    let q = id(&app.create_post(&bob, "never bookmarked", "c").await);
+    let d = id(&app.create_post(&bob, "deleted", "c").await);
+    put(app, &ana, &p).await;
+    put(app, &ana, &d).await;
+    app.settle().await;
+    let users = Container::Users;
+    let kept = app
+        .store
+        .read(users, &ana, &format!("bookmarked-{d}"))
+        .await
+        .unwrap()
+        .expect("a copy");
+    assert_eq!(app.delete(&format!("/api/posts/{d}")).await.status, 204);
+    app.settle().await;
+    assert_eq!(saved_ids(app, &ana).await, owned(&[&p]));
+
+    // Copies of a deleted post, of a post that never was (a copy is of the post its id names,
+    // whatever it holds: this one holds p), and of a live post nobody bookmarked (no bookmark
+    // and a count of 0).
+    for post in [&d, &"nothing".to_string(), &q] {
+        let mut copy = kept.clone();
+        copy["id"] = json!(format!("bookmarked-{post}"));
+        copy["postId"] = json!(if post == "nothing" { &p } else { post });
+        app.store.upsert(users, &ana, copy).await.unwrap();
+    }
+    blog::pump::checkpoint_at_end(&*app.store).await.unwrap();
+    // In flight: ana's bookmark of p taken back (its copy goes when the change feed applies it).
+    let mark = blog::domain::follows::edge_tombstone_ops();
+    let ana_mark = format!("bookmark-{ana}");
+    app.store
+        .patch(Container::Posts, &p, &ana_mark, &mark, None)
+        .await
+        .unwrap();
+    let found = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    assert_eq!(found.before.drifted_items, 3, "{}", found.render());
+    assert_eq!(found.before.lagging, 1, "p: {}", found.render());
+    assert!(
+        found.render().contains("bookmark copy: 3"),
+        "{}",
+        found.render()
+    );
+
+    // Looked at again after a settle, they are still drift (and p lagging); the repair removes
+    // them and leaves p's copy to the change feed.
+    let settle = Duration::from_millis(1);
+    let mended = verify_and_repair(&*app.store, true, settle, &Progress::hidden)
+        .await
+        .unwrap();
+    assert_eq!(mended.before.drifted_items, 3, "{}", mended.render());
+    assert_eq!(mended.before.lagging, 1, "p: {}", mended.render());
+    let (_, after) = mended.repair.as_ref().expect("a repair ran");
+    assert!(after.is_clean(), "{}", mended.render());
+    let copies = blog::store::Query::partition(ana.as_str()).eq("type", "bookmarked");
+    assert_eq!(app.store.count(users, &copies).await.unwrap(), 1);
+    assert_eq!(saved_ids(app, &ana).await, owned(&[&p]));
     assert_eq!(bookmark_count(app, &q).await, 0);
 }

@@ -140,7 +140,7 @@ async fn copy_to_followers(
         return Ok((0, None));
     };
     let post_id = shown.post_id.clone();
-    let item = |f: &str| TimelineEntry::new(f, &shown).to_item();
+    let item = |f: &str, _: &Value| TimelineEntry::new(f, &shown).to_item();
     let copies = Copies {
         post_id: &post_id,
         container: Container::Timelines,
