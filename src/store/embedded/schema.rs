@@ -14,6 +14,50 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
+/// The search index of the current schema (FTS5 over posts' title, content and tags, kept by
+/// triggers on `items`): written once, used by the migration that built it (4 → 5) and by a new
+/// file. A migration never changes once released: a later change of the index writes this
+/// text out in full in the 4 → 5 step first, then changes the macro and adds its own step.
+macro_rules! search_schema {
+    () => {
+        "
+    CREATE TABLE post_words (rowid INTEGER PRIMARY KEY, post_id TEXT NOT NULL UNIQUE);
+    CREATE VIRTUAL TABLE post_text USING fts5(
+        title, content, tags, content = '', contentless_delete = 1,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER post_text_insert AFTER INSERT ON items
+    WHEN new.container = 'posts' AND new.type = 'post' AND new.deleted = 0 BEGIN
+        INSERT INTO post_words (post_id) VALUES (new.pk);
+        INSERT INTO post_text (rowid, title, content, tags)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
+                json_extract(new.body, '$.tags')
+            FROM post_words WHERE post_id = new.pk;
+    END;
+    CREATE TRIGGER post_text_delete AFTER DELETE ON items
+    WHEN old.container = 'posts' AND old.type = 'post' BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+    END;
+    CREATE TRIGGER post_text_update AFTER UPDATE ON items
+    WHEN old.container = 'posts' AND (old.type = 'post' OR new.type = 'post')
+      AND (old.type IS NOT new.type OR old.deleted IS NOT new.deleted
+        OR json_extract(old.body, '$.title') IS NOT json_extract(new.body, '$.title')
+        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')
+        OR json_extract(old.body, '$.tags') IS NOT json_extract(new.body, '$.tags')) BEGIN
+        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
+        DELETE FROM post_words WHERE post_id = old.pk;
+        INSERT INTO post_words (post_id)
+            SELECT new.pk WHERE new.type = 'post' AND new.deleted = 0;
+        INSERT INTO post_text (rowid, title, content, tags)
+            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
+                json_extract(new.body, '$.tags')
+            FROM post_words WHERE post_id = new.pk;
+    END;
+"
+    };
+}
+
 /// One step: the SQL that takes a file from version `n` to `n + 1` is `MIGRATIONS[n]`.
 const MIGRATIONS: &[&str] = &[
     // 0 → 1: items keyed by (container, pk, id) with their query columns, the change-feed
@@ -105,45 +149,16 @@ const MIGRATIONS: &[&str] = &[
     // post's `tags` as their JSON text: the tokenizer reads the words inside the quotes, and
     // splits `cosmos-db` as it splits the same text in a title), so it is rebuilt with its
     // triggers (which now also re-index a post whose tags changed) and refilled from the posts.
-    "
+    concat!(
+        "
     DROP TRIGGER post_text_insert;
     DROP TRIGGER post_text_delete;
     DROP TRIGGER post_text_update;
     DROP TABLE post_text;
     DROP TABLE post_words;
-    CREATE TABLE post_words (rowid INTEGER PRIMARY KEY, post_id TEXT NOT NULL UNIQUE);
-    CREATE VIRTUAL TABLE post_text USING fts5(
-        title, content, tags, content = '', contentless_delete = 1,
-        tokenize = 'porter unicode61 remove_diacritics 2'
-    );
-    CREATE TRIGGER post_text_insert AFTER INSERT ON items
-    WHEN new.container = 'posts' AND new.type = 'post' AND new.deleted = 0 BEGIN
-        INSERT INTO post_words (post_id) VALUES (new.pk);
-        INSERT INTO post_text (rowid, title, content, tags)
-            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
-                json_extract(new.body, '$.tags')
-            FROM post_words WHERE post_id = new.pk;
-    END;
-    CREATE TRIGGER post_text_delete AFTER DELETE ON items
-    WHEN old.container = 'posts' AND old.type = 'post' BEGIN
-        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
-        DELETE FROM post_words WHERE post_id = old.pk;
-    END;
-    CREATE TRIGGER post_text_update AFTER UPDATE ON items
-    WHEN old.container = 'posts' AND (old.type = 'post' OR new.type = 'post')
-      AND (old.type IS NOT new.type OR old.deleted IS NOT new.deleted
-        OR json_extract(old.body, '$.title') IS NOT json_extract(new.body, '$.title')
-        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')
-        OR json_extract(old.body, '$.tags') IS NOT json_extract(new.body, '$.tags')) BEGIN
-        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
-        DELETE FROM post_words WHERE post_id = old.pk;
-        INSERT INTO post_words (post_id)
-            SELECT new.pk WHERE new.type = 'post' AND new.deleted = 0;
-        INSERT INTO post_text (rowid, title, content, tags)
-            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
-                json_extract(new.body, '$.tags')
-            FROM post_words WHERE post_id = new.pk;
-    END;
+",
+        search_schema!(),
+        "
     INSERT INTO post_words (post_id)
         SELECT pk FROM items WHERE container = 'posts' AND type = 'post' AND deleted = 0;
     INSERT INTO post_text (rowid, title, content, tags)
@@ -151,14 +166,16 @@ const MIGRATIONS: &[&str] = &[
             json_extract(i.body, '$.tags')
         FROM post_words w JOIN items i ON i.container = 'posts' AND i.pk = w.post_id
           AND i.id = w.post_id;
-    ",
+    "
+    ),
 ];
 
 /// What [`MIGRATIONS`] add up to, created in one step on a new file: the migrations' `ALTER`s
 /// and index rebuilds would be most of the time a fresh start spends on its schema. A test
 /// (`the_new_file_schema_is_what_the_migrations_build`) holds the two equal, column by column and
 /// index by index; a schema change edits both.
-const NEW_FILE: &str = "
+const NEW_FILE: &str = concat!(
+    "
     CREATE TABLE items (
         container     TEXT    NOT NULL,
         pk            TEXT    NOT NULL,
@@ -178,40 +195,9 @@ const NEW_FILE: &str = "
     CREATE INDEX items_by_user ON items (container, user_id, pk, id);
     CREATE INDEX items_by_partition ON items (container, pk, type, creation_date, id, deleted);
     CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
-    CREATE TABLE post_words (rowid INTEGER PRIMARY KEY, post_id TEXT NOT NULL UNIQUE);
-    CREATE VIRTUAL TABLE post_text USING fts5(
-        title, content, tags, content = '', contentless_delete = 1,
-        tokenize = 'porter unicode61 remove_diacritics 2'
-    );
-    CREATE TRIGGER post_text_insert AFTER INSERT ON items
-    WHEN new.container = 'posts' AND new.type = 'post' AND new.deleted = 0 BEGIN
-        INSERT INTO post_words (post_id) VALUES (new.pk);
-        INSERT INTO post_text (rowid, title, content, tags)
-            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
-                json_extract(new.body, '$.tags')
-            FROM post_words WHERE post_id = new.pk;
-    END;
-    CREATE TRIGGER post_text_delete AFTER DELETE ON items
-    WHEN old.container = 'posts' AND old.type = 'post' BEGIN
-        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
-        DELETE FROM post_words WHERE post_id = old.pk;
-    END;
-    CREATE TRIGGER post_text_update AFTER UPDATE ON items
-    WHEN old.container = 'posts' AND (old.type = 'post' OR new.type = 'post')
-      AND (old.type IS NOT new.type OR old.deleted IS NOT new.deleted
-        OR json_extract(old.body, '$.title') IS NOT json_extract(new.body, '$.title')
-        OR json_extract(old.body, '$.content') IS NOT json_extract(new.body, '$.content')
-        OR json_extract(old.body, '$.tags') IS NOT json_extract(new.body, '$.tags')) BEGIN
-        DELETE FROM post_text WHERE rowid = (SELECT rowid FROM post_words WHERE post_id = old.pk);
-        DELETE FROM post_words WHERE post_id = old.pk;
-        INSERT INTO post_words (post_id)
-            SELECT new.pk WHERE new.type = 'post' AND new.deleted = 0;
-        INSERT INTO post_text (rowid, title, content, tags)
-            SELECT rowid, json_extract(new.body, '$.title'), json_extract(new.body, '$.content'),
-                json_extract(new.body, '$.tags')
-            FROM post_words WHERE post_id = new.pk;
-    END;
-";
+",
+    search_schema!()
+);
 
 /// The schema version this build writes.
 pub const CURRENT: u32 = MIGRATIONS.len() as u32;
