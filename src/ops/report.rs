@@ -211,3 +211,43 @@ pub fn render(r: &Report) -> String {
     }
     out
 }
+
+/// A part of verify that looks and, with `--repair`, mends and looks again (the timelines, the
+/// tags): what a look found.
+pub trait Look {
+    fn is_clean(&self) -> bool;
+    fn render(&self) -> String;
+}
+
+/// What a part's repair did: its summary line, and what it could not mend.
+pub trait Mend {
+    fn summary(&self) -> String;
+    fn failed(&self) -> &[String];
+}
+
+/// A part's look, and with `--repair` its repair and the look after it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome<C, M> {
+    pub before: C,
+    pub repair: Option<(M, C)>,
+}
+
+impl<C: Look, M: Mend> Outcome<C, M> {
+    /// The state the database was left in.
+    pub fn last(&self) -> &C {
+        self.repair.as_ref().map_or(&self.before, |(_, c)| c)
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = self.before.render();
+        if let Some((done, after)) = &self.repair {
+            out.push_str(&format!("repair: {}\n", done.summary()));
+            for f in done.failed() {
+                out.push_str(&format!("  not repaired: {f}\n"));
+            }
+            out.push_str("after repair: ");
+            out.push_str(&after.render());
+        }
+        out
+    }
+}

@@ -241,32 +241,28 @@ async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)
 }
 
 /// A check, and with `--repair` the repair and the check after it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub before: Check,
-    pub repair: Option<(Mended, Check)>,
-}
+pub type Outcome = super::report::Outcome<Check, Mended>;
 
-impl Outcome {
-    /// The state the database was left in.
-    pub fn last(&self) -> &Check {
-        self.repair.as_ref().map_or(&self.before, |(_, c)| c)
+impl super::report::Look for Check {
+    fn is_clean(&self) -> bool {
+        Check::is_clean(self)
     }
 
-    pub fn render(&self) -> String {
-        let mut out = self.before.render();
-        if let Some((done, after)) = &self.repair {
-            out.push_str(&format!(
-                "repair: {} follow edges replayed through the projections, {} items written\n",
-                done.replayed, done.written
-            ));
-            for f in &done.failed {
-                out.push_str(&format!("  not repaired: {f}\n"));
-            }
-            out.push_str("after repair: ");
-            out.push_str(&after.render());
-        }
-        out
+    fn render(&self) -> String {
+        Check::render(self)
+    }
+}
+
+impl super::report::Mend for Mended {
+    fn summary(&self) -> String {
+        format!(
+            "{} follow edges replayed through the projections, {} items written",
+            self.replayed, self.written
+        )
+    }
+
+    fn failed(&self) -> &[String] {
+        &self.failed
     }
 }
 
