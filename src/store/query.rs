@@ -51,6 +51,29 @@ pub struct Words {
     pub words: Vec<String>,
 }
 
+impl Words {
+    /// What every store refuses: no field, a field not indexed for full text, no word, or an
+    /// empty one.
+    pub fn check(&self) -> super::StoreResult<()> {
+        if self.fields.is_empty()
+            || self
+                .fields
+                .iter()
+                .any(|f| !SEARCHABLE.contains(&f.as_str()))
+        {
+            return Err(super::StoreError::BadRequest(format!(
+                "only the posts' {SEARCHABLE:?} are indexed for full text"
+            )));
+        }
+        if self.words.is_empty() || self.words.iter().any(|w| w.trim().is_empty()) {
+            return Err(super::StoreError::BadRequest(
+                "a full-text condition needs at least one word".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The fields of a post indexed for full text, in `posts` (the Cosmos DB container's full-text
 /// policy and the embedded store's FTS5 table hold the same list). A field joins by being
 /// added here, to the full-text paths and indexes (`cosmos/bootstrap.rs` follows this list;

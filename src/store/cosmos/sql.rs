@@ -3,9 +3,7 @@
 
 use serde_json::Value;
 
-use crate::store::{
-    Cmp, Order, Query, StoreError, StoreResult, Words, SEARCHABLE, SEARCHABLE_LISTS,
-};
+use crate::store::{Cmp, Order, Query, StoreError, StoreResult, Words, SEARCHABLE_LISTS};
 
 /// Query text and its `@name` parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,21 +111,7 @@ fn words_condition(
     full_text: FullText,
     params: &mut Vec<(String, Value)>,
 ) -> StoreResult<String> {
-    if words.fields.is_empty()
-        || words
-            .fields
-            .iter()
-            .any(|f| !SEARCHABLE.contains(&f.as_str()))
-    {
-        return Err(StoreError::BadRequest(format!(
-            "only the posts' {SEARCHABLE:?} are indexed for full text"
-        )));
-    }
-    if words.words.is_empty() || words.words.iter().any(|w| w.trim().is_empty()) {
-        return Err(StoreError::BadRequest(
-            "a full-text condition needs at least one word".into(),
-        ));
-    }
+    words.check()?;
     let mut each = Vec::with_capacity(words.words.len());
     for (i, word) in words.words.iter().enumerate() {
         let name = format!("@w{i}");
@@ -322,7 +306,10 @@ mod tests {
         let q = Query::cross_partition()
             .of_kind(Kind::Post)
             .live()
-            .containing_words(&SEARCHABLE, vec!["rust".into(), "cosmos".into()])
+            .containing_words(
+                &crate::store::SEARCHABLE,
+                vec!["rust".into(), "cosmos".into()],
+            )
             .order_by_creation(Order::Desc);
         let service = select(&q, FullText::Service).unwrap();
         assert_eq!(

@@ -125,22 +125,12 @@ pub(super) fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<
 /// The FTS5 query of [`Words`]: `{title content} : ("w1" AND "w2")`, each word a quoted string
 /// (so that no word is read as an operator), its `"` doubled.
 fn match_expression(c: Container, words: &Words) -> StoreResult<String> {
-    if c != Container::Posts
-        || words.fields.is_empty()
-        || words
-            .fields
-            .iter()
-            .any(|f| !SEARCHABLE.contains(&f.as_str()))
-    {
+    if c != Container::Posts {
         return Err(StoreError::BadRequest(format!(
             "only the posts' {SEARCHABLE:?} are indexed for full text"
         )));
     }
-    if words.words.is_empty() || words.words.iter().any(|w| w.trim().is_empty()) {
-        return Err(StoreError::BadRequest(
-            "a full-text condition needs at least one word".into(),
-        ));
-    }
+    words.check()?;
     let quoted: Vec<String> = words
         .words
         .iter()
