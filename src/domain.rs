@@ -10,6 +10,7 @@ pub mod chars;
 mod deletion;
 pub mod follows;
 mod items;
+pub mod jobs;
 mod patch;
 pub mod pending;
 pub mod tags;

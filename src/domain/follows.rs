@@ -366,24 +366,6 @@ impl MergedPost {
     }
 }
 
-/// The timeline lane's record of a user's side of the fan-out limit (`timelineJob-limit` in
-/// their partition of `users`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct LimitJob {
-    /// Their posts are merged, not copied.
-    #[serde(default)]
-    pub merged: bool,
-    /// A crossing under way, to this side.
-    #[serde(default)]
-    pub target: Option<bool>,
-    /// Where the crossing's next page of followers starts.
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// The item's version, to tell whether a step moved it on.
-    #[serde(rename = "_etag", default)]
-    pub etag: Option<String>,
-}
-
 /// The stored form of [`MergeMarker::new`]. For the projections, which still build items as
 /// JSON; other code uses the type.
 pub fn merge_marker(owner: &str, author: &str) -> Value {

@@ -22,6 +22,7 @@ use super::fanout::{self, Copies, Owners};
 use super::write::{str_field, Write};
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARK};
 use crate::domain::follows::edge_tombstone_ops;
+use crate::domain::jobs::{bookmarks_job_id, Job, Work};
 use crate::domain::{is_deleted, to_value, Kind, PatchOp, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
@@ -63,10 +64,6 @@ pub const STEPS: Unit = Unit {
     },
 };
 
-fn job_id(post_id: &str) -> String {
-    format!("{JOB}-bookmarks-{post_id}")
-}
-
 /// Each bookmark changed (its copy, then its post's count), then each bookmarked post changed
 /// (a recheck of the counters carries no `bookmarkCount`). Returns the writes made.
 pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
@@ -99,7 +96,7 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         // ever bookmarked, its bookmarks all taken back or not.
         written += match count {
             _ if is_deleted(delivered) => {
-                delete_item(store, Container::Users, author, &job_id(post_id)).await?
+                delete_item(store, Container::Users, author, &bookmarks_job_id(post_id)).await?
             }
             Some(1..) => post_changed(store, changes, post_id).await?,
             _ => 0,
@@ -180,37 +177,49 @@ async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> St
         return Ok(0);
     };
     let entry = to_value(&Bookmarked::new("", "", &post).post);
-    let job = read_job(store, &post.user_id, &job_id(post_id)).await?;
-    if post.bookmark_count == 0 || job.as_ref().and_then(|j| j.get("entry")) == Some(&entry) {
+    let job = read_job(store, &post.user_id, &bookmarks_job_id(post_id)).await?;
+    if post.bookmark_count == 0 || job.as_ref().and_then(|j| j.work.entry()) == Some(&entry) {
         return Ok(0);
     }
     let (written, next) = fan_out(store, &entry, None).await?;
-    let saved = save_job(store, &post.user_id, job.as_ref(), job_item(&entry, next)).await?;
+    let next = job_item(&post.user_id, post_id, entry, next, 0);
+    let saved = save_job(store, job.as_ref(), next).await?;
     Ok(written + usize::from(saved))
 }
 
-fn job_item(entry: &Value, cursor: Option<String>) -> Value {
-    let post_id = str_field(entry, "postId").unwrap_or_default();
-    json!({
-        "id": job_id(post_id), "job": "bookmarks", "postId": post_id,
-        "entry": entry, "cursor": cursor, "done": cursor.is_none(),
-    })
+fn job_item(author: &str, post_id: &str, entry: Value, cursor: Option<String>, steps: u64) -> Job {
+    let done = cursor.is_none();
+    let work = Work::Bookmarks {
+        post_id: post_id.into(),
+        entry,
+        cursor,
+    };
+    Job::new(author, work, steps, done)
 }
 
 /// The next step of each bookmarks job item delivered, unless it changed since.
 pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
     let mut written = 0;
-    for doc in changes
-        .iter()
-        .filter(|d| d[Kind::FIELD] == JOB && d["job"] == "bookmarks")
-    {
-        let author = str_field(doc, "userId").unwrap_or_default();
-        let Some(job) = current_job(store, author, doc).await? else {
+    let delivered = changes.iter().filter(|d| Job::is_job(d)).filter_map(|d| {
+        Job::read(d)
+            .ok()
+            .filter(|j| matches!(j.work, Work::Bookmarks { .. }))
+    });
+    for delivered in delivered {
+        let Some(job) = current_job(store, &delivered).await? else {
             continue;
         };
-        let (n, next) = fan_out(store, &job["entry"], str_field(&job, "cursor")).await?;
-        let saved = save_job(store, author, Some(&job), job_item(&job["entry"], next)).await?;
-        written += n + usize::from(saved);
+        let Work::Bookmarks {
+            post_id,
+            entry,
+            cursor,
+        } = &job.work
+        else {
+            continue;
+        };
+        let (n, next) = fan_out(store, entry, cursor.as_deref()).await?;
+        let next = job_item(&job.user_id, post_id, entry.clone(), next, job.steps + 1);
+        written += n + usize::from(save_job(store, Some(&job), next).await?);
     }
     Ok(written)
 }
@@ -284,7 +293,7 @@ mod tests {
         project_posts(store, &[p]).await.unwrap();
         loop {
             let job = store
-                .read(Container::Users, "bob", &job_id("p1"))
+                .read(Container::Users, "bob", &bookmarks_job_id("p1"))
                 .await
                 .unwrap();
             let Some(job) = job.filter(|j| j["done"] == false) else {

@@ -343,36 +343,27 @@ pub async fn delete_matching(
 // ---------------------------------------------------------------------------------------------
 // Bounded steps: job items.
 
-/// `type` of a job item (internal, in `users`, in the partition of the user it works for: its
-/// changes are what carries a job on, through the users feed). The name is the timeline lane's,
-/// whose jobs came first; stored items carry it.
-pub const JOB: &str = "timelineJob";
+pub use crate::domain::jobs::{Job, Work, JOB};
 
-/// Job item `id` of `user_id`'s partition, if any (one point read).
-pub async fn read_job(store: &dyn Store, user_id: &str, id: &str) -> StoreResult<Option<Value>> {
-    retry(|| store.read(Container::Users, user_id, id)).await
+/// Job item `id` of `user_id`'s partition, if any (one point read); an item there that does not
+/// read as a job item is an error.
+pub async fn read_job(store: &dyn Store, user_id: &str, id: &str) -> StoreResult<Option<Job>> {
+    let item = retry(|| store.read(Container::Users, user_id, id)).await?;
+    item.map(|i| Job::read(&i).map_err(StoreError::Other))
+        .transpose()
 }
 
-/// Write job item `job` (in `user_id`'s partition): created when `read` is `None`, else
+/// Write job item `next` (in its user's partition): created when `read` is `None`, else
 /// replaced if still at the version read. `false` when someone else wrote it first (their
 /// change carries on from there).
-pub async fn save_job(
-    store: &dyn Store,
-    user_id: &str,
-    read: Option<&Value>,
-    mut job: Value,
-) -> StoreResult<bool> {
-    job["type"] = JOB.into();
-    job["userId"] = user_id.into();
-    let id = str_field(&job, "id").unwrap_or_default().to_string();
-    let result = match read.and_then(|r| str_field(r, "_etag")) {
-        Some(etag) => {
-            retry(|| store.replace(Container::Users, user_id, &id, job.clone(), Some(etag))).await
+pub async fn save_job(store: &dyn Store, read: Option<&Job>, next: Job) -> StoreResult<bool> {
+    let (user_id, id, item) = (&next.user_id, &next.id, next.to_item());
+    let result = match read.map(|r| r.etag.as_deref()) {
+        Some(Some(etag)) => {
+            retry(|| store.replace(Container::Users, user_id, id, item.clone(), Some(etag))).await
         }
-        None if read.is_some() => {
-            retry(|| store.upsert(Container::Users, user_id, job.clone())).await
-        }
-        None => retry(|| store.create(Container::Users, user_id, job.clone())).await,
+        Some(None) => retry(|| store.upsert(Container::Users, user_id, item.clone())).await,
+        None => retry(|| store.create(Container::Users, user_id, item.clone())).await,
     };
     match result {
         Ok(_) => Ok(true),
@@ -398,25 +389,14 @@ pub async fn delete_item(
 /// The job item `delivered` (as the users feed delivered it) as stored now, if its step is
 /// still to run: `None` if it is gone, changed since (its newer version's change carries on),
 /// or done.
-pub async fn current_job(
-    store: &dyn Store,
-    user_id: &str,
-    delivered: &Value,
-) -> StoreResult<Option<Value>> {
-    let Some(id) = str_field(delivered, "id") else {
+pub async fn current_job(store: &dyn Store, delivered: &Job) -> StoreResult<Option<Job>> {
+    let Some(job) = read_job(store, &delivered.user_id, &delivered.id).await? else {
         return Ok(None);
     };
-    let Some(job) = read_job(store, user_id, id).await? else {
-        return Ok(None);
-    };
-    let etag = str_field(delivered, "_etag");
-    if etag.is_some() && etag != str_field(&job, "_etag") {
+    if delivered.etag.is_some() && delivered.etag != job.etag {
         return Ok(None);
     }
-    if job.get("done") == Some(&Value::Bool(true)) {
-        return Ok(None);
-    }
-    Ok(Some(job))
+    Ok(Some(job).filter(|j| !j.done))
 }
 
 #[cfg(test)]

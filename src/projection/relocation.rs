@@ -28,10 +28,11 @@ use serde_json::{json, Value};
 
 use futures::future::BoxFuture;
 
-use super::engine::JOB;
+use super::engine::save_job;
 use super::write::{content, str_field};
 use crate::domain::follows::{following_id, is_marker, Edge, FollowKind, REF_USER, TIMELINE};
 use crate::domain::is_deleted;
+use crate::domain::jobs::{Job, Work, MOVE_JOB};
 use crate::store::{
     retry, timelines_moved, Container, Query, Store, StoreError, StoreResult, LAYOUT_ID,
     TIMELINES_MOVED,
@@ -40,7 +41,7 @@ use crate::store::{
 /// The partition of `users` holding the move's job item (no user's id: user ids are UUIDs).
 pub const JOB_PARTITION: &str = "store.move";
 /// The move's job item (`type: timelineJob`, `job: move`).
-pub const JOB_ID: &str = "timelineJob-move";
+pub const JOB_ID: &str = MOVE_JOB;
 /// Items moved per step.
 pub const PAGE: u32 = 200;
 /// Items moved at once.
@@ -70,17 +71,14 @@ pub fn places(moving: bool) -> &'static [Container] {
     }
 }
 
-fn job(steps: u64, moved: u64) -> Value {
-    json!({
-        "id": JOB_ID, "type": JOB, "userId": JOB_PARTITION, "job": "move",
-        "steps": steps, "moved": moved,
-    })
+fn job(steps: u64, moved: u64) -> Job {
+    Job::new(JOB_PARTITION, Work::Move { moved }, steps, false)
 }
 
 /// Start the move: its job item, unless it is there (a move under way carries on by itself).
 /// Returns the writes made.
 pub async fn start(store: &dyn Store) -> StoreResult<usize> {
-    match retry(|| store.create(Container::Users, JOB_PARTITION, job(0, 0))).await {
+    match retry(|| store.create(Container::Users, JOB_PARTITION, job(0, 0).to_item())).await {
         Ok(_) => Ok(1),
         Err(StoreError::Conflict) => Ok(0),
         Err(e) => Err(e),
@@ -89,7 +87,7 @@ pub async fn start(store: &dyn Store) -> StoreResult<usize> {
 
 /// One step of the move (`job_item`: the job item as read now; `marks`: the author's side of
 /// the limit, to judge a marker). Returns the writes made.
-pub async fn step(store: &dyn Store, job_item: &Value, marks: Marks) -> StoreResult<usize> {
+pub async fn step(store: &dyn Store, job_item: &Job, marks: Marks) -> StoreResult<usize> {
     let mut q = Query::cross_partition().eq("type", TIMELINE).limit(PAGE);
     let mut page = retry(|| store.query(Container::Users, &q)).await?;
     while page.items.is_empty() && page.continuation.is_some() {
@@ -112,30 +110,14 @@ pub async fn step(store: &dyn Store, job_item: &Value, marks: Marks) -> StoreRes
             futures::future::try_join_all(chunk.iter().map(|i| move_one(store, i, marks))).await?;
         written += moved.iter().sum::<usize>();
     }
-    let count = |f: &str| job_item.get(f).and_then(Value::as_u64).unwrap_or(0);
-    let next = job(count("steps") + 1, count("moved") + page.items.len() as u64);
-    let saved = match str_field(job_item, "_etag") {
-        Some(etag) => retry(|| {
-            store.replace(
-                Container::Users,
-                JOB_PARTITION,
-                JOB_ID,
-                next.clone(),
-                Some(etag),
-            )
-        })
-        .await
-        .map(drop),
-        None => retry(|| store.upsert(Container::Users, JOB_PARTITION, next.clone()))
-            .await
-            .map(drop),
+    let moved = match job_item.work {
+        Work::Move { moved } => moved,
+        _ => 0,
     };
-    match saved {
-        Ok(()) => Ok(written + 1),
-        // Another delivery moved the job on: its own change carries on.
-        Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(written),
-        Err(e) => Err(e),
-    }
+    let next = job(job_item.steps + 1, moved + page.items.len() as u64);
+    // Another delivery that moved the job on carries on from its own change.
+    let saved = save_job(store, Some(job_item), next).await?;
+    Ok(written + usize::from(saved))
 }
 
 /// Move one item: its copy created in `timelines` (unless one is there), then the item deleted

@@ -67,6 +67,7 @@ use super::posts::counters::is_recheck;
 use super::relocation;
 use super::write::{str_field, Write};
 use crate::domain::follows::{FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP};
+use crate::domain::jobs::{delete_job_id, Job, Work};
 use crate::domain::{is_deleted, Kind};
 use crate::store::{Container, Order, Query, Store, StoreResult};
 
@@ -83,12 +84,18 @@ pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
         let Some(job) = read_job(store, user_id, LIMIT_JOB).await? else {
             return Ok(written);
         };
-        let etag = str_field(&job, "_etag").map(String::from);
-        if job.get("target").is_none_or(Value::is_null) || etag == last {
+        let crossing = matches!(
+            job.work,
+            Work::Limit {
+                target: Some(_),
+                ..
+            }
+        );
+        if !crossing || job.etag == last {
             return Ok(written);
         }
-        last = etag;
-        written += job_step(store, user_id, &job, &mut batch).await?;
+        last = job.etag.clone();
+        written += job_step(store, &job, &mut batch).await?;
     }
 }
 
@@ -139,6 +146,7 @@ pub const CONCURRENCY: usize = 8;
 /// `type` of a job item (internal, in `users`, in the partition of the user it works for: its
 /// changes are what carries a job on, through the users feed).
 pub use super::engine::JOB;
+pub use crate::domain::jobs::post_job_id;
 pub use limit::{
     limit_in_force, limit_state, merges, record_limit, stored_limit, unmerges, LimitState,
     DEFAULT_FANOUT_LIMIT, LIMIT_ID, LIMIT_JOB,
@@ -193,28 +201,6 @@ pub const USERS: Unit = Unit {
         })
     },
 };
-
-// ---------------------------------------------------------------------------------------------
-// Job items.
-
-fn job_id(kind: &str, key: Option<&str>) -> String {
-    match key {
-        Some(k) => format!("{JOB}-{kind}-{k}"),
-        None => format!("{JOB}-{kind}"),
-    }
-}
-
-/// The job item recording a post's fan-out.
-pub fn post_job_id(post_id: &str) -> String {
-    job_id("post", Some(post_id))
-}
-
-fn delete_job_id(post_id: &str) -> String {
-    job_id("delete", Some(post_id))
-}
-
-const RENAME_JOB: &str = "timelineJob-rename";
-const ERASE_JOB: &str = "timelineJob-erase";
 
 // ---------------------------------------------------------------------------------------------
 // The lane's entries.
@@ -298,8 +284,11 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
     for u in &users {
         written += user_changed(store, changes, u, &mut batch).await?;
     }
-    for ((pk, _), job) in jobs {
-        written += job_step(store, &pk, job, &mut batch).await?;
+    for job in jobs.into_values() {
+        match Job::read(job) {
+            Ok(job) => written += job_step(store, &job, &mut batch).await?,
+            Err(e) => tracing::warn!("timelines: {e}; passed over"),
+        }
     }
     Ok(written + batch.started)
 }
@@ -355,23 +344,18 @@ async fn user_changed(
 
 /// The next step of the job `delivered` (a job item as the users feed delivered it): nothing if
 /// the item changed since (its newer version's change carries on) or is done.
-async fn job_step(
-    store: &dyn Store,
-    user_id: &str,
-    delivered: &Value,
-    batch: &mut Batch,
-) -> StoreResult<usize> {
-    let Some(job) = current_job(store, user_id, delivered).await? else {
+async fn job_step(store: &dyn Store, delivered: &Job, batch: &mut Batch) -> StoreResult<usize> {
+    let Some(job) = current_job(store, delivered).await? else {
         return Ok(0);
     };
-    match str_field(&job, "job") {
-        Some("post") => copies::post_step(store, user_id, &job).await,
-        Some("delete") => {
-            let post_id = str_field(&job, "postId").unwrap_or_default().to_string();
+    let user_id = job.user_id.as_str();
+    match &job.work {
+        Work::Post { .. } => copies::post_step(store, &job).await,
+        Work::Delete { post_id } => {
             let places = batch.places(store).await?;
-            copies::delete_step(store, places, user_id, &post_id, Some(&job)).await
+            copies::delete_step(store, places, user_id, post_id, Some(&job)).await
         }
-        Some("rename") => {
+        Work::Rename { .. } => {
             let Some(user) = live_user(store, user_id).await? else {
                 return Ok(0);
             };
@@ -385,13 +369,14 @@ async fn job_step(
             )
             .await
         }
-        Some("limit") => {
+        Work::Limit { .. } => {
             let places = batch.places(store).await?;
-            crossing::limit_step(store, places, user_id, &job).await
+            crossing::limit_step(store, places, &job).await
         }
-        Some("erase") => erasure::erase_step(store, user_id, Some(&job)).await,
-        Some("move") => relocation::step(store, &job, author_marks).await,
-        _ => Ok(0),
+        Work::Erase => erasure::erase_step(store, user_id, Some(&job)).await,
+        Work::Move { .. } => relocation::step(store, &job, author_marks).await,
+        // The bookmarks lane's.
+        Work::Bookmarks { .. } => Ok(0),
     }
 }
 

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::read::{follows, live_user, Live};
 use super::Check;
-use crate::domain::follows::{follower_id, following_id, LimitJob, TimelineEntry, TimelineItem};
+use crate::domain::follows::{follower_id, following_id, TimelineEntry, TimelineItem};
+use crate::domain::jobs::{Job, Work};
 use crate::domain::{is_deleted, Post, User};
 use crate::projection::write::Write;
 use crate::projection::{self, engine as apply};
@@ -201,19 +202,25 @@ async fn replay_user(store: &dyn Store, user: &Value) -> Result<usize, String> {
         let job = retry(|| store.read(Container::Users, &u, projection::timeline::LIMIT_JOB))
             .await
             .map_err(|e| e.to_string())?;
-        let Some(job) = job else {
+        let Some(item) = job else {
             return Ok(written);
         };
-        let state = LimitJob::deserialize(&job).unwrap_or_default();
-        if state.target.is_none() {
+        let job = Job::read(&item)?;
+        if !matches!(
+            job.work,
+            Work::Limit {
+                target: Some(_),
+                ..
+            }
+        ) {
             return Ok(written);
         }
         // A step that did not move the job on (its user gone, say) ends the replay.
-        if state.etag.is_some() && state.etag == last_etag {
+        if job.etag.is_some() && job.etag == last_etag {
             return Ok(written);
         }
-        last_etag = state.etag;
-        written += project_lane(store, Lane::Timeline, Container::Users, &[job])
+        last_etag = job.etag;
+        written += project_lane(store, Lane::Timeline, Container::Users, &[item])
             .await
             .map_err(|e| e.to_string())?
             .writes;

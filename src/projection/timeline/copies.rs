@@ -4,19 +4,18 @@
 //! (`timelineJob-post-<P>`) records this very entry content; a deleted post's entries are
 //! deleted wherever they are, a page a step.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::limit::limit_state;
-use super::{delete_job_id, post_job_id};
 use super::{trim, PAGE};
 use crate::domain::follows::{
     entry_content, following_id, timeline_id, trims, TimelineEntry, FOLLOWER, REF_USER, TIMELINE,
 };
+use crate::domain::jobs::{delete_job_id, post_job_id, Job, Work};
 use crate::domain::{is_deleted, Kind, Post};
 use crate::projection::engine::{delete_item, delete_matching, live_user, read_job, save_job};
 use crate::projection::fanout::{self, Copies, Owners};
 use crate::projection::merged;
-use crate::projection::write::str_field;
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
 /// One page of deleted post `post_id`'s entries deleted; the job item records that more may be
@@ -26,7 +25,7 @@ pub(super) async fn delete_step(
     places: &[Container],
     author: &str,
     post_id: &str,
-    job: Option<&Value>,
+    job: Option<&Job>,
 ) -> StoreResult<usize> {
     let q = Query::cross_partition()
         .eq("type", TIMELINE)
@@ -38,12 +37,11 @@ pub(super) async fn delete_step(
         more |= m;
     }
     if more {
-        let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
-        let next = json!({
-            "id": delete_job_id(post_id), "job": "delete", "postId": post_id,
-            "steps": steps.unwrap_or(0) + 1,
-        });
-        save_job(store, author, job, next).await?;
+        let steps = job.map_or(0, |j| j.steps) + 1;
+        let work = Work::Delete {
+            post_id: post_id.into(),
+        };
+        save_job(store, job, Job::new(author, work, steps, false)).await?;
         return Ok(written + 1);
     }
     written += delete_item(store, Container::Users, author, &post_job_id(post_id)).await?;
@@ -90,7 +88,10 @@ async fn copy_changed_once(
     };
     let content = entry_content(&post);
     let job = read_job(store, author, &post_job_id(post_id)).await?;
-    if job.as_ref().and_then(|j| j.get("entry")) == Some(&content) {
+    if job
+        .as_ref()
+        .is_some_and(|j| j.work.entry() == Some(&content))
+    {
         // This content reached every follower, or its fan-out is under way.
         return Ok((0, true));
     }
@@ -112,16 +113,19 @@ async fn copy_changed_once(
         written += n;
         cursor
     };
-    let next = post_job(post_id, &content, cursor.as_deref());
-    let saved = save_job(store, author, job.as_ref(), next).await?;
+    let next = post_job(author, post_id, content, cursor, 0);
+    let saved = save_job(store, job.as_ref(), next).await?;
     Ok((written + usize::from(saved), saved))
 }
 
-fn post_job(post_id: &str, content: &Value, cursor: Option<&str>) -> Value {
-    json!({
-        "id": post_job_id(post_id), "job": "post", "postId": post_id,
-        "entry": content, "cursor": cursor, "done": cursor.is_none(),
-    })
+fn post_job(author: &str, post_id: &str, entry: Value, cursor: Option<String>, steps: u64) -> Job {
+    let done = cursor.is_none();
+    let work = Work::Post {
+        post_id: post_id.into(),
+        entry,
+        cursor,
+    };
+    Job::new(author, work, steps, done)
 }
 
 /// Write the entry holding `content` into the timelines of one page of the author's followers
@@ -174,18 +178,19 @@ async fn copy_to_followers(
     Ok((written, step.next))
 }
 
-pub(super) async fn post_step(store: &dyn Store, author: &str, job: &Value) -> StoreResult<usize> {
-    let (Some(post_id), Some(content)) = (str_field(job, "postId"), job.get("entry")) else {
+/// The next step of post job `job`: the next page of followers.
+pub(super) async fn post_step(store: &dyn Store, job: &Job) -> StoreResult<usize> {
+    let Work::Post {
+        post_id,
+        entry,
+        cursor,
+    } = &job.work
+    else {
         return Ok(0);
     };
-    let cursor = str_field(job, "cursor");
-    let (written, next) = copy_to_followers(store, author, content, cursor).await?;
-    let saved = save_job(
-        store,
-        author,
-        Some(job),
-        post_job(post_id, content, next.as_deref()),
-    )
-    .await?;
+    let author = job.user_id.as_str();
+    let (written, next) = copy_to_followers(store, author, entry, cursor.as_deref()).await?;
+    let next = post_job(author, post_id, entry.clone(), next, job.steps + 1);
+    let saved = save_job(store, Some(job), next).await?;
     Ok(written + usize::from(saved))
 }

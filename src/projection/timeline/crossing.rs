@@ -3,12 +3,13 @@
 //! coming back, copying resumes first, then each follower's marker is removed and the posts
 //! copied.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::backfill::copy_or_mark;
-use super::limit::{limit_state, merges, unmerges, LimitState, LIMIT_JOB};
+use super::limit::{limit_state, merges, unmerges, LimitState};
 use super::{Batch, BACKFILL_PAGE, PAGE};
 use crate::domain::follows::{FOLLOWER, REF_USER};
+use crate::domain::jobs::{Job, Work};
 use crate::projection::engine::{live_user, save_job};
 use crate::projection::merged;
 use crate::projection::write::str_field;
@@ -42,12 +43,13 @@ pub(super) async fn user_changed(
         if target {
             written += merged::copy_author(store, user_id, &typed.username).await?;
         }
-        let merged = target && state.merged;
-        let job = json!({
-            "id": LIMIT_JOB, "job": "limit", "merged": merged, "target": target,
-            "cursor": null,
-        });
-        if !save_job(store, user_id, state.item.as_ref(), job).await? {
+        let work = Work::Limit {
+            merged: target && state.merged,
+            target: Some(target),
+            cursor: None,
+        };
+        let job = Job::new(user_id, work, 0, false);
+        if !save_job(store, state.job.as_ref(), job).await? {
             return Err(StoreError::Other(format!(
                 "the fan-out limit record of user {user_id} changed while it was written"
             )));
@@ -63,9 +65,9 @@ pub(super) async fn user_changed(
 pub(super) async fn limit_step(
     store: &dyn Store,
     places: &[Container],
-    user_id: &str,
-    job: &Value,
+    job: &Job,
 ) -> StoreResult<usize> {
+    let user_id = job.user_id.as_str();
     let state = LimitState::of_job(job.clone())?;
     let Some(target) = state.target else {
         return Ok(0);
@@ -94,13 +96,13 @@ pub(super) async fn limit_step(
         // Coming back: every follower holds the posts again; the shared copies go.
         written += merged::remove_author(store, user_id).await?;
     }
-    let next = match &page.continuation {
-        Some(c) => json!({
-            "id": LIMIT_JOB, "job": "limit", "merged": state.merged, "target": target,
-            "cursor": c,
-        }),
-        None => json!({ "id": LIMIT_JOB, "job": "limit", "merged": target, "done": true }),
+    let done = page.continuation.is_none();
+    let work = Work::Limit {
+        merged: if done { target } else { state.merged },
+        target: Some(target).filter(|_| !done),
+        cursor: page.continuation,
     };
-    let saved = save_job(store, user_id, Some(job), next).await?;
+    let next = Job::new(user_id, work, job.steps + 1, done);
+    let saved = save_job(store, Some(job), next).await?;
     Ok(written + usize::from(saved))
 }

@@ -1,11 +1,8 @@
 //! Erasure in the timeline lane: an erased user's own timeline goes, a page a step, recorded in
 //! their erase job item.
 
-use serde_json::{json, Value};
-
-use super::ERASE_JOB;
-use super::JOB;
 use crate::domain::follows::TIMELINE;
+use crate::domain::jobs::{Job, Work, ERASE_JOB, JOB};
 use crate::projection::engine::{delete_item, delete_matching, read_job, save_job};
 use crate::projection::merged;
 use crate::store::{Container, Query, Store, StoreResult};
@@ -23,7 +20,7 @@ pub(super) async fn user_erased(store: &dyn Store, user_id: &str) -> StoreResult
 pub(super) async fn erase_step(
     store: &dyn Store,
     user_id: &str,
-    job: Option<&Value>,
+    job: Option<&Job>,
 ) -> StoreResult<usize> {
     let theirs = Query::partition(user_id)
         .any_of("type", [TIMELINE.to_string(), JOB.to_string()])
@@ -38,9 +35,8 @@ pub(super) async fn erase_step(
         written += merged::remove_author(store, user_id).await?;
     }
     if more {
-        let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
-        let next = json!({ "id": ERASE_JOB, "job": "erase", "steps": steps.unwrap_or(0) + 1 });
-        let saved = save_job(store, user_id, job, next).await?;
+        let steps = job.map_or(0, |j| j.steps) + 1;
+        let saved = save_job(store, job, Job::new(user_id, Work::Erase, steps, false)).await?;
         return Ok(written + usize::from(saved));
     }
     if job.is_some() {

@@ -3,15 +3,12 @@
 //! so that every process judges by the same one. How an author crosses it is
 //! [`super::crossing`].
 
-use serde::Deserialize as _;
 use serde_json::{json, Value};
 
-use crate::domain::follows::LimitJob;
+pub use crate::domain::jobs::LIMIT_JOB;
+use crate::domain::jobs::{Job, Work};
 use crate::projection::engine::read_job;
 use crate::store::{retry, Container, Store, StoreError, StoreResult};
-
-/// The job item recording an author's side of the fan-out limit.
-pub const LIMIT_JOB: &str = "timelineJob-limit";
 
 /// The fan-out limit when none is recorded.
 pub const DEFAULT_FANOUT_LIMIT: u64 = crate::settings::DEFAULT_TIMELINE_FANOUT_LIMIT;
@@ -62,19 +59,28 @@ pub struct LimitState {
     /// A crossing under way: `Some(true)` writing the markers, `Some(false)` removing them.
     pub target: Option<bool>,
     pub(super) cursor: Option<String>,
-    pub(super) item: Option<Value>,
+    pub(super) job: Option<Job>,
 }
 
 impl LimitState {
     /// The state a job item records.
-    pub(super) fn of_job(item: Value) -> StoreResult<LimitState> {
-        let job = LimitJob::deserialize(&item)
-            .map_err(|e| StoreError::Other(format!("a fan-out limit record does not read: {e}")))?;
+    pub fn of_job(job: Job) -> StoreResult<LimitState> {
+        let Work::Limit {
+            merged,
+            target,
+            cursor,
+        } = &job.work
+        else {
+            return Err(StoreError::Other(format!(
+                "job item {} is not a fan-out limit record",
+                job.id
+            )));
+        };
         Ok(LimitState {
-            merged: job.merged,
-            target: job.target,
-            cursor: job.cursor,
-            item: Some(item),
+            merged: *merged,
+            target: *target,
+            cursor: cursor.clone(),
+            job: Some(job),
         })
     }
 

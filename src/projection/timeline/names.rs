@@ -1,11 +1,9 @@
 //! Renames in the timeline lane: a user's new name carried to the edges and timeline entries in
 //! other users' partitions that name them, a page a step, recorded in their rename job item.
 
-use serde_json::{json, Value};
-
-use super::RENAME_JOB;
 use super::{CONCURRENCY, PAGE};
 use crate::domain::follows::REF_USER;
+use crate::domain::jobs::{Job, Work, RENAME_JOB};
 use crate::projection::engine::{apply_all, read_job, save_job};
 use crate::projection::merged;
 use crate::projection::rename::plan_rename;
@@ -20,12 +18,7 @@ pub(super) async fn user_changed(
 ) -> StoreResult<usize> {
     let version = user.rename_version;
     let rename = read_job(store, user_id, RENAME_JOB).await?;
-    let done = rename
-        .as_ref()
-        .and_then(|j| j.get("version"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    if version <= done {
+    if version <= rename.as_ref().map_or(0, |j| rename_of(j).0) {
         return Ok(0);
     }
     rename_step(store, user_id, &user.username, version, rename.as_ref()).await
@@ -41,8 +34,9 @@ pub(super) async fn rename_step(
     user_id: &str,
     name: &str,
     version: u64,
-    job: Option<&Value>,
+    job: Option<&Job>,
 ) -> StoreResult<usize> {
+    let (done, renaming) = job.map_or((0, None), rename_of);
     let q = naming(user_id).ne("userUsername", name).live().limit(PAGE);
     let mut writes = Vec::new();
     let mut more = false;
@@ -52,7 +46,7 @@ pub(super) async fn rename_step(
         more |= page.continuation.is_some() || page.items.len() >= PAGE as usize;
         writes.extend(plan_rename(c, name, &page.items));
     }
-    if job.is_none_or(|j| j.get("renaming").and_then(Value::as_u64) != Some(version)) {
+    if renaming != Some(version) {
         // The first step of this rename: the author's items in the shared partition too (at
         // most TIMELINE_SIZE, so one page).
         let (c, q) = merged::naming(user_id);
@@ -61,21 +55,29 @@ pub(super) async fn rename_step(
         writes.extend(plan_rename(c, name, &stale.items));
     }
     apply_all(store, &writes, CONCURRENCY).await?;
-    let steps = job.and_then(|j| j.get("steps")).and_then(Value::as_u64);
+    let steps = job.map_or(0, |j| j.steps);
     let (version_done, steps) = if more {
-        (
-            job.and_then(|j| j.get("version")).cloned(),
-            steps.unwrap_or(0) + 1,
-        )
+        (done, steps + 1)
     } else {
-        (Some(version.into()), 0)
+        (version, 0)
     };
-    let next = json!({
-        "id": RENAME_JOB, "job": "rename", "version": version_done.unwrap_or(0.into()),
-        "renaming": version, "username": name, "steps": steps, "done": !more,
-    });
-    let saved = save_job(store, user_id, job, next).await?;
+    let work = Work::Rename {
+        version: version_done,
+        renaming: version,
+        username: name.into(),
+    };
+    let saved = save_job(store, job, Job::new(user_id, work, steps, !more)).await?;
     Ok(writes.len() + usize::from(saved))
+}
+
+/// The rename version a rename job records as done, and the one it is carrying out.
+fn rename_of(job: &Job) -> (u64, Option<u64>) {
+    match job.work {
+        Work::Rename {
+            version, renaming, ..
+        } => (version, Some(renaming)),
+        _ => (0, None),
+    }
 }
 
 /// The query of the edges (in `users`) and entries (in `timelines`) in other users' partitions
