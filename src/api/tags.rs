@@ -5,11 +5,10 @@
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::response::Response;
-use serde_json::Value;
 
 use super::views::{PageView, PostSummaryPage, PostSummaryView, TagPage, TagView, View};
 use super::{page_response, AppState, Paging};
-use crate::domain::tags::{self, COUNTS};
+use crate::domain::tags::{self, TagCount, COUNTS};
 use crate::error::{ApiError, ApiResult, Place};
 use crate::projection::tags::post_of;
 use crate::store::{Container, Order, Query};
@@ -96,18 +95,14 @@ pub async fn list_tags(State(s): State<AppState>, paging: Paging) -> ApiResult<R
     let items = page
         .items
         .iter()
-        .map(|item| {
-            let tag = item.get("tag").and_then(Value::as_str);
-            let n = item.get("postCount").and_then(Value::as_u64);
-            match (tag, n) {
-                (Some(tag), Some(post_count)) => Ok(TagView {
-                    tag: tag.into(),
-                    post_count,
-                }),
-                _ => Err(ApiError::internal(
-                    "a stored tag count does not read as one",
-                )),
-            }
+        .map(|item| match TagCount::read(item) {
+            Ok(c) => Ok(TagView {
+                tag: c.tag,
+                post_count: c.post_count,
+            }),
+            Err(_) => Err(ApiError::internal(
+                "a stored tag count does not read as one",
+            )),
         })
         .collect::<ApiResult<Vec<_>>>()?;
     Ok(page_response(&TagPage::new(items, page.continuation)))

@@ -2,6 +2,9 @@
 //! live (`feed`, whose partition key is `type`: each tag's posts in a partition of their own,
 //! the counts in one more).
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
 use super::Invalid;
 
 /// The most tags a post may carry.
@@ -20,6 +23,46 @@ pub const TAG_PREFIX: &str = "tag:";
 /// The partition (and `type`) in `feed` of the tags' counts: one item per tag in use, its id
 /// the tag.
 pub const COUNTS: &str = "tagCount";
+
+/// The item counting a tag's posts (in partition [`COUNTS`] of `feed`, its id the tag): the
+/// number of copies in the tag's partition, and a date that orders the tags by it (the count,
+/// zero-padded), so that the most used come first in one query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagCount {
+    pub id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    pub tag: String,
+    pub post_count: u64,
+    creation_date: String,
+    /// The version read, to set the count only if no one else did meanwhile.
+    #[serde(rename = "_etag", default, skip_serializing)]
+    pub etag: Option<String>,
+}
+
+impl TagCount {
+    /// `tag` counted at `n` posts.
+    pub fn new(tag: &str, n: u64) -> TagCount {
+        TagCount {
+            id: tag.into(),
+            kind: COUNTS.into(),
+            tag: tag.into(),
+            post_count: n,
+            creation_date: format!("{n:020}"),
+            etag: None,
+        }
+    }
+
+    /// A stored item as a tag's count, or why it does not read as one.
+    pub fn read(item: &Value) -> Result<TagCount, String> {
+        TagCount::deserialize(item).map_err(|e| format!("a tag's count does not read: {e}"))
+    }
+
+    pub fn to_item(&self) -> Value {
+        super::to_value(self)
+    }
+}
 
 /// The partition (and `type`) in `feed` of each tagged post's record of the tags it was copied
 /// under and the short form it was copied as (the tags projection compares a post with it, so a

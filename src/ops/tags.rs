@@ -17,10 +17,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::domain::tags::{self, COUNTS, TAGGED};
+use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
 use crate::domain::{is_live, Kind, Post};
 use crate::projection::engine::{apply_one, query_all};
 use crate::projection::tags::{post_of, recount, sync_post};
+use crate::projection::write::str_field;
 use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -150,10 +151,14 @@ async fn look(store: &dyn Store) -> StoreResult<Check> {
     }
     let counts = query_all(store, Container::Feed, Query::partition(COUNTS).limit(PAGE)).await?;
     for counted in counts {
-        let Some(tag) = counted.get("tag").and_then(Value::as_str) else {
-            continue;
-        };
-        check_tag(store, tag, &counted, &mut check).await?;
+        match TagCount::read(&counted) {
+            Ok(c) => check_tag(store, &c, &mut check).await?,
+            // Its id is its tag: counted again, it is written whole.
+            Err(e) => {
+                let tag = str_field(&counted, "id").unwrap_or_default();
+                check.found(COUNTS, tag, e, Fix::Count(tag.into()));
+            }
+        }
     }
     Ok(check)
 }
@@ -197,12 +202,8 @@ async fn check_post(store: &dyn Store, stored: &Value, check: &mut Check) -> Sto
 }
 
 /// A tag's copies (each one's post read) and its count.
-async fn check_tag(
-    store: &dyn Store,
-    tag: &str,
-    counted: &Value,
-    check: &mut Check,
-) -> StoreResult<()> {
+async fn check_tag(store: &dyn Store, counted: &TagCount, check: &mut Check) -> StoreResult<()> {
+    let tag = counted.tag.as_str();
     let place = tags::partition(tag);
     let copies = query_all(store, Container::Feed, Query::partition(&place).limit(PAGE)).await?;
     for copy in &copies {
@@ -219,9 +220,9 @@ async fn check_tag(
     }
     check.checked += 1;
     let n = copies.len() as u64;
-    let stored = counted.get("postCount").and_then(Value::as_u64);
-    if stored != Some(n) {
-        let detail = format!("postCount: {stored:?}, expected {n}");
+    let stored = counted.post_count;
+    if stored != n {
+        let detail = format!("postCount: {stored}, expected {n}");
         check.found(COUNTS, tag, detail, Fix::Count(tag.into()));
     }
     Ok(())

@@ -153,7 +153,7 @@ pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
             return Ok(0);
         };
         let n = retry(|| store.count(Container::Posts, &q)).await?;
-        if post.get("bookmarkCount").and_then(Value::as_u64) == Some(n) {
+        if Post::deserialize(&post).is_ok_and(|p| p.bookmark_count == n) {
             return Ok(0);
         }
         let ops = [PatchOp::set("/bookmarkCount", n)];

@@ -36,7 +36,7 @@ use serde_json::Value;
 use super::engine::{apply_all, failed, newest_change, read_not_older, wrote, Unit, CONCURRENCY};
 use super::posts::counters::is_recheck;
 use super::write::{str_field, Write};
-use crate::domain::tags::{self, COUNTS, TAGGED};
+use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
 use crate::domain::{is_deleted, is_live, Kind, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
@@ -190,17 +190,6 @@ pub async fn remove_copies_now(store: &dyn Store, post: &Value) -> StoreResult<u
     Ok(writes.len())
 }
 
-/// The item counting `tag`'s posts.
-pub fn count_item(tag: &str, n: u64) -> Value {
-    serde_json::json!({
-        "id": tag,
-        Kind::FIELD: COUNTS,
-        "tag": tag,
-        "postCount": n,
-        "creationDate": format!("{n:020}"),
-    })
-}
-
 /// The number of copies in `tag`'s partition: one `COUNT` of it.
 pub async fn count_copies(store: &dyn Store, tag: &str) -> StoreResult<u64> {
     let q = Query::partition(tags::partition(tag));
@@ -212,14 +201,15 @@ pub async fn count_copies(store: &dyn Store, tag: &str) -> StoreResult<u64> {
 pub async fn recount(store: &dyn Store, tag: &str) -> StoreResult<usize> {
     for _ in 0..COUNT_ATTEMPTS {
         let stored = retry(|| store.read(Container::Feed, COUNTS, tag)).await?;
+        // A stored count that does not read is replaced, whatever its version.
+        let stored = stored.map(|s| TagCount::read(&s).ok());
         let n = count_copies(store, tag).await?;
-        let item = count_item(tag, n);
+        let item = TagCount::new(tag, n).to_item();
         let result = match &stored {
-            Some(s) if s.get("postCount").and_then(Value::as_u64) == Some(n) => return Ok(0),
+            Some(Some(s)) if s.post_count == n => return Ok(0),
             Some(s) => {
-                let etag = str_field(s, "_etag").map(String::from);
-                retry(|| store.replace(Container::Feed, COUNTS, tag, item.clone(), etag.as_deref()))
-                    .await
+                let etag = s.as_ref().and_then(|s| s.etag.as_deref());
+                retry(|| store.replace(Container::Feed, COUNTS, tag, item.clone(), etag)).await
             }
             None => retry(|| store.create(Container::Feed, COUNTS, item.clone())).await,
         };
@@ -283,7 +273,7 @@ mod tests {
     #[test]
     fn counts_order_as_text_as_they_do_as_numbers() {
         let key = |n| {
-            count_item("t", n)["creationDate"]
+            TagCount::new("t", n).to_item()["creationDate"]
                 .as_str()
                 .unwrap()
                 .to_string()
