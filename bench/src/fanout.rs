@@ -24,7 +24,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
-use blog::domain::follows::{edge, FOLLOWER, FOLLOWING, TIMELINE};
+use blog::domain::follows::{Edge, FollowKind, TIMELINE};
 use blog::domain::{self, Kind, User};
 use blog::projection::timeline::recount;
 use blog::store::{metrics, Container, Query};
@@ -138,7 +138,7 @@ impl Bench {
         let mut loader = Loader::new(self.store.clone());
         let mirrors = followers
             .iter()
-            .map(|f| edge(FOLLOWER, author, f, f, &date));
+            .map(|f| Edge::new(FollowKind::Follower, author, f, f, &date).to_item());
         let author_items = std::iter::once(user(author, n, 0)).chain(mirrors);
         loader
             .create(Container::Users, author, author_items)
@@ -146,7 +146,10 @@ impl Bench {
         loader.finish().await?;
         let pb = dataset::bar(n as u64, "followers");
         for f in followers {
-            let items = [user(f, 0, 1), edge(FOLLOWING, f, author, author, &date)];
+            let items = [
+                user(f, 0, 1),
+                Edge::new(FollowKind::Following, f, author, author, &date).to_item(),
+            ];
             loader.create(Container::Users, f, items).await?;
             pb.inc(1);
         }

@@ -434,7 +434,7 @@ impl From<ClientConfig> for ClientConfigView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::follows::{edge, timeline_entry, MergedPost, FOLLOWING};
+    use crate::domain::follows::{FollowKind, MergedPost, TimelineEntry};
     use crate::domain::{to_value, Id, Text, Username};
     use axum::http::StatusCode;
     use serde_json::json;
@@ -581,7 +581,9 @@ mod tests {
 
     #[test]
     fn follow_lists_show_the_user_at_the_other_end_without_counts() {
-        let e = with_internal_properties(edge(FOLLOWING, "f", "x", "xena", "d"));
+        let e = with_internal_properties(
+            Edge::new(FollowKind::Following, "f", "x", "xena", "d").to_item(),
+        );
         let view = UserView::of_edge(&e).unwrap();
         assert_eq!(
             serde_json::to_value(&view).unwrap(),
@@ -597,14 +599,14 @@ mod tests {
             &Text::title("t").unwrap(),
             &Text::post_content(&"c".repeat(300)).unwrap(),
         );
-        let mut entry = with_internal_properties(timeline_entry("f", &p));
+        let mut entry = with_internal_properties(TimelineEntry::new("f", &p).to_item());
         // Counts an older entry still holds are not what a timeline shows.
         entry["likeCount"] = 7.into();
         let view = PostSummaryView::of_timeline_item(&entry).unwrap().unwrap();
         assert_eq!((view.like_count, view.comment_count), (0, 0));
         let merged = with_internal_properties(MergedPost::new(&p).to_item());
         assert_eq!(PostSummaryView::of_merged(&merged).unwrap(), view);
-        let marker = crate::domain::follows::merge_marker("f", "x");
+        let marker = crate::domain::follows::MergeMarker::new("f", "x").to_item();
         assert_eq!(PostSummaryView::of_timeline_item(&marker).unwrap(), None);
         assert_eq!(keys(&view), set(&POST_FIELDS));
         assert_eq!(

@@ -366,33 +366,9 @@ impl MergedPost {
     }
 }
 
-/// The stored form of [`MergeMarker::new`]. For the projections, which still build items as
-/// JSON; other code uses the type.
-pub fn merge_marker(owner: &str, author: &str) -> Value {
-    super::to_value(&MergeMarker::new(owner, author))
-}
-
 /// Whether a timeline item is a merge marker rather than an entry.
 pub fn is_marker(item: &Value) -> bool {
     item.get(MERGE) == Some(&Value::Bool(true))
-}
-
-/// An edge of `kind` ([`FOLLOWING`] or [`FOLLOWER`]) in `owner`'s partition to `other`, who is
-/// called `other_name`, made at `date`: the stored form of [`Edge::new`], for the projections,
-/// which still build items as JSON.
-pub fn edge(kind: &str, owner: &str, other: &str, other_name: &str, date: &str) -> Value {
-    let kind = match FollowKind::of(kind) {
-        Some(FollowKind::Following) => FollowKind::Following,
-        _ => FollowKind::Follower,
-    };
-    Edge::new(kind, owner, other, other_name, date).to_item()
-}
-
-/// The entry for `post` (any form; its content is cut to the short form) in `owner`'s timeline:
-/// the stored form of [`TimelineEntry::new`], for the projections, which still build items as
-/// JSON.
-pub fn timeline_entry(owner: &str, post: &Post) -> Value {
-    TimelineEntry::new(owner, post).to_item()
 }
 
 /// What every entry of `post` holds, whoever's timeline it is in (the entry without its `id`,
@@ -409,16 +385,6 @@ fn content_of(shown: &Post) -> Value {
     Value::Object(out)
 }
 
-/// [`entry_content`] of a stored entry, as read ([`TimelineEntry`]: the counts entries written
-/// by earlier releases carried are not part of it, and a field the entry was written without
-/// reads as its default); `null` for an item that does not read as an entry.
-pub fn stored_entry_content(entry: &Value) -> Value {
-    match TimelineEntry::deserialize(entry) {
-        Ok(e) => content_of(&e.post),
-        Err(_) => Value::Null,
-    }
-}
-
 /// The patch that marks an edge deleted: the other user's name is blanked at once, as every
 /// tombstone's texts are.
 pub fn edge_tombstone_ops() -> Vec<PatchOp> {
@@ -427,12 +393,6 @@ pub fn edge_tombstone_ops() -> Vec<PatchOp> {
         PatchOp::set("/ttl", TOMBSTONE_TTL_SECS),
         PatchOp::set("/userUsername", ""),
     ]
-}
-
-/// The post a stored entry copies ([`TimelineEntry::post`]). An entry holds no counts: they
-/// read as 0 here, and a timeline read replaces them with the post's.
-pub fn entry_post(entry: &Value) -> Option<Post> {
-    TimelineEntry::deserialize(entry).ok().map(|e| e.post)
 }
 
 #[cfg(test)]
@@ -457,14 +417,19 @@ mod tests {
             bookmark_count: 0,
             tags: Vec::new(),
         };
-        let e = timeline_entry("f", &p);
+        let e = TimelineEntry::new("f", &p).to_item();
         assert_eq!(e["userId"], "f", "in the follower's partition");
         assert_eq!(e["id"], "timeline-p1");
         let mut shown = p.summary();
         (shown.comment_count, shown.like_count) = (0, 0);
-        assert_eq!(entry_post(&e), Some(shown), "no counts");
+        let read = TimelineEntry::deserialize(&e).unwrap();
+        assert_eq!(read.post, shown, "no counts");
         assert!(e.get("likeCount").is_none() && e.get("commentCount").is_none());
-        assert_eq!(stored_entry_content(&e), entry_content(&p));
+        assert_eq!(
+            entry_content(&read.post),
+            entry_content(&p),
+            "a copy's copy is itself"
+        );
         assert_eq!(
             TimelineEntry::of_content("f", &entry_content(&p)),
             Some(TimelineEntry::new("f", &p)),
@@ -499,14 +464,14 @@ mod tests {
             k.sort_unstable();
             k
         };
-        let e = timeline_entry("f", &p);
+        let e = TimelineEntry::new("f", &p).to_item();
         assert_eq!(keys(&e), copied(&["id", "type", "userId", "refUserId"]));
         assert_eq!(
             (e["type"].as_str(), e[REF_USER].as_str()),
             (Some(TIMELINE), Some("x"))
         );
         assert_eq!(e["content"].as_str().unwrap().chars().count(), 200);
-        let m = merge_marker("f", "x");
+        let m = MergeMarker::new("f", "x").to_item();
         assert_eq!(
             keys(&m),
             ["creationDate", "id", "merge", "refUserId", "type", "userId"]
@@ -516,7 +481,7 @@ mod tests {
             (Some("timeline-merge-x"), Some(true))
         );
         assert!(is_marker(&m) && !is_marker(&e));
-        let edge = edge(FOLLOWER, "x", "f", "fay", "d");
+        let edge = Edge::new(FollowKind::Follower, "x", "f", "fay", "d").to_item();
         assert_eq!(
             keys(&edge),
             [
@@ -568,11 +533,12 @@ mod tests {
 
     #[test]
     fn edges_name_the_other_user() {
-        let e = edge(FOLLOWING, "f", "x", "xena", "d");
+        let e = Edge::new(FollowKind::Following, "f", "x", "xena", "d").to_item();
         assert_eq!(e["id"], "following-x");
         assert_eq!(e[REF_USER], "x");
         assert_eq!(e["userUsername"], "xena");
-        assert_eq!(edge(FOLLOWER, "x", "f", "fay", "d")["id"], "follower-f");
+        let mirror = Edge::new(FollowKind::Follower, "x", "f", "fay", "d");
+        assert_eq!(mirror.to_item()["id"], "follower-f");
         let read = Edge::read(&e).unwrap();
         assert!(read.is_live(FollowKind::Following));
         assert!(!read.is_live(FollowKind::Follower));

@@ -608,20 +608,23 @@ async fn assert_follows_converged(
         )
         .await;
         // An entry holds the post's rarely-changing part, no counts.
-        let got: BTreeMap<String, Value> = entries
+        let got: BTreeMap<String, Post> = entries
             .iter()
             .map(|e| {
                 assert!(e.get("likeCount").is_none(), "{e}: {}", ctx());
-                let post = follows::entry_post(e).unwrap_or_else(|| panic!("{e}: {}", ctx()));
-                (post.id.clone(), follows::stored_entry_content(e))
+                let entry = serde_json::from_value::<follows::TimelineEntry>(e.clone());
+                let post = entry
+                    .unwrap_or_else(|err| panic!("{e}: {err}: {}", ctx()))
+                    .post;
+                (post.id.clone(), post)
             })
             .collect();
-        let want: BTreeMap<String, Value> = theirs
+        let want: BTreeMap<String, Post> = theirs
             .iter()
             .flat_map(|x| posts_by.get(x).cloned().unwrap_or_default())
             .map(|p| {
                 let post: Post = serde_json::from_value(p.clone()).unwrap();
-                (id(&p), follows::entry_content(&post))
+                (id(&p), post.as_copied())
             })
             .collect();
         assert_eq!(got, want, "{u}'s timeline: {}", ctx());

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blog::domain::follows::{self, merge_marker, MAX_FOLLOWING, REF_USER, TIMELINE};
+use blog::domain::follows::{self, MergeMarker, MAX_FOLLOWING, REF_USER, TIMELINE};
 use blog::domain::{to_value, Kind, Post};
 use blog::projection::merged;
 use blog::store::{Container, Query, Store};
@@ -149,7 +149,7 @@ pub async fn a_reader_of_many_merged_authors_pays_two_queries_and_a_read_per_pos
         seeded.push((
             Container::Timelines,
             reader.into(),
-            merge_marker(reader, &author),
+            MergeMarker::new(reader, &author).to_item(),
         ));
         seeded.push((Container::Feed, merged::PARTITION.into(), merged::item(&p)));
         // The author's own copy of the post, where a timeline read looked before.
@@ -292,7 +292,14 @@ pub async fn a_user_follows_at_most_the_cap(app: &TestApp) {
     let edges = (0..MAX_FOLLOWING - 1)
         .map(|i| {
             let other = format!("someone{i:04}");
-            let e = follows::edge(follows::FOLLOWING, &ana, &other, "someone", &date(i));
+            let e = follows::Edge::new(
+                follows::FollowKind::Following,
+                &ana,
+                &other,
+                "someone",
+                &date(i),
+            )
+            .to_item();
             (Container::Users, ana.clone(), e)
         })
         .collect();

@@ -500,7 +500,7 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
         .upsert(
             Container::Timelines,
             &ana,
-            follows::timeline_entry(&ana, &cys),
+            follows::TimelineEntry::new(&ana, &cys).to_item(),
         )
         .await
         .unwrap();
@@ -696,7 +696,14 @@ async fn a_repair_never_writes_from_a_stale_read() {
         .delete(Container::Timelines, &ana, &format!("timeline-{p}"))
         .await
         .unwrap();
-    let mirror = follows::edge(follows::FOLLOWER, &bob, &cy, "cy", &blog::domain::now());
+    let mirror = follows::Edge::new(
+        follows::FollowKind::Follower,
+        &bob,
+        &cy,
+        "cy",
+        &blog::domain::now(),
+    )
+    .to_item();
     app.store.upsert(users, &bob, mirror).await.unwrap();
     // The change feed goes past these writes, as past writes it lost: drift, not lag.
     blog::pump::checkpoint_at_end(&*app.store).await.unwrap();
