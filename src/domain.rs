@@ -16,7 +16,7 @@ pub mod pending;
 pub mod tags;
 
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
-pub use items::{Authored, Comment, Kind, Like, Post, User};
+pub use items::{Authored, Comment, Kind, Like, Meta, Post, User};
 pub use patch::PatchOp;
 
 /// The feed shows this many posts.

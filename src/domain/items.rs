@@ -42,6 +42,38 @@ impl Kind {
     }
 }
 
+/// What stored items and change-feed documents carry whatever their kind, read without reading
+/// the item as its kind: for the code that looks at a change or an item before (or instead of)
+/// reading it whole. A property that is missing or not a string reads as `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Meta<'a> {
+    pub id: Option<&'a str>,
+    /// `type`: one of the four [`Kind`]s, or an internal item's.
+    pub kind: Option<&'a str>,
+    pub user_id: Option<&'a str>,
+    pub post_id: Option<&'a str>,
+    /// The name an item shows of its author (or of the other user, on an edge).
+    pub user_username: Option<&'a str>,
+    pub creation_date: Option<&'a str>,
+    /// The stored version, for a write conditional on it.
+    pub etag: Option<&'a str>,
+}
+
+impl<'a> Meta<'a> {
+    pub fn of(item: &'a Value) -> Meta<'a> {
+        let s = |f: &str| item.get(f).and_then(Value::as_str);
+        Meta {
+            id: s("id"),
+            kind: s(Kind::FIELD),
+            user_id: s("userId"),
+            post_id: s("postId"),
+            user_username: s("userUsername"),
+            creation_date: s("creationDate"),
+            etag: s("_etag"),
+        }
+    }
+}
+
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -302,6 +334,26 @@ impl Like {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What every item carries reads whatever the kind; what is missing or not a string is
+    /// `None`, and the rest still reads.
+    #[test]
+    fn meta_reads_the_common_properties_of_any_item() {
+        let job = serde_json::json!({"id": "timelineJob-erase", "type": "timelineJob",
+                                     "userId": "u1", "_etag": "e1", "postId": 7});
+        let m = Meta::of(&job);
+        assert_eq!(
+            (m.id, m.kind, m.user_id, m.etag, m.post_id),
+            (
+                Some("timelineJob-erase"),
+                Some("timelineJob"),
+                Some("u1"),
+                Some("e1"),
+                None
+            )
+        );
+        assert_eq!(Meta::of(&Value::Null), Meta::default());
+    }
     use serde_json::json;
 
     /// Every kind of stored item, as earlier releases wrote it (`tests/fixtures/items`), reads

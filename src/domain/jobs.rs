@@ -163,7 +163,7 @@ impl Job {
 
     /// Whether a stored item is a job item (of any kind, readable or not).
     pub fn is_job(item: &Value) -> bool {
-        item.get("type").and_then(Value::as_str) == Some(JOB)
+        super::Meta::of(item).kind == Some(JOB)
     }
 
     pub fn to_item(&self) -> Value {

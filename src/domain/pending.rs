@@ -38,7 +38,7 @@ pub fn recount_owed(post_id: &str) -> Value {
 
 /// Whether `item` is a pending count.
 pub fn is_pending_count(item: &Value) -> bool {
-    item.get("type").and_then(Value::as_str) == Some(PENDING_COUNT)
+    super::Meta::of(item).kind == Some(PENDING_COUNT)
 }
 
 #[cfg(test)]

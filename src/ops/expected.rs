@@ -120,10 +120,6 @@ impl Drift {
     }
 }
 
-pub fn str_field<'a>(v: &'a Value, f: &str) -> Option<&'a str> {
-    v.get(f).and_then(Value::as_str)
-}
-
 pub(super) fn show(v: Option<&Value>) -> String {
     match v {
         None => "missing".into(),

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::domain::Kind;
+use crate::domain::{Kind, Meta};
 use crate::projection::write::str_field;
 use crate::projection::Lane;
 use crate::pump;
@@ -48,7 +48,7 @@ impl Changed {
         match c {
             Container::Posts => {
                 if Kind::of(item) == Some(Kind::Post) {
-                    if let Some(author) = str_field(item, "userId") {
+                    if let Some(author) = Meta::of(item).user_id {
                         self.owners.insert(author.to_string());
                     }
                 }

@@ -18,10 +18,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
-use crate::domain::{is_live, Kind, Post};
+use crate::domain::{is_live, Kind, Meta, Post};
 use crate::projection::engine::{apply_one, query_all};
 use crate::projection::tags::{post_of, recount, sync_post};
-use crate::projection::write::str_field;
 use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -155,7 +154,7 @@ async fn look(store: &dyn Store) -> StoreResult<Check> {
             Ok(c) => check_tag(store, &c, &mut check).await?,
             // Its id is its tag: counted again, it is written whole.
             Err(e) => {
-                let tag = str_field(&counted, "id").unwrap_or_default();
+                let tag = Meta::of(&counted).id.unwrap_or_default();
                 check.found(COUNTS, tag, e, Fix::Count(tag.into()));
             }
         }
@@ -207,7 +206,7 @@ async fn check_tag(store: &dyn Store, counted: &TagCount, check: &mut Check) -> 
     let place = tags::partition(tag);
     let copies = query_all(store, Container::Feed, Query::partition(&place).limit(PAGE)).await?;
     for copy in &copies {
-        let Some(id) = copy.get("id").and_then(Value::as_str) else {
+        let Some(id) = Meta::of(copy).id else {
             continue;
         };
         if !carries(store, id, tag).await? {

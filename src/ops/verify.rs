@@ -25,13 +25,13 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::expected::{self, str_field, Drift, DriftKind};
+use super::expected::{self, Drift, DriftKind};
 use super::lag::Window;
 use super::newest::{self, Newest};
 use super::progress::Progress;
 use super::report::{post_of, Report};
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
-use crate::domain::{is_deleted, Kind, User, FEED_PK};
+use crate::domain::{is_deleted, Kind, Meta, User, FEED_PK};
 use crate::store::metrics;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 use post::{check_posts, Names, PostCheck};
@@ -353,7 +353,7 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
     futures::pin_mut!(copies);
     while let Some(page) = copies.try_next().await? {
         for copy in page {
-            let Some(id) = str_field(&copy, "id") else {
+            let Some(id) = Meta::of(&copy).id else {
                 continue;
             };
             let post = retry(|| store.read(Container::Posts, id, id))
@@ -368,7 +368,7 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
     while let Some(page) = copies.try_next().await? {
         // The post a copy is of is the one its id names (the id a repair removes).
         let prefix = Bookmarked::id_of("");
-        let ids = page.iter().filter_map(|c| str_field(c, "id"));
+        let ids = page.iter().filter_map(|c| Meta::of(c).id);
         for post_id in ids.filter_map(|id| id.strip_prefix(&prefix)) {
             found.extend(extra_bookmark(store, &user_id, post_id).await?);
         }

@@ -19,11 +19,11 @@ use super::engine::{
     save_job, wrote, Unit, JOB, PAGE,
 };
 use super::fanout::{self, Copies, Owners};
-use super::write::{str_field, Write};
+use super::write::Write;
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARK};
 use crate::domain::follows::edge_tombstone_ops;
 use crate::domain::jobs::{bookmarks_job_id, Job, Work};
-use crate::domain::{is_deleted, to_value, Kind, PatchOp, Post};
+use crate::domain::{is_deleted, to_value, Kind, Meta, PatchOp, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
 /// A change of `user_id`'s bookmark of `post_id` (`None`: a recount) for `verify --repair`.
@@ -70,10 +70,10 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
     let (mut marks, mut posts) = (BTreeMap::<_, BTreeSet<_>>::new(), BTreeMap::new());
     for (doc, post_id) in changes
         .iter()
-        .filter_map(|d| Some((d, str_field(d, "postId")?)))
+        .filter_map(|d| Some((d, Meta::of(d).post_id?)))
     {
         if doc[Kind::FIELD] == BOOKMARK {
-            let user = str_field(doc, "userId");
+            let user = Meta::of(doc).user_id;
             marks.entry(post_id).or_default().insert(user);
         } else if Kind::of(doc) == Some(Kind::Post) {
             posts.insert(post_id, doc);
@@ -91,7 +91,7 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
     }
     for (post_id, delivered) in posts {
         let count = delivered.get("bookmarkCount").and_then(Value::as_u64);
-        let author = str_field(delivered, "userId").unwrap_or_default();
+        let author = Meta::of(delivered).user_id.unwrap_or_default();
         // A deleted post's job item goes whatever its count: one is left by every post that was
         // ever bookmarked, its bookmarks all taken back or not.
         written += match count {
@@ -124,7 +124,7 @@ async fn bookmark_changed(
 ) -> StoreResult<usize> {
     let id = Bookmark::id_of(user);
     let changed = newest(changes, |d| {
-        str_field(d, "id") == Some(&id) && str_field(d, "postId") == Some(post_id)
+        Meta::of(d).id == Some(&id) && Meta::of(d).post_id == Some(post_id)
     });
     let read = read_not_older(store, Container::Posts, post_id, &id, changed).await?;
     let copy_id = Bookmarked::id_of(post_id);
@@ -157,7 +157,7 @@ pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
             return Ok(0);
         }
         let ops = [PatchOp::set("/bookmarkCount", n)];
-        let etag = str_field(&post, "_etag");
+        let etag = Meta::of(&post).etag;
         match retry(|| store.patch(Container::Posts, post_id, post_id, &ops, etag)).await {
             Ok(_) => return Ok(1),
             Err(StoreError::PreconditionFailed) => continue,
@@ -246,7 +246,7 @@ async fn fan_out(
         still_owner: "userId",
     };
     let copy = |owner: &str, b: &Value| {
-        let date = str_field(b, "creationDate").unwrap_or_default();
+        let date = Meta::of(b).creation_date.unwrap_or_default();
         to_value(&Bookmarked::new(owner, date, &shown))
     };
     let copies = Copies {

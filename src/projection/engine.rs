@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::write::{str_field, Write};
 use super::{ProjectionError, Report};
-use crate::domain::Kind;
+use crate::domain::{Kind, Meta};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
 /// Apply one write. A patch or delete of an item that no longer exists is moot, and so is a
@@ -135,7 +135,7 @@ pub fn failed(feed: Container, changes: &[Value], e: impl std::fmt::Display) -> 
                     "{}/{}/{}",
                     feed.name(),
                     str_field(d, pk_field).unwrap_or("?"),
-                    str_field(d, "id").unwrap_or("?")
+                    Meta::of(d).id.unwrap_or("?")
                 )
             })
             .collect(),
@@ -172,7 +172,7 @@ pub fn newest(changes: &[Value], matches: impl Fn(&Value) -> bool) -> Option<&Va
 /// The newest version of `id` among the changed documents (of the given `type`).
 pub fn newest_change<'a>(changes: &'a [Value], kind: Kind, id: &str) -> Option<&'a Value> {
     newest(changes, |d| {
-        Kind::of(d) == Some(kind) && str_field(d, "id") == Some(id)
+        Kind::of(d) == Some(kind) && Meta::of(d).id == Some(id)
     })
 }
 
@@ -285,7 +285,7 @@ pub async fn sweep(
     let key = |i: &Value| {
         Some((
             str_field(i, c.partition_key_field())?.to_string(),
-            str_field(i, "id")?.to_string(),
+            Meta::of(i).id?.to_string(),
         ))
     };
     let mut written = 0;
@@ -334,7 +334,7 @@ pub async fn delete_matching(
         Some(Write::delete(
             c,
             str_field(i, c.partition_key_field())?,
-            str_field(i, "id")?,
+            Meta::of(i).id?,
         ))
     })
     .await
@@ -460,13 +460,7 @@ mod tests {
     #[tokio::test]
     async fn a_sweep_writes_every_page_until_nothing_matches() {
         let (_dir, store) = store_with(2 * PAGE as usize + 50).await;
-        let delete = |i: &Value| {
-            Some(Write::delete(
-                Container::Timelines,
-                "ana",
-                str_field(i, "id")?,
-            ))
-        };
+        let delete = |i: &Value| Some(Write::delete(Container::Timelines, "ana", Meta::of(i).id?));
         let (n, more) = sweep(&store, all_of_ana(), delete).await.unwrap();
         assert_eq!((n, more), (2 * PAGE as usize + 50, false));
         let left = Query::partition("ana").eq("type", "timeline");
@@ -483,7 +477,7 @@ mod tests {
             Some(Write::patch(
                 Container::Timelines,
                 "ana",
-                str_field(i, "id")?,
+                Meta::of(i).id?,
                 ops,
             ))
         };

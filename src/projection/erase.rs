@@ -23,7 +23,7 @@ use super::engine::{apply_all, apply_one, user, wrote, Unit};
 use super::follows;
 use super::write::{str_field, Write};
 use crate::domain::pending::{is_pending_count, pending_count};
-use crate::domain::{tombstone_ops, Kind, FEED_PK};
+use crate::domain::{tombstone_ops, Kind, Meta, FEED_PK};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Erasures of accounts, main lane ([`project_accounts`]).
@@ -50,13 +50,13 @@ pub fn tombstone(container: Container, item: &Value) -> Option<Write> {
         return Some(Write::delete(
             container,
             str_field(item, container.partition_key_field())?,
-            str_field(item, "id")?,
+            Meta::of(item).id?,
         ));
     }
     Some(Write::patch(
         container,
         str_field(item, container.partition_key_field())?,
-        str_field(item, "id")?,
+        Meta::of(item).id?,
         match (Kind::of(item), str_field(item, Kind::FIELD)) {
             (Some(kind), _) => tombstone_ops(kind),
             // A bookmark, in its post's partition: marked as an edge is.
@@ -113,7 +113,7 @@ pub const SWEEPS: &str = "sweeps";
 /// the change feed brings it back, behind whatever was written meanwhile, for the next page.
 /// Returns the writes made.
 pub async fn sweep_post(store: &dyn Store, post: &Value) -> StoreResult<usize> {
-    let Some(post_id) = str_field(post, "id") else {
+    let Some(post_id) = Meta::of(post).id else {
         return Ok(0);
     };
     let marked = tombstone_page(store, Container::Posts, Query::partition(post_id)).await?;
@@ -155,7 +155,7 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
     if !page.items.is_empty() {
         let mut writes = Vec::new();
         for post in &page.items {
-            let Some(id) = str_field(post, "id") else {
+            let Some(id) = Meta::of(post).id else {
                 continue;
             };
             writes.extend(tombstone(Container::Posts, post));
@@ -183,7 +183,7 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
             .items
             .iter()
             .filter(|i| matches!(Kind::of(i), Some(Kind::Comment | Kind::Like)))
-            .filter_map(|i| str_field(i, "postId"))
+            .filter_map(|i| Meta::of(i).post_id)
             .collect();
         let announce = || {
             posts
@@ -209,7 +209,7 @@ pub async fn user_step(store: &dyn Store, user_id: &str) -> StoreResult<(usize, 
     let writes: Vec<Write> = page
         .items
         .iter()
-        .filter_map(|c| str_field(c, "id"))
+        .filter_map(|c| Meta::of(c).id)
         .flat_map(|id| remove_copies(id, user_id))
         .collect();
     apply_all(store, &writes, CONCURRENCY).await?;

@@ -25,6 +25,7 @@ use crate::domain::follows::{
     edge_tombstone_ops, follower_id, following_id, Edge, FollowKind, FOLLOWER, FOLLOWING, REF_USER,
 };
 use crate::domain::is_deleted;
+use crate::domain::Meta;
 use crate::store::{retry, Container, PatchOp, Query, Store, StoreResult};
 
 /// Follow mirrors and counts, main lane.
@@ -55,10 +56,9 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
     let mut recount_users: BTreeSet<String> = BTreeSet::new();
     let mut seen = BTreeSet::new();
     for doc in changes {
-        match doc.get("type").and_then(Value::as_str) {
+        match Meta::of(doc).kind {
             Some(FOLLOWING) => {
-                let (Some(f), Some(x)) = (str_field(doc, "userId"), str_field(doc, REF_USER))
-                else {
+                let (Some(f), Some(x)) = (Meta::of(doc).user_id, str_field(doc, REF_USER)) else {
                     continue;
                 };
                 if !seen.insert((f.to_string(), x.to_string())) {
@@ -69,7 +69,7 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
                 recount_users.insert(x.into());
             }
             Some("user") => {
-                if let Some(u) = str_field(doc, "userId") {
+                if let Some(u) = Meta::of(doc).user_id {
                     recount_users.insert(u.into());
                 }
             }
@@ -85,7 +85,7 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
 /// The newest delivered version of the edge `f` → `x` among `changes`.
 pub(super) fn newest_edge<'a>(changes: &'a [Value], id: &str, f: &str) -> Option<&'a Value> {
     newest(changes, |d| {
-        str_field(d, "id") == Some(id) && str_field(d, "userId") == Some(f)
+        Meta::of(d).id == Some(id) && Meta::of(d).user_id == Some(f)
     })
 }
 
@@ -109,7 +109,8 @@ async fn edge_changed(
         let followee = live_user(store, x).await?;
         match (follower, followee) {
             (Some(follower), Some(_)) => {
-                let name = str_field(&follower, "username").unwrap_or_default();
+                let follower = super::engine::as_user(&follower)?;
+                let name = follower.username.as_str();
                 // Left alone when it holds this already (a redelivered batch): the timeline lane
                 // backfills on the edge's change as on the mirror's, whichever finds both.
                 let mirror =
@@ -127,7 +128,7 @@ async fn edge_changed(
                 apply_one(
                     store,
                     &Write::patch(Container::Users, f, id.clone(), edge_tombstone_ops())
-                        .if_match(str_field(stored_edge, "_etag")),
+                        .if_match(Meta::of(stored_edge).etag),
                 )
                 .await?;
                 written += 1;
@@ -162,7 +163,7 @@ pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
         return Ok(0);
     }
     let patch =
-        Write::patch(Container::Users, user_id, user_id, ops).if_match(str_field(&user, "_etag"));
+        Write::patch(Container::Users, user_id, user_id, ops).if_match(Meta::of(&user).etag);
     apply_one(store, &patch).await?;
     Ok(1)
 }
@@ -178,7 +179,7 @@ async fn mark_edges(store: &dyn Store, q: Query) -> StoreResult<usize> {
         what: "marked deleted",
     };
     let marked = sweep(store, s, |e| {
-        let (pk, id) = (str_field(e, "userId")?, str_field(e, "id")?);
+        let (pk, id) = (Meta::of(e).user_id?, Meta::of(e).id?);
         (!is_deleted(e)).then(|| Write::patch(Container::Users, pk, id, edge_tombstone_ops()))
     })
     .await?;

@@ -23,10 +23,10 @@ use self::feed::{plan_feed, FeedEntry};
 use super::engine::apply;
 use super::engine::{failed, Unit};
 use super::erase::{self, remove_copies};
-use super::write::{str_field, Write};
+use super::write::Write;
 use super::{ProjectionError, Report};
 use crate::domain::pending::{is_pending_count, PENDING_COUNT};
-use crate::domain::{is_deleted, tombstone_ops, Kind, Post};
+use crate::domain::{is_deleted, tombstone_ops, Kind, Meta, Post};
 use crate::store::{Container, PatchOp, Store};
 
 /// The posts projection, main lane.
@@ -95,19 +95,19 @@ pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
         if is_pending_count(doc) {
             // Its post's counters are looked at (a change on its way), or, on a deleted post,
             // it goes.
-            if let Some(post_id) = str_field(doc, "postId") {
+            if let Some(post_id) = Meta::of(doc).post_id {
                 needs.posts.insert(post_id.into());
             }
             continue;
         }
-        let (Some(post_id), Some(kind)) = (str_field(doc, "postId"), Kind::of(doc)) else {
+        let (Some(post_id), Some(kind)) = (Meta::of(doc).post_id, Kind::of(doc)) else {
             continue;
         };
         match kind {
             // A recheck only looks at the counters, which copies nothing.
             Kind::Post if !is_recheck(doc) => {
                 needs.feed = true;
-                if let Some(u) = str_field(doc, "userId") {
+                if let Some(u) = Meta::of(doc).user_id {
                     needs.copies.insert((u.into(), post_id.into()));
                 }
             }
@@ -115,7 +115,7 @@ pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
             Kind::User => continue,
         }
         needs.posts.insert(post_id.into());
-        if let Some(u) = str_field(doc, "userId") {
+        if let Some(u) = Meta::of(doc).user_id {
             needs.users.insert(u.into());
         }
     }
@@ -130,11 +130,9 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     // Comments and likes: correct the author's name on the item itself when it raced a rename.
     let mut seen = BTreeSet::new();
     for doc in changes {
-        let (Some(kind), Some(post_id), Some(id)) = (
-            Kind::of(doc),
-            str_field(doc, "postId"),
-            str_field(doc, "id"),
-        ) else {
+        let (Some(kind), Some(post_id), Some(id)) =
+            (Kind::of(doc), Meta::of(doc).post_id, Meta::of(doc).id)
+        else {
             continue;
         };
         if !matches!(kind, Kind::Comment | Kind::Like)
@@ -144,7 +142,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
             continue;
         }
         // On a deleted post or by an erased user (it raced the deletion): it goes too.
-        let author = str_field(doc, "userId");
+        let author = Meta::of(doc).user_id;
         if facts.deleted_posts.contains_key(post_id)
             || author.is_some_and(|u| facts.deleted_users.contains(u))
         {
@@ -164,7 +162,7 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
             ));
             continue;
         }
-        if let (Some(user), Some(name)) = (author, str_field(doc, "userUsername")) {
+        if let (Some(user), Some(name)) = (author, Meta::of(doc).user_username) {
             if let Some(current) = facts.usernames.get(user) {
                 if current != name {
                     writes.push(Write::patch(
@@ -185,12 +183,12 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     let copied: BTreeSet<&str> = changes
         .iter()
         .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
-        .filter_map(|d| str_field(d, "postId"))
+        .filter_map(|d| Meta::of(d).post_id)
         .collect();
     // Pending counts filed on a deleted post (by a request that raced the deletion) go: its
     // counters go with it.
     for doc in changes.iter().filter(|d| is_pending_count(d)) {
-        if let (Some(post_id), Some(id)) = (str_field(doc, "postId"), str_field(doc, "id")) {
+        if let (Some(post_id), Some(id)) = (Meta::of(doc).post_id, Meta::of(doc).id) {
             if facts.deleted_posts.contains_key(post_id) {
                 writes.push(Write::delete(Container::Posts, post_id, id));
             }
@@ -297,7 +295,7 @@ fn already_stored(w: &Write, facts: &PostsFacts) -> bool {
     let (container, id, wanted) = match w {
         Write::Upsert {
             container, item, ..
-        } => (*container, str_field(item, "id"), Some(item)),
+        } => (*container, Meta::of(item).id, Some(item)),
         Write::Delete { container, id, .. } => (*container, Some(id.as_str()), None),
         Write::Patch { .. } => return false,
     };
@@ -332,7 +330,7 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> Result<Report, Pro
     let mut marked = 0;
     let mut swept = HashSet::new();
     for doc in changes.iter().rev() {
-        let Some(post_id) = str_field(doc, "id") else {
+        let Some(post_id) = Meta::of(doc).id else {
             continue;
         };
         if Kind::of(doc) != Some(Kind::Post)

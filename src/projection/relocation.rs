@@ -33,6 +33,7 @@ use super::write::{content, str_field};
 use crate::domain::follows::{following_id, is_marker, Edge, FollowKind, REF_USER, TIMELINE};
 use crate::domain::is_deleted;
 use crate::domain::jobs::{Job, Work, MOVE_JOB};
+use crate::domain::Meta;
 use crate::store::{
     retry, timelines_moved, Container, Query, Store, StoreError, StoreResult, LAYOUT_ID,
     TIMELINES_MOVED,
@@ -123,7 +124,7 @@ pub async fn step(store: &dyn Store, job_item: &Job, marks: Marks) -> StoreResul
 /// Move one item: its copy created in `timelines` (unless one is there), then the item deleted
 /// from `users`; if something else deleted it first, the copy stays only while still wanted.
 async fn move_one(store: &dyn Store, item: &Value, marks: Marks) -> StoreResult<usize> {
-    let (Some(owner), Some(id)) = (str_field(item, "userId"), str_field(item, "id")) else {
+    let (Some(owner), Some(id)) = (Meta::of(item).user_id, Meta::of(item).id) else {
         return Ok(0);
     };
     let copy = content(item);
@@ -167,7 +168,7 @@ async fn still_wanted(
     if is_marker(item) {
         return marks(store, author).await;
     }
-    let Some(post_id) = str_field(item, "postId") else {
+    let Some(post_id) = Meta::of(item).post_id else {
         return Ok(false);
     };
     let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::engine::{apply_one, apply_unordered, user, wrote, Unit};
 use super::write::{str_field, Write};
 use super::ProjectionError;
-use crate::domain::{Kind, User};
+use crate::domain::{Kind, Meta, User};
 use crate::store::{Container, PatchOp, Query, Store, StoreError};
 
 /// Renames, main lane.
@@ -117,7 +117,7 @@ async fn carry_name(
             }
         }
     }
-    let etag = str_field(&user, "_etag");
+    let etag = Meta::of(&user).etag;
     apply_one(store, &record_propagated(user_id, owed.version, etag)).await?;
     Ok(written)
 }
@@ -139,12 +139,12 @@ pub fn plan_rename(container: Container, username: &str, stale: &[Value]) -> Vec
     let pk_field = container.partition_key_field();
     stale
         .iter()
-        .filter(|d| str_field(d, "userUsername").is_some_and(|n| n != username))
+        .filter(|d| Meta::of(d).user_username.is_some_and(|n| n != username))
         .filter_map(|d| {
             Some(Write::patch(
                 container,
                 str_field(d, pk_field)?,
-                str_field(d, "id")?,
+                Meta::of(d).id?,
                 vec![PatchOp::set("/userUsername", username)],
             ))
         })
@@ -190,7 +190,7 @@ pub fn users_changed(changes: &[Value]) -> BTreeSet<String> {
     changes
         .iter()
         .filter(|d| Kind::of(d) == Some(Kind::User))
-        .filter_map(|d| str_field(d, "userId").map(String::from))
+        .filter_map(|d| Meta::of(d).user_id.map(String::from))
         .collect()
 }
 

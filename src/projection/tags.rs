@@ -35,9 +35,9 @@ use serde_json::Value;
 
 use super::engine::{apply_all, failed, newest_change, read_not_older, wrote, Unit, CONCURRENCY};
 use super::posts::counters::is_recheck;
-use super::write::{str_field, Write};
+use super::write::Write;
 use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
-use crate::domain::{is_deleted, is_live, Kind, Post};
+use crate::domain::{is_deleted, is_live, Kind, Meta, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
 /// The tags projection, main lane.
@@ -67,7 +67,7 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> StoreResult<usize>
     let posts: BTreeSet<&str> = changes
         .iter()
         .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
-        .filter_map(|d| str_field(d, "id"))
+        .filter_map(|d| Meta::of(d).id)
         .collect();
     let mut written = 0;
     for id in posts {
@@ -176,7 +176,7 @@ pub async fn sync_post(store: &dyn Store, id: &str, post: Option<&Value>) -> Sto
 /// feed; the change feed then removes its record and sets the counts. Returns the writes made.
 pub async fn remove_copies_now(store: &dyn Store, post: &Value) -> StoreResult<usize> {
     let (Some(id), Ok(post)) = (
-        str_field(post, "id"),
+        Meta::of(post).id,
         serde_json::from_value::<Post>(post.clone()),
     ) else {
         return Ok(0);

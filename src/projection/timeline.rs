@@ -68,7 +68,7 @@ use super::relocation;
 use super::write::{str_field, Write};
 use crate::domain::follows::{FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP};
 use crate::domain::jobs::{delete_job_id, Job, Work};
-use crate::domain::{is_deleted, Kind};
+use crate::domain::{is_deleted, Kind, Meta};
 use crate::store::{Container, Order, Query, Store, StoreResult};
 
 /// Recount `user_id`'s follows (as the main lane does) and carry out, now, whatever the timeline
@@ -216,8 +216,7 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         if Kind::of(doc) != Some(Kind::Post) || is_recheck(doc) {
             continue;
         }
-        let (Some(post_id), Some(author)) = (str_field(doc, "postId"), str_field(doc, "userId"))
-        else {
+        let (Some(post_id), Some(author)) = (Meta::of(doc).post_id, Meta::of(doc).user_id) else {
             continue;
         };
         // Only a deletion's mark: a deleted post stays deleted, and a change of a live post
@@ -241,10 +240,10 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
     let mut users = BTreeSet::new();
     let mut jobs: BTreeMap<(String, String), &Value> = BTreeMap::new();
     for doc in changes {
-        let (Some(pk), Some(id)) = (str_field(doc, "userId"), str_field(doc, "id")) else {
+        let (Some(pk), Some(id)) = (Meta::of(doc).user_id, Meta::of(doc).id) else {
             continue;
         };
-        match str_field(doc, "type") {
+        match Meta::of(doc).kind {
             Some(FOLLOWING) => {
                 if let Some(x) = str_field(doc, REF_USER) {
                     pairs.insert((pk.to_string(), x.to_string(), false));
@@ -313,7 +312,7 @@ pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
         what: "trimmed",
     };
     let trimmed = sweep(store, s, |i| {
-        Some(Write::delete(Container::Timelines, f, str_field(i, "id")?))
+        Some(Write::delete(Container::Timelines, f, Meta::of(i).id?))
     })
     .await?;
     Ok(trimmed.0)

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::domain::Meta;
 use crate::store::{Container, PatchOp};
 
 /// One write a projection implies.
@@ -80,11 +81,7 @@ impl Write {
                 container,
                 pk,
                 item,
-            } => (
-                container,
-                pk,
-                item.get("id").and_then(Value::as_str).unwrap_or("?"),
-            ),
+            } => (container, pk, Meta::of(item).id.unwrap_or("?")),
             Write::Patch {
                 container, pk, id, ..
             }

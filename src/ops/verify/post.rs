@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::{pages, CONCURRENCY};
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
-use crate::domain::{is_deleted, Authored, Kind, Post, User};
-use crate::ops::expected::{self, str_field, Drift, DriftKind};
+use crate::domain::{is_deleted, Authored, Kind, Meta, Post, User};
+use crate::ops::expected::{self, Drift, DriftKind};
 use crate::ops::report::notification;
 use crate::projection::bookmarks;
 use crate::store::{retry, Container, Query, Store, StoreResult};
@@ -82,7 +82,7 @@ impl Fingerprint {
     }
 
     fn item(&mut self, item: &Value) {
-        self.add((str_field(item, "id"), str_field(item, "_etag")));
+        self.add((Meta::of(item).id, Meta::of(item).etag));
     }
 }
 
@@ -101,7 +101,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
         // the unit tests hold `Post` to it); the API answers it 500, and there is nothing here
         // to derive its copies from.
         tracing::warn!(
-            id = str_field(&stored, "id").unwrap_or_default(),
+            id = Meta::of(&stored).id.unwrap_or_default(),
             "a stored post does not read as one; not verified"
         );
         return Ok(unread);
@@ -211,7 +211,7 @@ async fn check_bookmarks(
             .eq("type", BOOKMARKED)
             .eq("postId", p);
         for c in crate::projection::engine::query_all(store, Container::Users, q.live()).await? {
-            found.insert(str_field(&c, "userId").unwrap_or_default().to_string(), c);
+            found.insert(Meta::of(&c).user_id.unwrap_or_default().to_string(), c);
         }
     }
     let id = Bookmarked::id_of(p);

@@ -9,9 +9,9 @@ use super::counters::{Counted, PendingCount, INCREMENT_GRACE};
 use super::feed::FeedEntry;
 use super::{PostsFacts, PostsNeeds};
 use crate::domain::pending::PENDING_COUNT;
-use crate::domain::{is_deleted, Kind, Post, FEED_KEEP, FEED_PK};
+use crate::domain::{is_deleted, Kind, Meta, Post, FEED_KEEP, FEED_PK};
 use crate::projection::engine::{newest_change, read_not_older};
-use crate::projection::write::{content, str_field};
+use crate::projection::write::content;
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
 /// Read what [`super::plan_posts`] needs for `changes`. Posts and their counters, the
@@ -111,8 +111,8 @@ async fn pending_counts(store: &dyn Store, id: &str) -> StoreResult<Vec<PendingC
         let page = retry(|| store.query(Container::Posts, &q)).await?;
         out.extend(page.items.iter().filter_map(|v| {
             Some(PendingCount {
-                id: str_field(v, "id")?.into(),
-                since: str_field(v, "creationDate")?.into(),
+                id: Meta::of(v).id?.into(),
+                since: Meta::of(v).creation_date?.into(),
             })
         }));
         match page.continuation {
@@ -146,11 +146,11 @@ async fn read_posts(
         let changed = newest_change(changes, Kind::Post, id);
         if let Some(v) = read_not_older(store, Container::Posts, id, id, changed).await? {
             if is_deleted(&v) {
-                let author = str_field(&v, "userId").unwrap_or_default().to_string();
+                let author = Meta::of(&v).user_id.unwrap_or_default().to_string();
                 out.deleted.insert(id.clone(), author);
                 continue;
             }
-            if let Some(etag) = str_field(&v, "_etag") {
+            if let Some(etag) = Meta::of(&v).etag {
                 out.etags.insert(id.clone(), etag.to_string());
             }
             for c in Counted::BOTH {
@@ -178,15 +178,15 @@ struct UsersRead {
 
 impl UsersRead {
     fn note(&mut self, needs: &PostsNeeds, item: &Value) {
-        let (Some(id), Some(user)) = (str_field(item, "id"), str_field(item, "userId")) else {
+        let (Some(id), Some(user)) = (Meta::of(item).id, Meta::of(item).user_id) else {
             return;
         };
         match Kind::of(item) {
             Some(Kind::User) if needs.users.contains(id) => {
                 if is_deleted(item) {
                     self.deleted.insert(id.to_string());
-                } else if let Some(name) = str_field(item, "username") {
-                    self.usernames.insert(id.to_string(), name.to_string());
+                } else if let Ok(user) = crate::projection::engine::as_user(item) {
+                    self.usernames.insert(id.to_string(), user.username);
                 }
             }
             Some(Kind::Post) if needs.copies.contains(&(user.into(), id.into())) => {
@@ -278,7 +278,7 @@ async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<(Vec<Fe
         }
     }
     for v in &page.items {
-        if let Some(id) = str_field(v, "id").filter(|id| changed.contains(id)) {
+        if let Some(id) = Meta::of(v).id.filter(|id| changed.contains(id)) {
             copies.insert((Container::Feed, id.to_string()), Some(content(v)));
         }
     }
@@ -287,8 +287,8 @@ async fn read_feed(store: &dyn Store, needs: &PostsNeeds) -> StoreResult<(Vec<Fe
         .iter()
         .filter_map(|v| {
             Some(FeedEntry {
-                id: str_field(v, "id")?.into(),
-                creation_date: str_field(v, "creationDate")?.into(),
+                id: Meta::of(v).id?.into(),
+                creation_date: Meta::of(v).creation_date?.into(),
             })
         })
         .collect();

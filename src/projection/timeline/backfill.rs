@@ -16,7 +16,7 @@ use crate::projection::engine::{
     apply_all, apply_one, delete_item, delete_matching, live_user, query_all, read_not_older,
 };
 use crate::projection::follows::newest_edge;
-use crate::projection::write::{str_field, Write};
+use crate::projection::write::Write;
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
 /// The follow `f` → `x` as it is now. Marked (or gone): `x`'s entries and marker leave `f`'s
@@ -75,7 +75,7 @@ pub(super) async fn copy_or_mark(
         apply_one(store, &marker).await?;
         return Ok(1);
     }
-    let name = str_field(followee, "username").unwrap_or_default();
+    let name = &crate::projection::engine::as_user(followee)?.username;
     backfill(store, places, f, x, name).await
 }
 

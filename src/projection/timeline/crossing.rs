@@ -83,7 +83,7 @@ pub(super) async fn limit_step(
     let mut written = 0;
     if target && state.cursor.is_none() {
         // Going over: their newest posts in the shared partition before the first marker.
-        let name = str_field(&user, "username").unwrap_or_default();
+        let name = &crate::projection::engine::as_user(&user)?.username;
         written += merged::copy_author(store, user_id, name).await?;
     }
     let page = retry(|| store.query(Container::Users, &q)).await?;
