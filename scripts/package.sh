@@ -78,9 +78,11 @@ export CFLAGS_x86_64_unknown_linux_musl="${CFLAGS_x86_64_unknown_linux_musl:-} -
 export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_SOUNDEX -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_STAT4 -DSQLITE_OMIT_SHARED_CACHE -DSQLITE_OMIT_DEPRECATED"
 
 # The `dist` profile (Cargo.toml): LTO, one codegen unit, stripped; dependencies off the request
-# path optimized for size.
+# path optimized for size. Only the `blog` package: cargo unifies the features of the packages one
+# build selects, so without `-p` the bench's (axum's defaults, tracing-subscriber's env-filter)
+# would reach the package.
 log "building handler for $TARGET (profile dist)"
-cargo build --profile dist --locked --target "$TARGET" --bin handler
+cargo build --profile dist --locked --target "$TARGET" -p blog --bin handler
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 BIN="$TARGET_DIR/$TARGET/dist/handler"

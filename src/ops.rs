@@ -12,6 +12,7 @@
 //! They read the same settings as the service. Without a subcommand the binary serves.
 
 pub mod backup;
+pub mod cli;
 pub mod expected;
 pub mod lag;
 pub mod newest;
@@ -28,51 +29,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-
 use crate::settings::{Settings, StoreKind};
 use crate::store::Store;
 use progress::Progress;
 use repair::Repaired;
 use report::Report;
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "handler",
-    version,
-    about = "Blog backend: serves the API without a command"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Debug, Subcommand)]
+/// An operations command, as `cli` parses it (its help pages describe each one).
+#[derive(Debug, PartialEq)]
 pub enum Command {
-    /// Check every derived copy (post copies, feed, usernames, counters, follows, timelines)
-    /// against the posts and users; exit 0 without drift (changes still on their way through
-    /// the change feed are lag, not drift), 1 with drift or a quarantined change, 2 when it
-    /// cannot run.
-    Verify {
-        /// Write the fixes through the projections, then verify again.
-        #[arg(long)]
-        repair: bool,
-        /// Seconds between looks at what drifted (changes still travelling through the change
-        /// feed are not drift: see `verify::verify`); 0 reports the first look.
-        #[arg(long, value_name = "SECONDS", default_value_t = 5)]
-        settle: u64,
-    },
-    /// The changes a projection lane could not apply: list them, replay them (each item's
-    /// current state through its lane's projections) or drop them.
-    Quarantine {
-        #[command(subcommand)]
-        action: quarantine::Action,
-    },
-    /// Copy the embedded store to PATH (SQLite online backup; safe while the service runs).
-    Backup {
-        /// Where to write the copy (must not exist).
-        path: PathBuf,
-    },
+    /// `handler verify [--repair] [--settle SECONDS]`.
+    Verify { repair: bool, settle: u64 },
+    /// `handler quarantine list|replay|drop`.
+    Quarantine { action: quarantine::Action },
+    /// `handler backup PATH`.
+    Backup { path: PathBuf },
 }
 
 const DRIFT: u8 = 1;
@@ -80,12 +51,18 @@ const CANNOT_RUN: u8 = 2;
 
 /// The subcommand named on the command line, if any; `None` means: serve.
 pub fn command() -> Option<Command> {
-    // Without arguments there is nothing to parse (the service's every start): skip building the
-    // command-line parser.
-    if std::env::args_os().len() <= 1 {
-        return None;
+    match cli::parse(std::env::args_os().skip(1)) {
+        Ok(cli::Parsed::Serve) => None,
+        Ok(cli::Parsed::Run(command)) => Some(command),
+        Ok(cli::Parsed::Print(text)) => {
+            print!("{text}");
+            std::process::exit(0)
+        }
+        Err(misuse) => {
+            eprintln!("{misuse}");
+            std::process::exit(i32::from(CANNOT_RUN))
+        }
     }
-    Cli::parse().command
 }
 
 /// Run `command`.

@@ -6,29 +6,18 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use clap::Subcommand;
-
 use crate::quarantine::{self, Entry};
 use crate::store::Store;
 
-#[derive(Debug, Clone, Subcommand)]
+/// What to do with the quarantine (`super::cli`'s help pages describe each action).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// One line per quarantined change: entry id, lane and feed, item, attempts, first and last
-    /// failure, error.
+    /// One line per entry.
     List,
-    /// Read each quarantined item as it is now and project it through its lane; applied entries
-    /// are removed. Without ID: every entry.
-    Replay {
-        /// The entry to replay (as `list` shows it).
-        id: Option<String>,
-    },
-    /// Remove an entry without applying it (`handler verify --repair` then mends the copies it
-    /// left behind). Give an ID, or `--all`.
-    Drop {
-        id: Option<String>,
-        #[arg(long, conflicts_with = "id")]
-        all: bool,
-    },
+    /// Replay the entry named, or every entry.
+    Replay { id: Option<String> },
+    /// Drop the entry named, or with `all` every entry (not both).
+    Drop { id: Option<String>, all: bool },
 }
 
 const FAILED: u8 = 1;
