@@ -80,9 +80,11 @@ export LIBSQLITE3_FLAGS="${LIBSQLITE3_FLAGS:-} -USQLITE_ENABLE_FTS3 -USQLITE_ENA
 # The `dist` profile (Cargo.toml): LTO, one codegen unit, stripped; dependencies off the request
 # path optimized for size. Only the `blog` package: cargo unifies the features of the packages one
 # build selects, so without `-p` the bench's (axum's defaults, tracing-subscriber's env-filter)
-# would reach the package.
+# would reach the package. Its feature `packaged`, in place of the default `debug-logs`, leaves out
+# the log calls below `info` (Cargo.toml says why).
 log "building handler for $TARGET (profile dist)"
-cargo build --profile dist --locked --target "$TARGET" -p blog --bin handler
+cargo build --profile dist --locked --target "$TARGET" -p blog --no-default-features \
+    --features packaged --bin handler
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 BIN="$TARGET_DIR/$TARGET/dist/handler"
