@@ -11,8 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::engine::{
     apply_one, current_job, delete_item, failed, newest, newest_change, read_job, read_not_older,
@@ -28,8 +28,23 @@ use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
 /// A change of `user_id`'s bookmark of `post_id` (`None`: a recount) for `verify --repair`.
 pub fn notification(post_id: &str, user_id: Option<&str>) -> Value {
-    let id = Bookmark::id_of(user_id.unwrap_or_default());
-    json!({ "id": id, "type": BOOKMARK, "postId": post_id, "userId": user_id })
+    to_value(&Notification {
+        id: Bookmark::id_of(user_id.unwrap_or_default()),
+        kind: BOOKMARK,
+        post_id,
+        user_id,
+    })
+}
+
+/// What [`notification`] delivers: a bookmark's identity, without its date.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Notification<'a> {
+    id: String,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    post_id: &'a str,
+    user_id: Option<&'a str>,
 }
 
 /// Posts feed: bookmarks' copies and counts, bookmarked posts' changes ([`project_posts`]).
@@ -90,7 +105,8 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         }
     }
     for (post_id, delivered) in posts {
-        let count = delivered.get("bookmarkCount").and_then(Value::as_u64);
+        // A recheck of the counters does not read as a post: no count.
+        let count = Post::deserialize(delivered).ok().map(|p| p.bookmark_count);
         let author = Meta::of(delivered).user_id.unwrap_or_default();
         // A deleted post's job item goes whatever its count: one is left by every post that was
         // ever bookmarked, its bookmarks all taken back or not.

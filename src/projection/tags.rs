@@ -31,6 +31,7 @@
 
 use std::collections::BTreeSet;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::engine::{apply_all, failed, newest_change, read_not_older, wrote, Unit, CONCURRENCY};
@@ -87,11 +88,25 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> StoreResult<usize>
 /// read: nothing of the post's is in a tag, and an edit that tags it comes through as a change
 /// of its own. So a like or comment on an untagged post costs nothing here.
 pub fn never_tagged(doc: &Value) -> bool {
-    let tagged = doc
-        .get("tags")
-        .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty());
-    !tagged && doc.get("updatedAt").is_none_or(Value::is_null) && !is_deleted(doc)
+    let t = Tagging::of(doc);
+    t.tags.is_empty() && t.updated_at.is_none() && !is_deleted(doc)
+}
+
+/// What a post, a change of one or a tag record says of its tags, read without reading it whole
+/// (what does not read, none).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Tagging {
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    updated_at: Option<String>,
+}
+
+impl Tagging {
+    fn of(item: &Value) -> Tagging {
+        Tagging::deserialize(item).unwrap_or_default()
+    }
 }
 
 /// What post `id`'s record and copies should be, from the post as stored (`None`: gone):
@@ -133,15 +148,7 @@ pub async fn sync_post(store: &dyn Store, id: &str, post: Option<&Value>) -> Sto
     let old_tags: BTreeSet<String> = match (&had, &record) {
         (Some(p), _) => p.tags.iter().cloned().collect(),
         // A record that does not read as a post: whatever tags it names.
-        (None, Some(r)) => r
-            .get("tags")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|t| t.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        (None, Some(r)) => Tagging::of(r).tags.into_iter().collect(),
         (None, None) => BTreeSet::new(),
     };
     let new_tags: BTreeSet<String> = want

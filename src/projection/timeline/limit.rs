@@ -3,7 +3,8 @@
 //! so that every process judges by the same one. How an author crosses it is
 //! [`super::crossing`].
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 pub use crate::domain::jobs::LIMIT_JOB;
 use crate::domain::jobs::{Job, Work};
@@ -16,10 +17,21 @@ pub const DEFAULT_FANOUT_LIMIT: u64 = crate::settings::DEFAULT_TIMELINE_FANOUT_L
 /// The `leases` item recording the limit in force (partition key = id).
 pub const LIMIT_ID: &str = "settings.timeline";
 
-/// The limit recorded in the store, if any (one point read).
+/// The item [`LIMIT_ID`]: the fan-out limit in force.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LimitRecord {
+    id: String,
+    fanout_limit: u64,
+}
+
+/// The limit recorded in the store, if any (one point read; a record that does not read is
+/// none, and the next process configured with a limit writes it whole).
 pub async fn stored_limit(store: &dyn Store) -> StoreResult<Option<u64>> {
     let item = retry(|| store.read(Container::Leases, LIMIT_ID, LIMIT_ID)).await?;
-    Ok(item.and_then(|i| i.get("fanoutLimit").and_then(Value::as_u64)))
+    Ok(item
+        .and_then(|i| LimitRecord::deserialize(&i).ok())
+        .map(|r| r.fanout_limit))
 }
 
 /// Record `limit` as the one in force, unless it is already (a point read, and a write when it
@@ -28,7 +40,11 @@ pub async fn stored_limit(store: &dyn Store) -> StoreResult<Option<u64>> {
 /// triggers on their first invocation. Every process then judges by the recorded one.
 pub async fn record_limit(store: &dyn Store, limit: u64) -> StoreResult<()> {
     if stored_limit(store).await? != Some(limit) {
-        let item = json!({ "id": LIMIT_ID, "fanoutLimit": limit });
+        let record = LimitRecord {
+            id: LIMIT_ID.into(),
+            fanout_limit: limit,
+        };
+        let item = crate::domain::to_value(&record);
         retry(|| store.upsert(Container::Leases, LIMIT_ID, item.clone())).await?;
     }
     Ok(())
