@@ -233,6 +233,23 @@ pub struct Outcome<C, M> {
 }
 
 impl<C: Look, M: Mend> Outcome<C, M> {
+    /// A part's `look`, and with `repair` and something found, its `mend` of what was found and
+    /// a second look.
+    pub async fn of<E>(
+        repair: bool,
+        look: impl AsyncFn() -> Result<C, E>,
+        mend: impl AsyncFnOnce(&C) -> M,
+    ) -> Result<Self, E> {
+        let before = look().await?;
+        let repair = if repair && !before.is_clean() {
+            let done = mend(&before).await;
+            Some((done, look().await?))
+        } else {
+            None
+        };
+        Ok(Outcome { before, repair })
+    }
+
     /// The state the database was left in.
     pub fn last(&self) -> &C {
         self.repair.as_ref().map_or(&self.before, |(_, c)| c)

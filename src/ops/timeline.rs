@@ -272,13 +272,9 @@ pub async fn verify_and_repair(
     repair: bool,
     settle: Duration,
 ) -> StoreResult<Outcome> {
-    let before = verify(store, settle).await?;
-    let repair = if repair && !before.is_clean() {
-        let done = self::repair(store, &before).await;
-        let after = verify(store, settle).await?;
-        Some((done, after))
-    } else {
-        None
-    };
-    Ok(Outcome { before, repair })
+    let look = async || verify(store, settle).await;
+    Outcome::of(repair, look, async |found: &Check| {
+        self::repair(store, found).await
+    })
+    .await
 }
