@@ -130,9 +130,7 @@ impl Work {
             Work::Move { .. } => MOVE_JOB.into(),
         }
     }
-}
 
-impl Work {
     /// The copy a post's fan-out writes, for a post's work.
     pub fn entry(&self) -> Option<&Value> {
         match self {
