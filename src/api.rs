@@ -4,6 +4,7 @@
 mod bookmarks;
 mod comments;
 mod conditional;
+pub mod conduit;
 pub mod cors;
 pub mod counts_cache;
 mod deletion;
@@ -68,6 +69,11 @@ pub struct AppState {
     pub writes: Arc<write_limit::WriteLimit>,
     /// Whether timeline items may still be where an earlier release kept them.
     timelines: Arc<timeline::TimelinePlace>,
+    /// How far the change-feed pump is, where one runs in this process: what a RealWorld
+    /// write waits on so that its caller's next read shows it.
+    pub progress: Arc<crate::pump::Progress>,
+    /// Local accounts: the token key and the sign-in attempts' budgets.
+    pub accounts: Arc<conduit::Accounts>,
 }
 
 impl AppState {
@@ -84,6 +90,19 @@ impl AppState {
             counts,
             writes: Arc::new(write_limit::WriteLimit::new(0)),
             timelines: Arc::default(),
+            progress: Arc::default(),
+            accounts: Arc::new(conduit::Accounts::new(
+                crate::auth::local::TokenKey::generate().0,
+            )),
+        }
+    }
+
+    /// Local accounts' tokens signed and checked with `key` (by default one made for this
+    /// state alone).
+    pub fn with_token_key(self, key: crate::auth::local::TokenKey) -> Self {
+        AppState {
+            accounts: Arc::new(conduit::Accounts::new(key)),
+            ..self
         }
     }
 

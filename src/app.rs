@@ -28,6 +28,8 @@ pub struct Config {
     /// The fan-out limit this process records before its first timeline batch
     /// (`BLOG_TIMELINE_FANOUT_LIMIT`); none keeps the recorded one.
     pub fanout_limit: Option<u64>,
+    /// With the RealWorld ("Conduit") API under `/api/conduit` (`BLOG_CONDUIT`).
+    pub conduit: bool,
 }
 
 /// The whole application, waiting for its state (start-up builds it while the store opens).
@@ -40,6 +42,11 @@ pub fn routes(config: &Config) -> Router<AppState> {
         ))
     } else {
         api
+    };
+    let routes = if config.conduit {
+        routes.merge(api::conduit::routes(config.limits.request_timeout))
+    } else {
+        routes
     };
     let routes = routes
         // `/` (the Functions host's readiness probe, or the page for a browser) and the client.

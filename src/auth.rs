@@ -12,6 +12,7 @@
 
 pub mod easyauth;
 pub mod jwt;
+pub mod local;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

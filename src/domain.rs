@@ -5,9 +5,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
+pub mod accounts;
 pub mod bookmarks;
 pub mod chars;
 mod deletion;
+pub mod favorites;
 pub mod follows;
 mod items;
 pub mod jobs;
@@ -190,6 +192,7 @@ impl Text {
     pub const TITLE_MAX_CHARS: usize = 200;
     pub const POST_CONTENT_MAX_CHARS: usize = 20_000;
     pub const COMMENT_CONTENT_MAX_CHARS: usize = 2_000;
+    pub const DESCRIPTION_MAX_CHARS: usize = 1_000;
 
     pub fn title(s: &str) -> Result<Self, Invalid> {
         Self::parse("title", s, Self::TITLE_MAX_CHARS)
@@ -197,6 +200,11 @@ impl Text {
 
     pub fn post_content(s: &str) -> Result<Self, Invalid> {
         Self::parse("content", s, Self::POST_CONTENT_MAX_CHARS)
+    }
+
+    /// A post's description: 1 to 1,000 characters.
+    pub fn description(s: &str) -> Result<Self, Invalid> {
+        Self::parse("description", s, Self::DESCRIPTION_MAX_CHARS)
     }
 
     pub fn comment_content(s: &str) -> Result<Self, Invalid> {

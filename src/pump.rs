@@ -27,10 +27,12 @@ use tokio::time::Instant;
 
 mod checkpoint;
 mod drain;
+mod progress;
 
 pub use checkpoint::{caught_up, checkpoint_at_end, positions, Position};
 use checkpoint::{save_checkpoint, start_checkpoint, Rechecks};
 pub use drain::drain;
+pub use progress::Progress;
 
 use crate::projection::{self, Lane};
 use crate::quarantine;
@@ -92,6 +94,17 @@ pub fn spawn_replaying_every(
     start: impl Future<Output = ()> + Send + 'static,
     every: Duration,
 ) -> Pump {
+    spawn_reporting(store, start, every, Arc::default())
+}
+
+/// [`spawn_replaying_every`], the followers reporting how far they are to `progress` (what a
+/// request that must see its own write projected waits on).
+pub fn spawn_reporting(
+    store: Arc<dyn Store>,
+    start: impl Future<Output = ()> + Send + 'static,
+    every: Duration,
+    progress: Arc<Progress>,
+) -> Pump {
     let (stop, stopped) = watch::channel(false);
     let start = start.shared();
     let supervisors = FOLLOWERS
@@ -99,9 +112,13 @@ pub fn spawn_replaying_every(
         .map(|c| {
             let (store, start, stopped) = (store.clone(), start.clone(), stopped.clone());
             let mut waiting = stopped.clone();
+            let reporter = Reporter {
+                index: progress.join(),
+                progress: progress.clone(),
+            };
             tokio::spawn(async move {
                 tokio::select! {
-                    () = start => supervise(store, c, stopped, every).await,
+                    () = start => supervise(store, c, stopped, every, reporter).await,
                     () = async { drop(waiting.wait_for(|stop| *stop).await) } => {}
                 }
             })
@@ -127,6 +144,7 @@ async fn supervise(
     c: Follower,
     stopped: watch::Receiver<bool>,
     every: Duration,
+    reporter: Reporter,
 ) {
     let mut backoff = FIRST_BACKOFF;
     loop {
@@ -139,7 +157,7 @@ async fn supervise(
         };
         let run = std::panic::AssertUnwindSafe(with_write_priority(
             priority,
-            follow(store.clone(), c, stopped.clone(), every),
+            follow(store.clone(), c, stopped.clone(), every, &reporter),
         ))
         .catch_unwind()
         .await;
@@ -198,6 +216,7 @@ async fn follow(
     f: Follower,
     mut stopped: watch::Receiver<bool>,
     replay_every: Duration,
+    reporter: &Reporter,
 ) {
     let c = f;
     let (lane, container) = (f.lane, f.c);
@@ -223,6 +242,7 @@ async fn follow(
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
     let mut wake = store.change_notifier(container);
+    let mut pokes = reporter.progress.pokes();
     let attempts = quarantine::Attempts::default();
     let mut quarantine_at = Instant::now() + replay_every;
     while !stopping(&stopped) {
@@ -256,6 +276,8 @@ async fn follow(
             // Seen before reading: a commit from here on wakes the wait below.
             w.borrow_and_update();
         }
+        pokes.borrow_and_update();
+        let began = Instant::now();
         // An idle poll (nothing new) is the pump's own cost, not a change's: only a read that
         // brings changes is charged to the projections.
         let (read, read_usage) =
@@ -273,6 +295,7 @@ async fn follow(
             }
         };
         if page.items.is_empty() {
+            reporter.progress.caught_up(reporter.index, began);
             continuation = Some(page.continuation);
             let due = CHECKPOINT_EVERY.saturating_sub(saved_at.elapsed());
             if unsaved.is_some() && due.is_zero() {
@@ -283,7 +306,7 @@ async fn follow(
                 Some(_) => rechecks.idle(idle).min(due),
                 None => rechecks.idle(idle),
             };
-            if wait_for_changes(&mut wake, wait, &mut stopped).await {
+            if wait_for_changes(&mut wake, &mut pokes, wait, &mut stopped).await {
                 flush(&*store, c, &mut unsaved, &rechecks).await;
                 return;
             }
@@ -344,17 +367,22 @@ async fn flush(store: &dyn Store, c: Follower, unsaved: &mut Option<String>, rec
     }
 }
 
-/// Wait until the store signals a commit, `idle` has passed or the pump is told to stop,
-/// whichever comes first; `true` when it must stop.
+/// Wait until the store signals a commit, a request asks for a read now, `idle` has passed or
+/// the pump is told to stop, whichever comes first; `true` when it must stop.
 async fn wait_for_changes(
     wake: &mut Option<ChangeNotifier>,
+    pokes: &mut watch::Receiver<u64>,
     idle: Duration,
     stopped: &mut watch::Receiver<bool>,
 ) -> bool {
     let Some(w) = wake else {
-        return pause(idle, stopped).await;
+        return tokio::select! {
+            _ = pokes.changed() => stopping(stopped),
+            stop = pause(idle, stopped) => stop,
+        };
     };
     tokio::select! {
+        _ = pokes.changed() => stopping(stopped),
         changed = w.changed() => {
             if changed.is_err() {
                 // The store is gone: no more signals, poll from now on.
@@ -364,6 +392,12 @@ async fn wait_for_changes(
         }
         stop = pause(idle, stopped) => stop,
     }
+}
+
+/// Where a follower reports how far it is.
+struct Reporter {
+    progress: Arc<Progress>,
+    index: usize,
 }
 
 /// The followers the pump runs (those [`spawn`] starts): each lane over each feed.

@@ -63,6 +63,19 @@ pub struct Settings {
     /// `BLOG_TIMELINE_FANOUT_LIMIT`: an author with more followers than this is merged into
     /// timelines when they are read instead of copied into each (see `projection::timeline`).
     pub timeline_fanout_limit: Option<u64>,
+    /// `BLOG_CONDUIT`: serve the RealWorld ("Conduit") API under `/api/conduit` (on by default
+    /// standalone, off under the Functions host, where its functions must be deployed too).
+    pub conduit: bool,
+    /// `BLOG_TOKEN_KEY`: the key local accounts' tokens are signed with (PKCS#8, base64).
+    pub token_key: Option<Secret>,
+}
+
+/// Where the embedded store at `db_path` keeps the key of local accounts' tokens when
+/// `BLOG_TOKEN_KEY` is not set: beside it, `<file name>.token-key`.
+pub fn token_key_path(db_path: &std::path::Path) -> PathBuf {
+    let mut name = db_path.file_name().unwrap_or_default().to_os_string();
+    name.push(".token-key");
+    db_path.with_file_name(name)
 }
 
 /// `var` with every `BLOG_AUTH*` variable unset.
@@ -145,6 +158,8 @@ impl Settings {
             feed_cache: store::feed_cache(get)?,
             writes_per_minute: server::writes_per_minute(get, local_only)?,
             timeline_fanout_limit: change_feed::timeline_fanout_limit(get)?,
+            conduit: flag("BLOG_CONDUIT", get("BLOG_CONDUIT"))?.unwrap_or(!hosted),
+            token_key: get("BLOG_TOKEN_KEY").map(Secret::new),
         })
     }
 }

@@ -130,17 +130,19 @@ impl Application {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let store = self.state.store.clone();
+        let progress = self.state.progress.clone();
         let config = app::Config {
             hosted: self.hosted,
             limits: self.limits,
             cors_origins: self.cors_origins,
             fanout_limit: self.fanout_limit,
+            conduit: true,
         };
         let router = app::router(self.state, &config);
         let (router, answered) = notice_first_answer(router);
         let pump = self
             .pump
-            .then(|| start_pump(store, answered, self.fanout_limit));
+            .then(|| start_pump(store, answered, self.fanout_limit, progress));
         server::serve(self.listener, router, self.limits, shutdown).await;
         if let Some(pump) = pump {
             pump.stop().await;
@@ -166,6 +168,7 @@ pub async fn serve(
         limits: settings.server,
         cors_origins: settings.cors_origins.clone(),
         fanout_limit: settings.timeline_fanout_limit,
+        conduit: settings.conduit,
     });
     let (ready, app) = watch::channel::<Option<Router>>(None);
     let waiting = waiting::router(app.clone(), settings.server.request_timeout);
@@ -203,11 +206,13 @@ pub async fn serve(
             return Err(e);
         }
     };
-    let (router, answered) = notice_first_answer(routes.with_state(state(settings, store.clone())));
+    let state = state(settings, store.clone())?;
+    let progress = state.progress.clone();
+    let (router, answered) = notice_first_answer(routes.with_state(state));
     let _ = ready.send(Some(router));
     let pump = settings
         .pump
-        .then(|| start_pump(store, answered, settings.timeline_fanout_limit));
+        .then(|| start_pump(store, answered, settings.timeline_fanout_limit, progress));
     server.await.context("the server task failed")?;
     if let Some(pump) = pump {
         pump.stop().await;
@@ -216,11 +221,33 @@ pub async fn serve(
 }
 
 /// The application's state as the settings describe it, over `store`.
-fn state(settings: &Settings, store: Arc<dyn Store>) -> AppState {
-    AppState::new(store)
+fn state(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
+    let key = token_key(settings)?;
+    Ok(AppState::new(store)
         .with_auth(Auth::new(&settings.auth))
         .with_feed_cache(settings.feed_cache)
         .with_write_limit(settings.writes_per_minute)
+        .with_token_key(key))
+}
+
+/// The key local accounts' tokens are signed with: `BLOG_TOKEN_KEY`; else, on the embedded store,
+/// the one kept beside its file (made at the first start); else one made for this process alone,
+/// whose tokens end with it (said in the log).
+fn token_key(settings: &Settings) -> anyhow::Result<crate::auth::local::TokenKey> {
+    use crate::auth::local::TokenKey;
+    if let Some(text) = &settings.token_key {
+        return TokenKey::from_base64(text.expose())
+            .map_err(|e| anyhow::anyhow!("BLOG_TOKEN_KEY is not usable: {e}"));
+    }
+    if settings.store == crate::settings::StoreKind::Embedded {
+        let at = crate::settings::token_key_path(&settings.db_path);
+        return TokenKey::load_or_create(&at).map_err(|e| anyhow::anyhow!(e));
+    }
+    tracing::warn!(
+        "BLOG_TOKEN_KEY is not set: local accounts' tokens are signed with a key made for this \
+         process, so they end when it stops and other instances refuse them"
+    );
+    Ok(TokenKey::generate().0)
 }
 
 /// `router`, and a notice given once its first answer has been handed to its connection: the
@@ -255,20 +282,27 @@ fn start_pump(
     store: Arc<dyn Store>,
     answered: Arc<Notify>,
     fanout_limit: Option<u64>,
+    progress: Arc<pump::Progress>,
 ) -> pump::Pump {
     let recording = store.clone();
-    pump::spawn_after(store, async move {
-        let _ = tokio::time::timeout(PUMP_START_DELAY, answered.notified()).await;
-        let Some(limit) = fanout_limit else {
-            return;
-        };
-        let mut wait = Duration::from_millis(100);
-        while let Err(e) = projection::timeline::record_limit(&*recording, limit).await {
-            tracing::warn!(error = %e, "fan-out limit not recorded yet; the pump waits");
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
-        }
-    })
+    let every = crate::quarantine::RETRY_EVERY;
+    pump::spawn_reporting(
+        store,
+        async move {
+            let _ = tokio::time::timeout(PUMP_START_DELAY, answered.notified()).await;
+            let Some(limit) = fanout_limit else {
+                return;
+            };
+            let mut wait = Duration::from_millis(100);
+            while let Err(e) = projection::timeline::record_limit(&*recording, limit).await {
+                tracing::warn!(error = %e, "fan-out limit not recorded yet; the pump waits");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+        },
+        every,
+        progress,
+    )
 }
 
 /// Open the store the settings choose (the bench and the operations commands open theirs

@@ -13,7 +13,7 @@ use std::sync::Once;
 
 use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
 use jsonwebtoken::errors::{Error, ErrorKind};
-use jsonwebtoken::signature::{self, Verifier};
+use jsonwebtoken::signature::{self, Signer, Verifier};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, DecodingKeyKind, EncodingKey};
 use ring::signature::{
     RsaPublicKeyComponents, UnparsedPublicKey, ECDSA_P256_SHA256_FIXED, RSA_PKCS1_2048_8192_SHA256,
@@ -29,16 +29,43 @@ pub fn install() {
     });
 }
 
-/// jsonwebtoken's provider on ring: it checks RS256 and ES256 signatures and nothing else (the
-/// handler never signs, and uses no JWK utilities).
+/// jsonwebtoken's provider on ring: it checks RS256 and ES256 signatures and nothing else, and
+/// signs ES256 only (the tokens of local accounts, `auth::local`); it uses no JWK utilities.
 pub static TOKEN_SIGNATURES: CryptoProvider = CryptoProvider {
-    signer_factory: no_signer,
+    signer_factory: signer,
     verifier_factory: verifier,
     key_utils: KeyUtils::new_unimplemented(),
 };
 
-fn no_signer(_: &Algorithm, _: &EncodingKey) -> Result<Box<dyn JwtSigner>, Error> {
-    Err(ErrorKind::InvalidAlgorithm.into())
+/// ES256 with a P-256 key given as PKCS#8 DER (`EncodingKey::from_ec_der`).
+fn signer(alg: &Algorithm, key: &EncodingKey) -> Result<Box<dyn JwtSigner>, Error> {
+    if *alg != Algorithm::ES256 || key.family() != AlgorithmFamily::Ec {
+        return Err(ErrorKind::InvalidAlgorithm.into());
+    }
+    let pair = ring::signature::EcdsaKeyPair::from_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        key.as_bytes(),
+        &ring::rand::SystemRandom::new(),
+    )
+    .map_err(|_| Error::from(ErrorKind::InvalidEcdsaKey))?;
+    Ok(Box::new(RingSigner(pair)))
+}
+
+struct RingSigner(ring::signature::EcdsaKeyPair);
+
+impl Signer<Vec<u8>> for RingSigner {
+    fn try_sign(&self, msg: &[u8]) -> Result<Vec<u8>, signature::Error> {
+        self.0
+            .sign(&ring::rand::SystemRandom::new(), msg)
+            .map(|s| s.as_ref().to_vec())
+            .map_err(|_| signature::Error::new())
+    }
+}
+
+impl JwtSigner for RingSigner {
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::ES256
+    }
 }
 
 fn verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>, Error> {

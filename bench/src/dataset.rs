@@ -259,6 +259,7 @@ impl Generator {
                     user_id: author.id.clone(),
                     user_username: author.username.clone(),
                     title: words(rng, 10, 80),
+                    description: None,
                     content: words(rng, 50, 1500),
                     comment_count: comments.len() as u64,
                     like_count: likes.len() as u64,
@@ -470,6 +471,9 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
             propagated_version: Some(0),
             follower_count: 0,
             following_count: 0,
+            bio: None,
+            image: None,
+            email: None,
         };
         // The user's partition: the user and the short forms of their posts.
         let items = std::iter::once(domain::to_value(&user_item)).chain(copies);

@@ -131,6 +131,9 @@ impl Bench {
                 propagated_version: Some(0),
                 follower_count: followers as u64,
                 following_count: following as u64,
+                bio: None,
+                image: None,
+                email: None,
             })
         };
         // The author first: the change feed takes an edge to a user it cannot find for one that

@@ -292,6 +292,7 @@ impl Bench {
                         user_id: author.id,
                         user_username: String::new(),
                         title,
+                        description: None,
                         content,
                         comment_count: 0,
                         like_count: 0,

@@ -106,6 +106,7 @@ impl Bench {
                 user_id: author.id,
                 user_username: author.username,
                 title,
+                description: None,
                 content,
                 comment_count: 0,
                 like_count: 0,

@@ -60,20 +60,29 @@ pub async fn create_comment(
     let user_id = caller.acts_as(body.user_id.as_deref())?;
     let content = Text::comment_content(&body.content)?;
     let username = caller.username(&*s.store, &user_id).await?;
-    let comment = Comment::new(&post_id, &user_id, username, &content);
-    match add_to_post(&*s.store, &post_id, to_value(&comment), "/commentCount").await? {
-        Added::Created(created) => Ok((
-            StatusCode::CREATED,
-            Json(CommentView::from_stored(created)?),
-        )
-            .into_response()),
-        Added::NoSuchPost => Err(ApiError::not_found("post", post_id.as_str())),
-        // A fresh random id: a collision is a store-level surprise, not the caller's doing.
-        Added::AlreadyThere => Err(ApiError::Conflict(
-            "a comment with this id already exists; retry".into(),
-        )),
+    // A comment's number collides with another only by chance (two comments in the same
+    // millisecond drawing the same random part): such a create is tried again with a new one.
+    for _ in 0..NUMBER_ATTEMPTS {
+        let comment = Comment::new(&post_id, &user_id, username.clone(), &content);
+        match add_to_post(&*s.store, &post_id, to_value(&comment), "/commentCount").await? {
+            Added::Created(created) => {
+                return Ok((
+                    StatusCode::CREATED,
+                    Json(CommentView::from_stored(created)?),
+                )
+                    .into_response())
+            }
+            Added::NoSuchPost => return Err(ApiError::not_found("post", post_id.as_str())),
+            Added::AlreadyThere => continue,
+        }
     }
+    Err(ApiError::Conflict(
+        "a comment with this id already exists; retry".into(),
+    ))
 }
+
+/// Times a comment's creation draws a new number after meeting one that is taken.
+const NUMBER_ATTEMPTS: usize = 4;
 
 /// Q4 `GET /api/posts/{postId}/comments`: one query in the post's partition, oldest first.
 #[utoipa::path(

@@ -98,6 +98,7 @@ impl Examples {
             },
             user: UserView::from_domain(user),
             post_body: PostBody {
+                description: None,
                 user_id: Some(ANA.into()),
                 title: post.title.clone(),
                 content: post.content.clone(),

@@ -160,6 +160,7 @@ mod tests {
             user_id: "u".into(),
             user_username: "ana".into(),
             title: "t".into(),
+            description: None,
             content: "c".into(),
             comment_count: 0,
             like_count: 0,

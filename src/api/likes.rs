@@ -15,6 +15,7 @@ use super::views::{LikePage, LikeView, View};
 use super::PathIds;
 use super::{list, AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
+use crate::domain::favorites::Favorite;
 use crate::domain::{self, is_live, to_value, Id, Kind, Like};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
@@ -57,6 +58,20 @@ pub async fn create_like(
     JsonBody(body): JsonBody<LikeBody>,
 ) -> ApiResult<Response> {
     let user_id = caller.acts_as(body.user_id.as_deref())?;
+    let resp = like(&s, &caller, &post_id, &user_id).await?;
+    // The liker's side of the like, once the like is there (a repeat mends an edge a failure
+    // between the two writes left out).
+    let edge = Favorite::new(user_id.as_str(), post_id.as_str());
+    s.store
+        .upsert(Container::Users, user_id.as_str(), to_value(&edge))
+        .await?;
+    Ok(resp)
+}
+
+/// The like of C4 in the post's partition (the answer without the liker's edge).
+async fn like(s: &AppState, caller: &Caller, post_id: &Id, user_id: &Id) -> ApiResult<Response> {
+    let user_id = user_id.clone();
+    let post_id = post_id.clone();
     let username = caller.username(&*s.store, &user_id).await?;
     let like = Like::new(&post_id, &user_id, username);
     match add_to_post(&*s.store, &post_id, to_value(&like), "/likeCount").await? {
@@ -212,5 +227,16 @@ pub async fn delete_like(
     })?;
     let id = Like::id_of(user_id.as_str());
     mark_in_post(&*s.store, post_id.as_str(), &id, Kind::Like, None).await?;
-    Ok(no_content())
+    match s
+        .store
+        .delete(
+            Container::Users,
+            user_id.as_str(),
+            &Favorite::id_of(post_id.as_str()),
+        )
+        .await
+    {
+        Ok(()) | Err(StoreError::NotFound) => Ok(no_content()),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -29,10 +29,15 @@ pub struct PostBody {
     /// 1 to 200 characters, not only white space.
     #[schema(min_length = 1, max_length = 200)]
     pub(super) title: String,
+    /// A one-line summary of the post, 1 to 1,000 characters, not only white space. On a new
+    /// post, absent means none; on an edit, absent leaves it as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 1000)]
+    pub(super) description: Option<String>,
     /// 1 to 20,000 characters, not only white space.
     #[schema(min_length = 1, max_length = 20000)]
     pub(super) content: String,
-    /// The post's tags: at most 10, each 1 to 32 letters, digits or `-`; stored lowercased,
+    /// The post's tags: at most 10, each 1 to 32 letters, digits, `-` or `_`; stored lowercased,
     /// each once. On a new post, absent means none; on an edit, absent leaves them as they are
     /// and `[]` removes them all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,9 +79,15 @@ pub async fn create_post(
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
     let tags = tags::parse_tags(body.tags.as_deref().unwrap_or_default())?;
+    let description = body
+        .description
+        .as_deref()
+        .map(Text::description)
+        .transpose()?;
     let username = caller.username(&*s.store, &user_id).await?;
     let mut post = Post::new(&user_id, username, &title, &content);
     post.tags = tags;
+    post.description = description.map(|d| d.as_str().to_string());
     let id = &post.id;
     let stored = s
         .store
@@ -117,6 +128,11 @@ pub async fn update_post(
     let title = Text::title(&body.title)?;
     let content = Text::post_content(&body.content)?;
     let tags = body.tags.as_deref().map(tags::parse_tags).transpose()?;
+    let description = body
+        .description
+        .as_deref()
+        .map(Text::description)
+        .transpose()?;
     let post = read_post(&*s.store, &id).await?;
     if Authored::author_of(&post).as_deref() != Some(user_id.as_str()) {
         return Err(ApiError::Forbidden(format!(
@@ -130,6 +146,9 @@ pub async fn update_post(
     ];
     if let Some(tags) = tags {
         ops.push(PatchOp::set("/tags", tags));
+    }
+    if let Some(description) = description {
+        ops.push(PatchOp::set("/description", description.as_str()));
     }
     let store = &*s.store;
     let post = match if_match.as_ref().and_then(IfMatch::etag) {

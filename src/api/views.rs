@@ -113,6 +113,10 @@ pub struct PostView {
     pub user_username: String,
     #[schema(min_length = 1, max_length = 200)]
     pub title: String,
+    /// A one-line summary, when the author gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, min_length = 1, max_length = 1000)]
+    pub description: Option<String>,
     #[schema(min_length = 1, max_length = 20000)]
     pub content: String,
     #[schema(minimum = 0)]
@@ -148,6 +152,7 @@ impl View for PostView {
             user_id,
             user_username,
             title,
+            description,
             content,
             comment_count,
             like_count,
@@ -162,6 +167,7 @@ impl View for PostView {
             user_id,
             user_username,
             title,
+            description,
             content,
             comment_count,
             like_count,
@@ -186,6 +192,10 @@ pub struct PostSummaryView {
     pub user_username: String,
     #[schema(min_length = 1, max_length = 200)]
     pub title: String,
+    /// A one-line summary, when the author gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, min_length = 1, max_length = 1000)]
+    pub description: Option<String>,
     #[schema(min_length = 1, max_length = 200)]
     pub content: String,
     #[schema(minimum = 0)]
@@ -214,6 +224,7 @@ impl View for PostSummaryView {
             user_id,
             user_username,
             title,
+            description,
             content,
             comment_count,
             like_count,
@@ -228,6 +239,7 @@ impl View for PostSummaryView {
             user_id,
             user_username,
             title,
+            description,
             content,
             comment_count,
             like_count,

@@ -409,6 +409,7 @@ mod tests {
             user_id: "x".into(),
             user_username: "xena".into(),
             title: "t".into(),
+            description: None,
             content: "c".repeat(300),
             comment_count: 2,
             like_count: 1,

@@ -108,6 +108,15 @@ pub struct User {
     pub follower_count: u64,
     #[serde(default)]
     pub following_count: u64,
+    /// A local account's profile (what a RealWorld client shows): a short text about the user
+    /// and the address of a picture, absent when not given; the account's email, which only the
+    /// user sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bio: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
 }
 
 impl User {
@@ -122,6 +131,9 @@ impl User {
             propagated_version: Some(0),
             follower_count: 0,
             following_count: 0,
+            bio: None,
+            image: None,
+            email: None,
         }
     }
 }
@@ -136,6 +148,10 @@ pub struct Post {
     pub user_id: String,
     pub user_username: String,
     pub title: String,
+    /// A one-line summary of the post (what a list shows under its title), when its author gave
+    /// one; posts written before descriptions read as having none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     pub content: String,
     /// A counter reads as at least 0: a delete's decrement may land before the increment of the
     /// item's creation (see `super::pending`), leaving the stored value below zero for a moment.
@@ -173,6 +189,7 @@ impl Post {
             user_id: author.to_string(),
             user_username: username,
             title: title.as_str().into(),
+            description: None,
             content: content.as_str().into(),
             comment_count: 0,
             like_count: 0,
@@ -285,10 +302,40 @@ pub struct Comment {
 }
 
 impl Comment {
+    /// A new comment's number: milliseconds since 2024-01-01 times 10,000 plus a random part,
+    /// so that numbers grow with time, collide only by chance within one millisecond (a
+    /// creation that meets one tries again with a new number), and stay below 2^53, where every
+    /// JSON client reads an integer exactly (until the year 2052).
+    pub fn new_number() -> u64 {
+        const EPOCH_MS: i128 = 1_704_067_200_000;
+        let ms = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) - EPOCH_MS;
+        let random = u64::from(uuid::Uuid::new_v4().as_u128() as u16) % 10_000;
+        (ms.max(0) as u64) * 10_000 + random
+    }
+
+    /// The id of the comment numbered `n` (`c-<n>`).
+    pub fn id_of_number(n: u64) -> String {
+        format!("c-{n}")
+    }
+
+    /// The number a comment is addressed by where a client needs an integer: the one its id
+    /// carries, or for a comment stored before comments were numbered, the first 53 bits of the
+    /// SHA-256 of its id.
+    pub fn number_of(id: &str) -> u64 {
+        if let Some(n) = id.strip_prefix("c-").and_then(|n| n.parse::<u64>().ok()) {
+            if n < (1 << 53) {
+                return n;
+            }
+        }
+        use sha2::Digest as _;
+        let d = sha2::Sha256::digest(id.as_bytes());
+        u64::from_be_bytes(d[..8].try_into().expect("8 bytes")) >> 11
+    }
+
     /// A new comment on `post` by `author` (whose current name is `username`).
     pub fn new(post: &Id, author: &Id, username: String, content: &Text) -> Self {
         Comment {
-            id: Id::new().to_string(),
+            id: Comment::id_of_number(Comment::new_number()),
             kind: Kind::Comment,
             post_id: post.to_string(),
             user_id: author.to_string(),

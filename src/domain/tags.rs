@@ -71,7 +71,7 @@ impl TagCount {
 pub const TAGGED: &str = "tagged";
 
 /// One tag, as a client may give it: lowercased, then 1 to [`MAX_TAG_CHARS`] characters, each a
-/// letter, a digit or `-` (white space, around a tag too, is refused, as the API's schema says).
+/// letter, a digit, `-` or `_` (white space, around a tag too, is refused, as the API's schema says).
 /// `field` names the property in the error.
 pub fn parse_tag(field: &str, s: &str) -> Result<String, Invalid> {
     let tag = s.to_lowercase();
@@ -85,11 +85,14 @@ pub fn parse_tag(field: &str, s: &str) -> Result<String, Invalid> {
             format!("`{field}`: a tag is at most {MAX_TAG_CHARS} characters (`{s}` has {n})"),
         ));
     }
-    if let Some(c) = tag.chars().find(|&c| !(c.is_alphanumeric() || c == '-')) {
+    if let Some(c) = tag
+        .chars()
+        .find(|&c| !(c.is_alphanumeric() || c == '-' || c == '_'))
+    {
         return Err(Invalid::new(
             field,
             format!(
-                "`{field}`: a tag holds only letters, digits and `-` (`{}` holds U+{:04X})",
+                "`{field}`: a tag holds only letters, digits, `-` and `_` (`{}` holds U+{:04X})",
                 s.escape_debug(),
                 c as u32
             ),

@@ -288,6 +288,7 @@ mod tests {
             user_id: "bob".into(),
             user_username: "bob".into(),
             title: title.into(),
+            description: None,
             content: "c".into(),
             comment_count: 0,
             like_count: 0,

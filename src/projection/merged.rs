@@ -256,6 +256,7 @@ mod tests {
             user_id: author.into(),
             user_username: format!("{author}-name"),
             title: format!("title {n}"),
+            description: None,
             content: "c".repeat(400),
             comment_count: 3,
             like_count: 7,

@@ -375,6 +375,7 @@ mod tests {
             user_id: user.into(),
             user_username: name.into(),
             title: "t".into(),
+            description: None,
             content: "c".repeat(300),
             comment_count: comments,
             like_count: likes,

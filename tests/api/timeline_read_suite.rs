@@ -44,6 +44,7 @@ fn post(author: &str, n: usize, likes: u64) -> Post {
         user_id: author.into(),
         user_username: format!("{author}-name"),
         title: format!("title {n}"),
+        description: None,
         content: "c".into(),
         comment_count: likes / 2,
         like_count: likes,

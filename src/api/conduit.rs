@@ -1,0 +1,364 @@
+//! The RealWorld ("Conduit") API under `/api/conduit` (docs/conduit.md), the API that many
+//! existing front ends speak: an adapter over the native API's handlers, so every rule (who may
+//! write, limits, counters, deletes, the copies the change feed keeps) has one copy. An article
+//! is a post (its slug `<title words>-<post id>`), a favorite is a like, the feed is the personal
+//! timeline, a profile is a user found by its handle.
+//!
+//! What the adapter adds of its own:
+//! - **Local accounts** ([`users`]): register and sign in with email and password, tokens this
+//!   service signs ([`crate::auth::local`]); usernames and emails unique, case-insensitively,
+//!   through guard items ([`crate::domain::accounts`]).
+//! - **Its shapes and errors**: `{"user": …}`, `{"article": …}`, `{"errors": {"<field>": […]}}`
+//!   with 401 before any lookup, 403, 404, 409, 422 as RealWorld clients expect.
+//! - **Reading one's own writes**: a write that the change feed carries into a list (a post, an
+//!   edit, a delete, a follow, a rename) answers once the in-process pump has applied it
+//!   ([`crate::pump::Progress::passed`], at most [`OWN_WRITES_WAIT`]), so the caller's next read
+//!   of any list shows it. Under the Functions host no pump runs in the process: lists follow
+//!   within the triggers' polling delay.
+
+mod articles;
+mod users;
+
+use std::time::Duration;
+
+use axum::extract::{FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use super::write_limit::{WriteLimit, Writer};
+use super::AppState;
+use crate::auth::local::TokenKey;
+use crate::auth::{Caller, Identity};
+use crate::domain::{Id, Invalid};
+use crate::error::ApiError;
+
+/// The longest a write waits for the change feed to carry it into the lists its caller reads
+/// next (see the module's documentation).
+pub const OWN_WRITES_WAIT: Duration = Duration::from_secs(2);
+
+/// Sign-in attempts allowed per account (its email) and per client address, a minute each.
+pub const LOGINS_PER_ACCOUNT_PER_MINUTE: u32 = 10;
+pub const LOGINS_PER_ADDRESS_PER_MINUTE: u32 = 60;
+
+/// Local accounts' shared parts: the token key and the sign-in attempts' budgets.
+pub struct Accounts {
+    key: TokenKey,
+    per_account: WriteLimit,
+    per_address: WriteLimit,
+}
+
+impl Accounts {
+    pub fn new(key: TokenKey) -> Accounts {
+        Accounts {
+            key,
+            per_account: WriteLimit::new(LOGINS_PER_ACCOUNT_PER_MINUTE),
+            per_address: WriteLimit::new(LOGINS_PER_ADDRESS_PER_MINUTE),
+        }
+    }
+
+    pub fn key(&self) -> &TokenKey {
+        &self.key
+    }
+}
+
+/// The Conduit routes, each answered within `request_timeout`.
+pub fn routes(request_timeout: Duration) -> Router<AppState> {
+    const P: &str = "/api/conduit/api";
+    Router::new()
+        .route(&format!("{P}/users"), post(users::register))
+        .route(&format!("{P}/users/login"), post(users::login))
+        .route(&format!("{P}/user"), get(users::current).put(users::update))
+        .route(&format!("{P}/profiles/{{username}}"), get(users::profile))
+        .route(
+            &format!("{P}/profiles/{{username}}/follow"),
+            post(users::follow).delete(users::unfollow),
+        )
+        .route(
+            &format!("{P}/articles"),
+            get(articles::list).post(articles::create),
+        )
+        .route(&format!("{P}/articles/feed"), get(articles::feed))
+        .route(
+            &format!("{P}/articles/{{slug}}"),
+            get(articles::get)
+                .put(articles::update)
+                .delete(articles::remove),
+        )
+        .route(
+            &format!("{P}/articles/{{slug}}/favorite"),
+            post(articles::favorite).delete(articles::unfavorite),
+        )
+        .route(
+            &format!("{P}/articles/{{slug}}/comments"),
+            get(articles::comments).post(articles::comment),
+        )
+        .route(
+            &format!("{P}/articles/{{slug}}/comments/{{id}}"),
+            delete(articles::uncomment),
+        )
+        .route(&format!("{P}/tags"), get(articles::tags))
+        .route_layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| async move {
+                match tokio::time::timeout(request_timeout, next.run(req)).await {
+                    Ok(resp) => resp,
+                    Err(_) => Error::from_api(ApiError::TimedOut(request_timeout), "request"),
+                }
+            },
+        ))
+}
+
+/// A Conduit error answer: `{"errors": {"<field>": ["<message>"]}}` with its status (and the
+/// headers and log record of the native error it comes from, where it does).
+pub type Error = Response;
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `{"errors": {field: [message]}}` with `status`.
+pub fn error(status: StatusCode, field: &str, message: &str) -> Error {
+    let body = json!({ "errors": { field: [message] } });
+    (status, axum::Json(body)).into_response()
+}
+
+/// 401: no token (`token: is missing`) or one that proves nothing (`token: is invalid`).
+fn unauthorized(message: &str) -> Error {
+    let mut resp = error(StatusCode::UNAUTHORIZED, "token", message);
+    resp.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Token"));
+    resp
+}
+
+/// 422 for invalid input: the field and what is wrong with it.
+pub fn unprocessable(field: &str, message: &str) -> Error {
+    error(StatusCode::UNPROCESSABLE_ENTITY, field, message)
+}
+
+/// A domain check's refusal as a 422 naming the field as Conduit does (`content` is `body`,
+/// `tags` is `tagList`), `can't be blank` for an empty value.
+fn invalid(e: Invalid) -> Error {
+    let field = conduit_field(&e.field);
+    let message = if e.detail.contains("must not be empty") || e.detail.contains("blank") {
+        "can't be blank".to_string()
+    } else {
+        e.detail
+    };
+    unprocessable(field, &message)
+}
+
+fn conduit_field(native: &str) -> &str {
+    match native {
+        "content" => "body",
+        "tags" => "tagList",
+        other => other,
+    }
+}
+
+/// The native API's error `e` as a Conduit error about `what` (`article`, `comment`, `profile`):
+/// the same status, a Conduit body; a server-side failure keeps its log record.
+trait FromApi {
+    fn from_api(e: ApiError, what: &str) -> Error;
+}
+
+impl FromApi for Error {
+    fn from_api(e: ApiError, what: &str) -> Error {
+        let (field, message): (String, String) = match &e {
+            ApiError::InvalidInput(errors) => {
+                let mut fields = Map::new();
+                for f in errors {
+                    let message = if f.detail.contains("must not be empty") {
+                        "can't be blank".to_string()
+                    } else {
+                        f.detail.clone()
+                    };
+                    fields
+                        .entry(conduit_field(&f.field).to_string())
+                        .or_insert_with(|| json!([]))
+                        .as_array_mut()
+                        .expect("an array")
+                        .push(message.into());
+                }
+                let body = json!({ "errors": fields });
+                return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(body)).into_response();
+            }
+            ApiError::MalformedBody(m) | ApiError::BadRequest(m) => {
+                return unprocessable("body", m);
+            }
+            ApiError::UnknownUser(m) => ("user".into(), m.clone()),
+            ApiError::Unauthorized { .. } => return unauthorized("is invalid"),
+            ApiError::Forbidden(_) => (what.into(), "forbidden".into()),
+            ApiError::NotFound(_) => (what.into(), "not found".into()),
+            ApiError::Conflict(m) | ApiError::UserExists(m) | ApiError::Erasing(m) => {
+                (what.into(), m.clone())
+            }
+            other => ("server".into(), other.to_string()),
+        };
+        let status = e.status();
+        // The native answer's headers (`Retry-After`) and extensions (the failure to log).
+        let native = e.into_response();
+        let (mut parts, _) = native.into_parts();
+        parts.status = if status == StatusCode::BAD_REQUEST {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            status
+        };
+        parts.headers.remove(header::CONTENT_LENGTH);
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let body = json!({ "errors": { field: [message] } });
+        Response::from_parts(
+            parts,
+            axum::body::Body::from(serde_json::to_vec(&body).expect("JSON")),
+        )
+    }
+}
+
+/// A native handler's answer, or its error as a Conduit one about `what`.
+async fn native(
+    answer: crate::error::ApiResult<Response>,
+    what: &str,
+) -> Result<(StatusCode, Value)> {
+    let resp = answer.map_err(|e| Error::from_api(e, what))?;
+    let status = resp.status();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .map_err(|e| Error::from_api(ApiError::internal(e.to_string()), what))?;
+    if bytes.is_empty() {
+        return Ok((status, Value::Null));
+    }
+    let value = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::from_api(ApiError::internal(e.to_string()), what))?;
+    Ok((status, value))
+}
+
+/// A store error as a Conduit one about `what`.
+fn store_error(e: crate::store::StoreError, what: &str) -> Error {
+    Error::from_api(e.into(), what)
+}
+
+/// The signed-in local account making a request.
+#[derive(Clone)]
+pub struct Account {
+    identity: Identity,
+    /// The token it presented.
+    token: String,
+}
+
+impl Account {
+    pub fn user_id(&self) -> Id {
+        self.identity.user_id()
+    }
+
+    /// The account as the native handlers' caller.
+    fn caller(&self) -> Caller {
+        Caller::Verified(self.identity.clone())
+    }
+}
+
+/// The token of `Authorization: Token <jwt>` (or `Bearer <jwt>`), if any.
+fn presented_token(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("token") || scheme.eq_ignore_ascii_case("bearer"))
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn account_of(parts: &Parts, state: &AppState) -> Result<Option<Account>> {
+    let Some(token) = presented_token(parts) else {
+        return Ok(None);
+    };
+    let identity = state
+        .accounts
+        .key
+        .verify(token)
+        .map_err(|_| unauthorized("is invalid"))?;
+    if let Some(acting) = parts.extensions.get::<crate::auth::ActingUser>() {
+        acting.set(&identity.user_id());
+    }
+    Ok(Some(Account {
+        identity,
+        token: token.to_string(),
+    }))
+}
+
+/// A request that needs a signed-in account: 401 before anything else is looked at.
+pub struct Signed(pub Account);
+
+impl FromRequestParts<AppState> for Signed {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        match account_of(parts, state)? {
+            Some(account) => Ok(Signed(account)),
+            None => Err(unauthorized("is missing")),
+        }
+    }
+}
+
+/// A read that shows more to a signed-in account (`following`, `favorited`); anonymous
+/// otherwise. A token that proves nothing is still a 401.
+pub struct Viewer(pub Option<Account>);
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        Ok(Viewer(account_of(parts, state)?))
+    }
+}
+
+/// A request body: a JSON object holding the object `key` (`{"user": {…}}`), or 422.
+fn body_object(bytes: &[u8], key: &str) -> Result<Map<String, Value>> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|_| unprocessable("body", "is not a JSON object"))?;
+    match value.get(key) {
+        Some(Value::Object(m)) => Ok(m.clone()),
+        _ => Err(unprocessable(key, "is missing")),
+    }
+}
+
+/// A string field of a body: `None` when absent; 422 when null or not a string (`nullable`
+/// turns null into `Some("")`, which the callers read as "cleared").
+fn string_field(m: &Map<String, Value>, field: &str, nullable: bool) -> Result<Option<String>> {
+    match m.get(field) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Null) if nullable => Ok(Some(String::new())),
+        Some(Value::Null) => Err(unprocessable(field, "can't be null")),
+        Some(_) => Err(unprocessable(field, "must be a string")),
+    }
+}
+
+/// Wait until the change feed has carried this request's write into the lists (see
+/// [`OWN_WRITES_WAIT`]).
+async fn own_writes(state: &AppState) {
+    if !state.progress.passed(OWN_WRITES_WAIT).await {
+        tracing::debug!("the change feed did not carry the write within the wait");
+    }
+    // A snapshot of the feed taken before the projection must not hide it.
+    state.feed.forget();
+    state.counts.forget();
+}
+
+/// The client address of a request, for the sign-in budget.
+fn client(parts_peer: Option<std::net::SocketAddr>) -> Writer {
+    Writer::peer(parts_peer)
+}
+
+/// `Retry-After` with a 429 about `field`.
+fn too_many(field: &str, wait: Duration) -> Error {
+    let mut resp = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        field,
+        "too many attempts; retry later",
+    );
+    let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    resp
+}
