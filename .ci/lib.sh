@@ -21,6 +21,15 @@ ci_apt_install() {
     }
 }
 
+# ci_npm_install COMMAND PACKAGE@VERSION: install an npm package globally unless COMMAND is on
+# the PATH already (the RealWorld suite's runner, the Bruno CLI, for `cargo test`).
+ci_npm_install() {
+    local command=$1 package=$2
+    command -v "$command" >/dev/null 2>&1 && return 0
+    echo "ci: installing $package (npm)" >&2
+    npm install --global --no-fund --no-audit --loglevel=error "$package" >/dev/null
+}
+
 # ci_venv NAME: prints the path of a virtual environment holding exactly the pinned packages of
 # .ci/requirements/NAME.txt, under target/ci-venvs/. Made once and reused while that file is
 # unchanged, so a second local run does not install again; a fresh machine makes it.

@@ -26,6 +26,7 @@ mod hooks;
 mod api_suite;
 mod bookmarks_suite;
 mod client_suite;
+mod conduit;
 mod deletes_suite;
 mod lane_suite;
 mod ops_suite;

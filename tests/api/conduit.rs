@@ -1,0 +1,378 @@
+//! The RealWorld ("Conduit") API under `/api/conduit`: the upstream suite (`tests/conduit/`, run
+//! as upstream runs it, twice on the same server, on both stores, with the pump on as
+//! standalone runs it), and what the suite does not reach: races on handles and emails, a
+//! rename freeing its handle and keeping its tokens, the sign-in budget, posts and likes made
+//! through the native API seen through this one.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use crate::helpers::{embedded_fixture, Fixture, Resp, TestApp};
+
+const BASE: &str = "/api/conduit/api";
+
+/// The suite's runner found on this machine.
+enum Runner {
+    Hurl,
+    Bruno,
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+fn runner() -> Option<Runner> {
+    if on_path("hurl") {
+        Some(Runner::Hurl)
+    } else if on_path("bru") {
+        Some(Runner::Bruno)
+    } else {
+        None
+    }
+}
+
+fn suite_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conduit")
+}
+
+/// Run the whole suite once against `host`: its output when a request failed.
+async fn run_suite(runner: &Runner, host: &str, uid: &str) -> Result<(), String> {
+    let dir = suite_dir();
+    let mut cmd = match runner {
+        Runner::Hurl => {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("hurl"))
+                .expect("the suite is there")
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "hurl"))
+                .collect();
+            files.sort();
+            let mut cmd = tokio::process::Command::new("hurl");
+            cmd.args(["--test", "--jobs", "1", "--variable"])
+                .arg(format!("host={host}"))
+                .arg("--variable")
+                .arg(format!("uid={uid}"))
+                .args(files);
+            cmd
+        }
+        Runner::Bruno => {
+            let mut cmd = tokio::process::Command::new("bru");
+            cmd.current_dir(dir.join("bruno"))
+                .args(["run", "--env", "local", "--env-var"])
+                .arg(format!("host={host}"))
+                .args(["--sandbox", "safe"]);
+            cmd
+        }
+    };
+    let out = cmd
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("the runner did not start: {e}"))?;
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        // What failed, and the summary, without every passing request.
+        let lines: Vec<&str> = text.lines().collect();
+        let keep: Vec<&str> = lines
+            .iter()
+            .enumerate()
+            .filter(|(i, l)| {
+                l.contains('✕')
+                    || l.contains("error")
+                    || l.contains("Failed")
+                    || *i + 40 > lines.len()
+            })
+            .map(|(_, l)| *l)
+            .collect();
+        Err(keep.join("\n"))
+    }
+}
+
+/// The suite, twice against one app on `fixture`'s store.
+async fn the_suite_passes_twice_on(fixture: Fixture, store: &str) {
+    let Some(runner) = runner() else {
+        let why = "neither `hurl` nor `bru` is on the PATH: install the Bruno CLI \
+                   (`npm install -g @usebruno/cli`) or Hurl (`cargo install hurl --locked`)";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("the RealWorld suite was not run on the {store} store: {why}");
+        return;
+    };
+    let app = TestApp::spawn(fixture, true).await;
+    let host = app.url("/api/conduit");
+    for round in 1..=2 {
+        let uid = format!("{}{}", std::process::id(), round);
+        if let Err(failed) = run_suite(&runner, &host, &uid).await {
+            panic!("the RealWorld suite failed on the {store} store (run {round}):\n{failed}");
+        }
+    }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_realworld_suite_passes_twice_on_the_embedded_store() {
+    the_suite_passes_twice_on(embedded_fixture().await, "embedded").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_realworld_suite_passes_twice_on_the_cosmos_store() {
+    the_suite_passes_twice_on(crate::cosmos::cosmos_fixture().await, "cosmos").await;
+}
+
+// ---- what the suite does not reach ----
+
+async fn send(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> Resp {
+    let mut req = app
+        .client
+        .request(method, app.url(&format!("{BASE}{path}")));
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Token {t}"));
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    app.send(req).await
+}
+
+async fn register(app: &TestApp, name: &str, email: &str) -> Resp {
+    let body = json!({"user": {"username": name, "email": email, "password": "password123"}});
+    send(app, reqwest::Method::POST, "/users", None, Some(body)).await
+}
+
+fn token(r: &Resp) -> String {
+    r.body["user"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_string()
+}
+
+#[tokio::test]
+async fn of_two_concurrent_registrations_of_one_name_exactly_one_wins() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    for round in 0..4 {
+        // The same handle in two cases, then the same email in two cases.
+        let names = if round % 2 == 0 {
+            [
+                (format!("Twin{round}"), format!("a{round}@x.org")),
+                (format!("twin{round}"), format!("b{round}@x.org")),
+            ]
+        } else {
+            [
+                (format!("one{round}"), format!("Same{round}@x.org")),
+                (format!("two{round}"), format!("same{round}@X.org")),
+            ]
+        };
+        let (a, b) = tokio::join!(
+            register(&app, &names[0].0, &names[0].1),
+            register(&app, &names[1].0, &names[1].1)
+        );
+        let mut statuses = [a.status, b.status];
+        statuses.sort();
+        assert_eq!(
+            statuses,
+            [201, 409],
+            "round {round}: {:?} {:?}",
+            a.body,
+            b.body
+        );
+        let field = if round % 2 == 0 { "username" } else { "email" };
+        let lost = if a.status == 409 { &a } else { &b };
+        assert_eq!(lost.body["errors"][field][0], "has already been taken");
+    }
+}
+
+#[tokio::test]
+async fn a_rename_frees_the_old_handle_and_keeps_the_token() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    let first = register(&app, "ana", "ana@x.org").await;
+    assert_eq!(first.status, 201);
+    let t = token(&first);
+    let renamed = send(
+        &app,
+        reqwest::Method::PUT,
+        "/user",
+        Some(&t),
+        Some(json!({"user": {"username": "ana2", "email": "ana2@x.org"}})),
+    )
+    .await;
+    assert_eq!(renamed.status, 200, "{:?}", renamed.body);
+    // The old name and email are free again; the new ones are taken.
+    assert_eq!(register(&app, "ANA", "ana@x.org").await.status, 201);
+    let taken = register(&app, "Ana2", "other@x.org").await;
+    assert_eq!(taken.status, 409);
+    // The first token still signs in as the renamed account.
+    let me = send(&app, reqwest::Method::GET, "/user", Some(&t), None).await;
+    assert_eq!(me.status, 200);
+    assert_eq!(me.body["user"]["username"], "ana2");
+    assert_eq!(me.body["user"]["email"], "ana2@x.org");
+    let profile = send(&app, reqwest::Method::GET, "/profiles/ana", None, None).await;
+    assert_eq!(profile.body["profile"]["username"], "ANA");
+    // The new email signs in; the old one is the new account's.
+    let login = |email: &str| json!({"user": {"email": email, "password": "password123"}});
+    let by_new = send(
+        &app,
+        reqwest::Method::POST,
+        "/users/login",
+        None,
+        Some(login("ana2@x.org")),
+    )
+    .await;
+    assert_eq!(by_new.body["user"]["username"], "ana2");
+    let by_old = send(
+        &app,
+        reqwest::Method::POST,
+        "/users/login",
+        None,
+        Some(login("ana@x.org")),
+    )
+    .await;
+    assert_eq!(by_old.body["user"]["username"], "ANA");
+}
+
+#[tokio::test]
+async fn sign_in_attempts_are_limited_per_account_with_retry_after() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    assert_eq!(register(&app, "bo", "bo@x.org").await.status, 201);
+    let attempt = |password: &str| json!({"user": {"email": "BO@x.org", "password": password}});
+    let limit = blog::api::conduit::LOGINS_PER_ACCOUNT_PER_MINUTE;
+    for _ in 0..limit {
+        let r = send(
+            &app,
+            reqwest::Method::POST,
+            "/users/login",
+            None,
+            Some(attempt("wrong-password")),
+        )
+        .await;
+        assert_eq!(r.status, 401);
+        assert_eq!(r.body["errors"]["credentials"][0], "invalid");
+    }
+    // Over the budget: refused before the password is looked at, even the right one.
+    let r = send(
+        &app,
+        reqwest::Method::POST,
+        "/users/login",
+        None,
+        Some(attempt("password123")),
+    )
+    .await;
+    assert_eq!(r.status, 429, "{:?}", r.body);
+    let wait: u64 = r
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait));
+    assert!(r.body.to_string().find("token").is_none());
+}
+
+#[tokio::test]
+async fn no_answer_shows_a_password_or_its_hash_and_a_foreign_token_is_refused() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    let r = register(&app, "cy", "cy@x.org").await;
+    let t = token(&r);
+    for body in [&r.body] {
+        let text = body.to_string();
+        assert!(
+            !text.contains("password123") && !text.contains("argon2"),
+            "{text}"
+        );
+    }
+    let me = send(&app, reqwest::Method::GET, "/user", Some(&t), None).await;
+    assert!(!me.body.to_string().contains("argon2"));
+    // Signed with another key: 401, `token: is invalid`.
+    let (other, _) = blog::auth::local::TokenKey::generate();
+    let forged = other.issue("anyone");
+    let refused = send(&app, reqwest::Method::GET, "/user", Some(&forged), None).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.body["errors"]["token"][0], "is invalid");
+}
+
+#[tokio::test]
+async fn posts_and_likes_made_natively_read_as_articles_and_favorites() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    let r = register(&app, "dee", "dee@x.org").await;
+    let me = send(&app, reqwest::Method::GET, "/user", Some(&token(&r)), None).await;
+    assert_eq!(me.status, 200);
+    // A native user (BLOG_AUTH=none) writes a post without description; dee likes it natively.
+    let author = app.create_user("old-timer").await;
+    let author_id = author["id"].as_str().unwrap();
+    let post = app
+        .create_post(author_id, "Written before", "First line.\nSecond line.")
+        .await;
+    let post_id = post["id"].as_str().unwrap().to_string();
+    app.settle().await;
+    let article = send(
+        &app,
+        reqwest::Method::GET,
+        &format!("/articles/{post_id}"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(article.status, 200, "{:?}", article.body);
+    assert_eq!(article.body["article"]["description"], "First line.");
+    let slug = article.body["article"]["slug"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(slug, format!("written-before-{post_id}"));
+    // Liked through the Conduit API, listed as dee's favorite.
+    let t = token(&r);
+    let fav = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("/articles/{slug}/favorite"),
+        Some(&t),
+        None,
+    )
+    .await;
+    assert_eq!(fav.status, 200);
+    assert_eq!(fav.body["article"]["favorited"], true);
+    assert_eq!(fav.body["article"]["favoritesCount"], 1);
+    let list = send(
+        &app,
+        reqwest::Method::GET,
+        "/articles?favorited=dee",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(list.body["articlesCount"], 1);
+    assert_eq!(list.body["articles"][0]["slug"], slug.as_str());
+    // A comment by number: its id is an integer and deletes by that integer.
+    let c = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("/articles/{slug}/comments"),
+        Some(&t),
+        Some(json!({"comment": {"body": "hi"}})),
+    )
+    .await;
+    assert_eq!(c.status, 201);
+    let n = c.body["comment"]["id"].as_u64().expect("an integer id");
+    assert!(n < 1 << 53);
+    let gone = send(
+        &app,
+        reqwest::Method::DELETE,
+        &format!("/articles/{slug}/comments/{n}"),
+        Some(&t),
+        None,
+    )
+    .await;
+    assert_eq!(gone.status, 204);
+}
