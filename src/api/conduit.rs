@@ -66,6 +66,48 @@ impl Accounts {
     }
 }
 
+/// The Functions host's HTTP functions of the Conduit API (`functions/<name>/function.json`):
+/// name, route (under the host's `api` prefix) and methods. Deployed with every other function;
+/// they answer only where `BLOG_CONDUIT` is on (docs/conduit.md).
+pub const FUNCTIONS: [(&str, &str, &[&str]); 12] = [
+    ("ConduitUsers", "conduit/api/users", &["POST"]),
+    ("ConduitLogin", "conduit/api/users/login", &["POST"]),
+    ("ConduitUser", "conduit/api/user", &["GET", "PUT"]),
+    (
+        "ConduitProfile",
+        "conduit/api/profiles/{username}",
+        &["GET"],
+    ),
+    (
+        "ConduitFollow",
+        "conduit/api/profiles/{username}/follow",
+        &["POST", "DELETE"],
+    ),
+    ("ConduitArticles", "conduit/api/articles", &["GET", "POST"]),
+    ("ConduitFeed", "conduit/api/articles/feed", &["GET"]),
+    (
+        "ConduitArticle",
+        "conduit/api/articles/{slug}",
+        &["GET", "PUT", "DELETE"],
+    ),
+    (
+        "ConduitFavorite",
+        "conduit/api/articles/{slug}/favorite",
+        &["POST", "DELETE"],
+    ),
+    (
+        "ConduitComments",
+        "conduit/api/articles/{slug}/comments",
+        &["GET", "POST"],
+    ),
+    (
+        "ConduitComment",
+        "conduit/api/articles/{slug}/comments/{id}",
+        &["DELETE"],
+    ),
+    ("ConduitTags", "conduit/api/tags", &["GET"]),
+];
+
 /// The Conduit routes, each answered within `request_timeout`.
 pub fn routes(request_timeout: Duration) -> Router<AppState> {
     const P: &str = "/api/conduit/api";

@@ -53,6 +53,13 @@ fn router_requests() -> BTreeSet<(String, String)> {
             ]
             .map(|(route, method)| (route.to_string(), method.to_string())),
         )
+        .chain(
+            blog::api::conduit::FUNCTIONS
+                .iter()
+                .flat_map(|(_, route, methods)| {
+                    methods.iter().map(|m| (route.to_string(), m.to_string()))
+                }),
+        )
         .collect()
 }
 
@@ -302,6 +309,37 @@ async fn the_router_serves_every_listed_route_and_answers_every_trigger() {
             assert_ne!(
                 body["detail"], "no such resource",
                 "{method} {path}: not routed"
+            );
+        }
+    }
+    // The Conduit API's functions: each route and method is routed (a handler's answer, not the
+    // fallback's problem+json).
+    for (name, route, methods) in blog::api::conduit::FUNCTIONS {
+        let path = format!(
+            "/api/{}",
+            route
+                .replace("{username}", "nobody")
+                .replace("{slug}", "nothing")
+                .replace("{id}", "1")
+        );
+        for method in methods {
+            let r = app
+                .client
+                .request(method.parse().unwrap(), app.url(&path))
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            let body: Value = r.json().await.unwrap_or(Value::Null);
+            assert_ne!(
+                status,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{name}: {method} {path}"
+            );
+            assert!(
+                body.get("errors").is_some() || status.is_success(),
+                "{name}: {method} {path}: not routed: {body}"
             );
         }
     }
