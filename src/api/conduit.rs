@@ -335,10 +335,15 @@ impl FromRequestParts<AppState> for Signed {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        match account_of(parts, state)? {
-            Some(account) => Ok(Signed(account)),
-            None => Err(unauthorized("is missing")),
-        }
+        let Some(account) = account_of(parts, state)? else {
+            return Err(unauthorized("is missing"));
+        };
+        // A write takes one from the account's budget (`BLOG_WRITES_PER_MINUTE`), as every
+        // write of the native API does.
+        let who = Writer::User(account.user_id().to_string());
+        super::extract::spend_a_write(parts, state, &who)
+            .map_err(|e| Error::from_api(e, "request"))?;
+        Ok(Signed(account))
     }
 }
 

@@ -376,3 +376,29 @@ async fn posts_and_likes_made_natively_read_as_articles_and_favorites() {
     .await;
     assert_eq!(gone.status, 204);
 }
+
+#[tokio::test]
+async fn conduit_writes_spend_the_callers_write_budget() {
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |a| a.with_write_limit(3)).await;
+    let r = register(&app, "eve", "eve@x.org").await;
+    assert_eq!(r.status, 201);
+    let t = token(&r);
+    let post = || {
+        send(
+            &app,
+            reqwest::Method::POST,
+            "/articles",
+            Some(&t),
+            Some(json!({"article": {"title": "t", "description": "d", "body": "b"}})),
+        )
+    };
+    for _ in 0..3 {
+        assert_eq!(post().await.status, 201);
+    }
+    let refused = post().await;
+    assert_eq!(refused.status, 429, "{:?}", refused.body);
+    assert!(refused.header("retry-after").is_some());
+    // Reads are free.
+    let me = send(&app, reqwest::Method::GET, "/user", Some(&t), None).await;
+    assert_eq!(me.status, 200);
+}

@@ -175,7 +175,15 @@ async fn release(store: &dyn Store, id: &str) {
 }
 
 /// `POST /api/conduit/api/users`: register.
-pub async fn register(State(s): State<AppState>, body: Bytes) -> Result<Response> {
+pub async fn register(
+    State(s): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    body: Bytes,
+) -> Result<Response> {
+    // A registration is a write of the client address's budget (`BLOG_WRITES_PER_MINUTE`).
+    if let Err(wait) = s.writes.check(&super::client(Some(peer))) {
+        return Err(too_many("user", wait));
+    }
     let m = body_object(&body, "user")?;
     let username = string_field(&m, "username", false)?.unwrap_or_default();
     let email = string_field(&m, "email", false)?.unwrap_or_default();
