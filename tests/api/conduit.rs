@@ -402,3 +402,59 @@ async fn conduit_writes_spend_the_callers_write_budget() {
     let me = send(&app, reqwest::Method::GET, "/user", Some(&t), None).await;
     assert_eq!(me.status, 200);
 }
+
+#[tokio::test]
+async fn the_served_description_names_this_server_and_every_operation_in_it_is_routed() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    let r = app
+        .client
+        .get(app.url("/api/conduit/openapi.yml"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/yaml");
+    let doc = r.text().await.unwrap();
+    assert!(
+        doc.contains("servers:\n  - url: /api/conduit/api\n"),
+        "its server is this one"
+    );
+    // Every `path` / `method` of the document reaches a Conduit handler (a Conduit answer, not
+    // the fallback's problem+json).
+    let mut path = String::new();
+    let mut operations = 0;
+    for line in doc.lines() {
+        if let Some(p) = line.strip_prefix("  /").and_then(|p| p.strip_suffix(':')) {
+            path = format!("/{p}");
+            continue;
+        }
+        let Some(method) = ["get", "post", "put", "delete"]
+            .into_iter()
+            .find(|m| line == format!("    {m}:"))
+        else {
+            continue;
+        };
+        let url = format!(
+            "{BASE}{}",
+            path.replace("{username}", "nobody")
+                .replace("{slug}", "nothing")
+                .replace("{id}", "1")
+        );
+        let r = app
+            .client
+            .request(method.to_uppercase().parse().unwrap(), app.url(&url))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        assert_ne!(status, 405, "{method} {url}");
+        assert!(
+            body.get("errors").is_some() || (200..300).contains(&status),
+            "{method} {url}: not routed ({status} {body})"
+        );
+        operations += 1;
+    }
+    assert_eq!(operations, 19, "the document's operations");
+}
