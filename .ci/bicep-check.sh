@@ -9,7 +9,9 @@
 #      tile and alert read only the trigger functions' logs; docs/deploy.md's links lead
 #      somewhere (.ci/test_infra_check.py first breaks each rule once); and the hooks that call
 #      Azure Resource Manager (scripts/preprovision.sh, scripts/predeploy.sh) behave against a
-#      stand-in for it (.ci/test_hooks.py);
+#      stand-in for it (.ci/test_hooks.py); the prepackage hook (scripts/package.sh) picks its
+#      way to the x86_64 package on each kind of machine and checks the binary without `file`
+#      (.ci/test_package.py, against stand-ins for the Rust tools);
 #   3. .ci/arm_types.py: every resource's property names, enum values, primitive types, required
 #      properties and constants match the Azure management SDK's model of its type at its API
 #      version; role assignments name built-in roles and platform-constrained strings (subnet
@@ -59,6 +61,7 @@ echo "bicep-check: checkov $("$PY" -c 'from checkov.version import version; prin
 "$TYPES/bin/python" .ci/test_infra_check.py
 "$TYPES/bin/python" .ci/infra_check.py
 "$TYPES/bin/python" .ci/test_hooks.py
+"$TYPES/bin/python" .ci/test_package.py
 
 # 3. Every resource's properties and enum values against Azure's published definitions of its
 #    type and API version; first proof that the check can fail.
