@@ -18,6 +18,7 @@ Run by .ci/bicep-check.sh (in its venv, from the repository root):
     BLOG_AUTH_WRITE_SCOPE to a scope the registration of docs/identity.md defines;
   * Cosmos DB's periodic backup storage redundancy is one every allowed region takes: not Geo
     where the region has no paired region;
+  * the templates match the code (.ci/infra_code_check.py, against infra/expected.json);
   * the change-feed lag tile and alert read only the trigger functions' own log lines
     (Function.<name>.User), not the handler's stdout the host also forwards to `traces`.
 
@@ -39,6 +40,7 @@ from pycep import BicepParser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from azure_constants import FLEX_CONSUMPTION_REGIONS, NONPAIRED_REGIONS  # noqa: E402
+import infra_code_check  # noqa: E402
 
 # azd's first release with `language: custom` (Azure/azure-dev #5771, in azure-dev-cli_1.20.0).
 AZD_MIN_VERSION = (1, 20, 0)
@@ -406,6 +408,7 @@ def run(root: Path, parser: BicepParser | None = None) -> list[str]:
     check_backup_redundancy(root, parser, out)
     check_lag_queries(root, out)
     check_deploy_links(root, out)
+    infra_code_check.run(root, parser, out.add)
     return out.items
 
 
