@@ -8,6 +8,7 @@ Run by .ci/bicep-check.sh before the check itself (python .ci/test_infra_check.p
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import re
 import shutil
@@ -20,7 +21,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import infra_check  # noqa: E402
 from pycep import BicepParser  # noqa: E402
 
-PARSER = BicepParser()
+
+
+class CachingParser:
+    """pycep's parser, remembering each text it parsed: a mistake changes one file, so every
+    other file of its copy parses as it did before. Each answer is a fresh copy, so a check
+    cannot change what the next one reads."""
+
+    def __init__(self) -> None:
+        self.parser = BicepParser()
+        self.parsed: dict[str, dict] = {}
+
+    def parse(self, file_path: Path) -> dict:
+        text = Path(file_path).read_text()
+        if text not in self.parsed:
+            self.parsed[text] = self.parser.parse(file_path=Path(file_path))
+        return copy.deepcopy(self.parsed[text])
+
+
+PARSER = CachingParser()
 
 ROOT = Path(__file__).resolve().parent.parent
 COPIED = ["infra", "docs", "scripts", "functions", "azure.yaml", "README.md"]
