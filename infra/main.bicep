@@ -142,6 +142,13 @@ resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
   tags: tags
 }
 
+@description('Serve the RealWorld ("Conduit") API under /api/conduit (the app setting BLOG_CONDUIT); its functions are deployed either way and answer 404 while it is off')
+param conduitEnabled bool = false
+
+@secure()
+@description('The key local accounts\' tokens are signed with (BLOG_TOKEN_KEY): a P-256 private key in PKCS#8 form, base64, the same on every instance. Empty: none is set, and each instance signs with a key of its own (tokens then hold only on the instance that issued them)')
+param tokenKey string = ''
+
 module resources 'resources.bicep' = {
   name: 'resources'
   scope: rg
@@ -166,6 +173,8 @@ module resources 'resources.bicep' = {
     alertsEnabled: alertsEnabled
     alertEmail: alertEmail
     changeFeedLagThresholdMs: changeFeedLagThresholdMs
+    conduitEnabled: conduitEnabled
+    tokenKey: tokenKey
   }
 }
 

@@ -110,6 +110,13 @@ var cosmosPrincipalIds = concat([
   principalId
 ])
 
+@description('Serve the RealWorld ("Conduit") API under /api/conduit (BLOG_CONDUIT)')
+param conduitEnabled bool = false
+
+@secure()
+@description('The key local accounts\' tokens are signed with (BLOG_TOKEN_KEY); empty: none set')
+param tokenKey string = ''
+
 module identity 'modules/identity.bicep' = {
   name: 'identity'
   params: {
@@ -194,6 +201,8 @@ module functionApp 'modules/functionapp.bicep' = {
     authTenantId: authTenantId
     authScopes: authScopes
     authWriteScope: authWriteScope
+    conduitEnabled: conduitEnabled
+    tokenKey: tokenKey
   }
   // Using the storage, monitoring and cosmos outputs orders this module after those
   // deployments, role assignments included, so the host can reach storage, Cosmos DB

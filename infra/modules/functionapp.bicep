@@ -147,6 +147,27 @@ var commonSettings = [
   }
 ]
 
+@description('Serve the RealWorld ("Conduit") API under /api/conduit (BLOG_CONDUIT)')
+param conduitEnabled bool = false
+
+@secure()
+@description('The key local accounts\' tokens are signed with (BLOG_TOKEN_KEY); empty: none set')
+param tokenKey string = ''
+
+// The RealWorld API and its accounts: on or off, and the one key every instance signs tokens
+// with (a secure parameter, kept by App Service as an app setting, encrypted at rest).
+var conduitSettings = concat([
+  {
+    name: 'BLOG_CONDUIT'
+    value: conduitEnabled ? 'true' : 'false'
+  }
+], empty(tokenKey) ? [] : [
+  {
+    name: 'BLOG_TOKEN_KEY'
+    value: tokenKey
+  }
+])
+
 var authEnabled = !empty(authClientId)
 var authIssuer = '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
 
@@ -240,7 +261,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         allowedOrigins: corsAllowedOrigins
         supportCredentials: false
       }
-      appSettings: concat(commonSettings, authSettings)
+      appSettings: concat(commonSettings, authSettings, conduitSettings)
     }
   }
 }
