@@ -179,3 +179,15 @@ FLEX_CONSUMPTION_REGIONS: set[str] = {
     "swedencentral", "uaenorth", "uksouth", "ukwest", "westcentralus", "westeurope", "westus",
     "westus2", "westus3",
 }
+
+# Azure regions without a paired region: no geo-redundant storage, so a Cosmos DB account there
+# takes only Local or Zone periodic backup storage redundancy.
+# Source: "Azure region pairs and nonpaired regions", learn.microsoft.com/azure/reliability/
+# regions-paired (nonpaired regions list), and "Periodic backup storage redundancy in Azure
+# Cosmos DB" ("if you use a non-paired region, you need to explicitly choose the backup storage
+# redundancy").
+NONPAIRED_REGIONS: set[str] = {
+    "austriaeast", "belgiumcentral", "chilecentral", "indonesiacentral", "israelcentral",
+    "italynorth", "malaysiawest", "mexicocentral", "newzealandnorth", "polandcentral",
+    "qatarcentral", "spaincentral",
+}

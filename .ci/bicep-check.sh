@@ -7,9 +7,15 @@
 #      hook writes a valid local.settings.json from main.bicep's outputs; `location` takes only
 #      Flex Consumption regions; the deployed app requires the documented write scope; the lag
 #      tile and alert read only the trigger functions' logs; docs/deploy.md's links lead
-#      somewhere (.ci/test_infra_check.py first breaks each rule once); and the hooks that call
-#      Azure Resource Manager (scripts/preprovision.sh, scripts/predeploy.sh) behave against a
-#      stand-in for it (.ci/test_hooks.py);
+#      somewhere; Cosmos DB backups are not geo-redundant in a region without a pair; the
+#      templates match the code (.ci/infra_code_check.py against infra/expected.json, which the
+#      code generates: containers, app settings, role assignments, value ranges, the runtime,
+#      the outputs the hooks read) (.ci/test_infra_check.py first breaks each rule once); and
+#      the hooks that call Azure Resource Manager (scripts/preprovision.sh,
+#      scripts/predeploy.sh) behave against a stand-in for it (.ci/test_hooks.py); the
+#      prepackage hook (scripts/package.sh) picks its
+#      way to the x86_64 package on each kind of machine and checks the binary without `file`
+#      (.ci/test_package.py, against stand-ins for the Rust tools);
 #   3. .ci/arm_types.py: every resource's property names, enum values, primitive types, required
 #      properties and constants match the Azure management SDK's model of its type at its API
 #      version; role assignments name built-in roles and platform-constrained strings (subnet
@@ -59,6 +65,7 @@ echo "bicep-check: checkov $("$PY" -c 'from checkov.version import version; prin
 "$TYPES/bin/python" .ci/test_infra_check.py
 "$TYPES/bin/python" .ci/infra_check.py
 "$TYPES/bin/python" .ci/test_hooks.py
+"$TYPES/bin/python" .ci/test_package.py
 
 # 3. Every resource's properties and enum values against Azure's published definitions of its
 #    type and API version; first proof that the check can fail.

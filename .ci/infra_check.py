@@ -16,6 +16,9 @@ Run by .ci/bicep-check.sh (in its venv, from the repository root):
     metadata;
   * the deployed app takes only API access tokens: with an app registration it sets
     BLOG_AUTH_WRITE_SCOPE to a scope the registration of docs/identity.md defines;
+  * Cosmos DB's periodic backup storage redundancy is one every allowed region takes: not Geo
+    where the region has no paired region;
+  * the templates match the code (.ci/infra_code_check.py, against infra/expected.json);
   * the change-feed lag tile and alert read only the trigger functions' own log lines
     (Function.<name>.User), not the handler's stdout the host also forwards to `traces`.
 
@@ -36,7 +39,8 @@ import yaml
 from pycep import BicepParser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from azure_constants import FLEX_CONSUMPTION_REGIONS  # noqa: E402
+from azure_constants import FLEX_CONSUMPTION_REGIONS, NONPAIRED_REGIONS  # noqa: E402
+import infra_code_check  # noqa: E402
 
 # azd's first release with `language: custom` (Azure/azure-dev #5771, in azure-dev-cli_1.20.0).
 AZD_MIN_VERSION = (1, 20, 0)
@@ -289,6 +293,50 @@ def check_write_scope(root: Path, parser: BicepParser, out: Failures) -> None:
             out.add("infra", f"authWriteScope defaults to {default!r}, which the app registration of docs/identity.md does not define (it defines {sorted(defined)})")
 
 
+def allowed_locations(root: Path, parser: BicepParser) -> list[str]:
+    location = (parser.parse(file_path=root / "infra/main.bicep").get("parameters") or {}).get("location") or {}
+    decorators = location.get("decorators") or []
+    return next((d.get("argument") for d in decorators if d.get("type") == "allowed"), None) or []
+
+
+def bicep_string_list(text: str, name: str) -> list[str] | None:
+    m = re.search(rf"^var {re.escape(name)} = \[(.*?)^\]", text, flags=re.M | re.S)
+    return re.findall(r"'([^']*)'", m.group(1)) if m else None
+
+
+def check_backup_redundancy(root: Path, parser: BicepParser, out: Failures) -> None:
+    """Periodic backups go to geo-redundant storage only where the region has a pair."""
+    rel = "infra/modules/cosmos.bicep"
+    text = (root / rel).read_text()
+    m = re.search(r"backupStorageRedundancy:\s*(.+)", text)
+    if not m:
+        out.add(rel, "no backupStorageRedundancy: the periodic backup's redundancy must be chosen (a region without a pair has no default)")
+        return
+    expr = m.group(1).strip()
+    literal = re.fullmatch(r"'(\w+)'", expr)
+    mapped = re.fullmatch(r"contains\((\w+),\s*(?:toLower\(location\)|location)\)\s*\?\s*'(\w+)'\s*:\s*'(\w+)'", expr)
+    if literal:
+        def redundancy(region: str) -> str:
+            return literal.group(1)
+    elif mapped:
+        listed = bicep_string_list(text, mapped.group(1))
+        if listed is None:
+            out.add(rel, f"backupStorageRedundancy reads {mapped.group(1)}, which is not a list of regions in the file")
+            return
+
+        def redundancy(region: str) -> str:
+            return mapped.group(2) if region in listed else mapped.group(3)
+    else:
+        out.add(rel, f"backupStorageRedundancy {expr!r} is neither a value nor contains(<regions>, location) ? '<value>' : '<value>'")
+        return
+    for region in allowed_locations(root, parser):
+        value = redundancy(region)
+        if value not in ("Geo", "Local", "Zone"):
+            out.add(rel, f"backupStorageRedundancy is {value!r} in {region!r}: Geo, Local or Zone")
+        elif value == "Geo" and region in NONPAIRED_REGIONS:
+            out.add(rel, f"backupStorageRedundancy is Geo in {region!r}, a region main.bicep allows that has no paired region: Cosmos DB takes only Local or Zone there (.ci/azure_constants.py NONPAIRED_REGIONS)")
+
+
 def trigger_functions(root: Path) -> list[str]:
     names = []
     for path in sorted((root / "functions").glob("*/function.json")):
@@ -357,8 +405,10 @@ def run(root: Path, parser: BicepParser | None = None) -> list[str]:
     check_postprovision(root, parser, out)
     check_first_up(root, parser, doc, out)
     check_write_scope(root, parser, out)
+    check_backup_redundancy(root, parser, out)
     check_lag_queries(root, out)
     check_deploy_links(root, out)
+    infra_code_check.run(root, parser, out.add)
     return out.items
 
 

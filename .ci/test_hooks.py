@@ -2,7 +2,8 @@
 
 scripts/preprovision.sh (registers Microsoft.App when private networking is on) and
 scripts/predeploy.sh (waits for the app's storage role on a first deploy) run as azd runs them,
-with a fake `azd` on PATH that hands out a token and AZURE_ARM_ENDPOINT pointing at a local HTTP
+with a fake `azd` on PATH that hands out a token as the oldest azd azure.yaml allows does (only
+with `--output json`) and AZURE_ARM_ENDPOINT pointing at a local HTTP
 server answering as Resource Manager does. Run by .ci/bicep-check.sh (python .ci/test_hooks.py).
 """
 
@@ -116,7 +117,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         bin_dir = Path(tmp)
         fake_azd = bin_dir / "azd"
-        fake_azd.write_text(f'#!/bin/sh\n[ "$1 $2" = "auth token" ] && echo {TOKEN}\n')
+        # The oldest azd azure.yaml allows (1.20.0): `azd auth token` answers only with
+        # `--output json`, as {"token": ..., "expiresOn": ...}; without it, it fails.
+        fake_azd.write_text(
+            "#!/bin/sh\n"
+            '[ "$1 $2" = "auth token" ] || exit 1\n'
+            'case " $* " in\n'
+            '  *" --output json "*|*" -o json "*|*" --output=json "*) ;;\n'
+            '  *) echo "ERROR: this command requires --output json" >&2; exit 1 ;;\n'
+            "esac\n"
+            f'printf \'{{\\n  "token": "{TOKEN}",\\n  "expiresOn": "2030-01-01T00:00:00Z"\\n}}\\n\'\n'
+        )
         fake_azd.chmod(0o755)
         no_az = bin_dir / "az"
         no_az.write_text("#!/bin/sh\nexit 1\n")
@@ -128,6 +139,27 @@ def main() -> int:
         rc, out, _ = run_hook("preprovision.sh", arm, {"AZURE_SUBSCRIPTION_ID": SUB}, bin_dir)
         expect(rc == 0 and not arm.requests, "preprovision without VNET_ENABLED must succeed without calling Azure", out)
         arm.close()
+
+        # VNET_ENABLED as azd reads booleans (Go's strconv.ParseBool): every true spelling checks
+        # the provider, every false one does nothing, anything else stops before calling Azure.
+        for value in ("1", "t", "T", "TRUE", "true", "True"):
+            arm = Arm()
+            arm.state = "Registered"
+            rc, out, _ = run_hook("preprovision.sh", arm, {"VNET_ENABLED": value, **fast}, bin_dir)
+            expect(rc == 0 and any(r[0] == "GET" for r in arm.requests),
+                   f"preprovision must check Microsoft.App with VNET_ENABLED={value} (azd deploys the network)", out)
+            arm.close()
+        for value in ("0", "f", "F", "FALSE", "false", "False", ""):
+            arm = Arm()
+            rc, out, _ = run_hook("preprovision.sh", arm, {"VNET_ENABLED": value, **fast}, bin_dir)
+            expect(rc == 0 and not arm.requests, f"preprovision must do nothing with VNET_ENABLED={value!r}", out)
+            arm.close()
+        for value in ("yes", "on", "tRuE"):
+            arm = Arm()
+            rc, out, _ = run_hook("preprovision.sh", arm, {"VNET_ENABLED": value, **fast}, bin_dir)
+            expect(rc != 0 and not arm.requests and "neither true nor false" in out,
+                   f"preprovision must stop on VNET_ENABLED={value}, which is neither true nor false", out)
+            arm.close()
 
         # Not registered: registers, waits for Registered, succeeds.
         arm = Arm()
@@ -186,7 +218,7 @@ def main() -> int:
         print(f"test_hooks FAILED: {problem}", file=sys.stderr)
     if problems:
         return 1
-    print("test_hooks: preprovision registers Microsoft.App only with private networking, waits for it, and stops with the fix when refused or too slow; predeploy waits for a fresh storage role assignment, not an old one, and lets the deploy go on when it cannot tell")
+    print("test_hooks: with the oldest allowed azd's token answer, preprovision registers Microsoft.App only with private networking (VNET_ENABLED read as azd reads booleans), waits for it, and stops with the fix when refused or too slow; predeploy waits for a fresh storage role assignment, not an old one, and lets the deploy go on when it cannot tell")
     return 0
 
 

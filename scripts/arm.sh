@@ -11,8 +11,11 @@ ARM_ENDPOINT="${ARM_ENDPOINT%/}"
 arm_token() {
     local token=""
     if command -v azd >/dev/null 2>&1; then
-        # `azd auth token` prints the signed-in developer's token for the given scope.
-        token=$(azd auth token --scope "$ARM_ENDPOINT//.default" 2>/dev/null) || token=""
+        # `azd auth token` gives the signed-in developer's token for the given scope. Every azd
+        # azure.yaml allows answers `--output json` with {"token": ..., "expiresOn": ...}; the
+        # plain token without it came only later, so the JSON form is the one asked for.
+        token=$(azd auth token --output json --scope "$ARM_ENDPOINT//.default" 2>/dev/null |
+            json_string token) || token=""
     fi
     if [ -z "$token" ] && command -v az >/dev/null 2>&1; then
         token=$(az account get-access-token --resource "$ARM_ENDPOINT/" --query accessToken -o tsv 2>/dev/null) || token=""
@@ -32,8 +35,13 @@ arm_request() {
     rm -f "$out"
 }
 
-# json_field NAME: the first string value of "NAME" in ARM_BODY (enough for the flat fields read
-# here; no JSON tool is assumed on the developer's machine).
+# json_string NAME: the first string value of "NAME" in the JSON on stdin (enough for the flat
+# fields read here; no JSON tool is assumed on the developer's machine).
+json_string() {
+    tr -d '\n' | sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p" | head -n 1
+}
+
+# json_field NAME: the first string value of "NAME" in ARM_BODY.
 json_field() {
-    printf '%s' "$ARM_BODY" | tr -d '\n' | sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p" | head -n 1
+    printf '%s' "$ARM_BODY" | json_string "$1"
 }

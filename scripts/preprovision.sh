@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# azd's preprovision hook. With private networking on (VNET_ENABLED=true), the Function App
-# integrates into a subnet delegated to Microsoft.App/environments, which the Microsoft.App
+# azd's preprovision hook. With private networking on (VNET_ENABLED true, or 1, t, ...), the
+# Function App integrates into a subnet delegated to Microsoft.App/environments, which the Microsoft.App
 # resource provider must be registered for in the subscription (the Flex Consumption plan
 # documents it; a new subscription has it unregistered). This registers it, waits until it is,
 # and stops the provisioning with what to do when it cannot. Without private networking it does
@@ -12,9 +12,16 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/arm.sh"
 
+# VNET_ENABLED as azd reads it into the vnetEnabled parameter (Go's strconv.ParseBool): a value
+# that turns the network on must also run this check, and one that is neither true nor false
+# stops here with what to set.
 case "${VNET_ENABLED:-false}" in
-    true | True | TRUE) ;;
-    *) exit 0 ;;
+    1 | t | T | true | True | TRUE) ;;
+    0 | f | F | false | False | FALSE) exit 0 ;;
+    *)
+        printf 'preprovision: VNET_ENABLED is %s, which is neither true nor false (1, t, T, TRUE, true, True or 0, f, F, FALSE, false, False): azd env set VNET_ENABLED true, or false\n' "'$VNET_ENABLED'" >&2
+        exit 1
+        ;;
 esac
 
 NS=Microsoft.App

@@ -27,7 +27,7 @@ param throughputMode string
 @minValue(1000)
 param autoscaleMaxThroughput int
 
-@description('Periodic: the service default (a backup every 240 minutes, two kept, geo-redundant backup storage; restored through a support request). Continuous7Days / Continuous30Days: continuous backup with self-service point-in-time restore within that window. Periodic to continuous is a one-way migration.')
+@description('Periodic: the service default (a backup every 240 minutes, two kept, in geo-redundant backup storage, or locally redundant in a region without a paired region; restored through a support request). Continuous7Days / Continuous30Days: continuous backup with self-service point-in-time restore within that window. Periodic to continuous is a one-way migration.')
 @allowed([
   'Periodic'
   'Continuous7Days'
@@ -43,12 +43,30 @@ param privateNetworking bool = false
 
 var isServerless = throughputMode == 'serverless'
 
+// Regions without a paired region, where geo-redundant backup storage does not exist: Cosmos DB
+// takes only Local or Zone redundancy there ("Azure region pairs and nonpaired regions", Azure
+// reliability docs). Every region main.bicep allows that has no pair must be listed here.
+var nonPairedRegions = [
+  'austriaeast'
+  'belgiumcentral'
+  'chilecentral'
+  'indonesiacentral'
+  'israelcentral'
+  'italynorth'
+  'malaysiawest'
+  'mexicocentral'
+  'newzealandnorth'
+  'polandcentral'
+  'qatarcentral'
+  'spaincentral'
+]
+
 var backupPolicy = backupMode == 'Periodic' ? {
   type: 'Periodic'
   periodicModeProperties: {
     backupIntervalInMinutes: 240
     backupRetentionIntervalInHours: 8
-    backupStorageRedundancy: 'Geo'
+    backupStorageRedundancy: contains(nonPairedRegions, toLower(location)) ? 'Local' : 'Geo'
   }
 } : {
   type: 'Continuous'

@@ -17,6 +17,9 @@
 //!   within the triggers' polling delay.
 
 mod articles;
+mod comments;
+mod lists;
+mod profiles;
 mod users;
 
 use std::time::Duration;
@@ -62,7 +65,8 @@ impl Default for Accounts {
 /// The Functions host's HTTP functions of the Conduit API (`functions/<name>/function.json`):
 /// name, route (under the host's `api` prefix) and methods. Deployed with every other function;
 /// they answer only where `BLOG_CONDUIT` is on (docs/conduit.md).
-pub const FUNCTIONS: [(&str, &str, &[&str]); 12] = [
+pub const FUNCTIONS: [(&str, &str, &[&str]); 13] = [
+    ("ConduitApiDescription", "conduit/openapi.yml", &["GET"]),
     ("ConduitUsers", "conduit/api/users", &["POST"]),
     ("ConduitLogin", "conduit/api/users/login", &["POST"]),
     ("ConduitUser", "conduit/api/user", &["GET", "PUT"]),
@@ -108,16 +112,19 @@ pub fn routes(request_timeout: Duration) -> Router<AppState> {
         .route(&format!("{P}/users"), post(users::register))
         .route(&format!("{P}/users/login"), post(users::login))
         .route(&format!("{P}/user"), get(users::current).put(users::update))
-        .route(&format!("{P}/profiles/{{username}}"), get(users::profile))
+        .route(
+            &format!("{P}/profiles/{{username}}"),
+            get(profiles::profile),
+        )
         .route(
             &format!("{P}/profiles/{{username}}/follow"),
-            post(users::follow).delete(users::unfollow),
+            post(profiles::follow).delete(profiles::unfollow),
         )
         .route(
             &format!("{P}/articles"),
-            get(articles::list).post(articles::create),
+            get(lists::list).post(articles::create),
         )
-        .route(&format!("{P}/articles/feed"), get(articles::feed))
+        .route(&format!("{P}/articles/feed"), get(lists::feed))
         .route(
             &format!("{P}/articles/{{slug}}"),
             get(articles::get)
@@ -130,13 +137,14 @@ pub fn routes(request_timeout: Duration) -> Router<AppState> {
         )
         .route(
             &format!("{P}/articles/{{slug}}/comments"),
-            get(articles::comments).post(articles::comment),
+            get(comments::comments).post(comments::comment),
         )
         .route(
             &format!("{P}/articles/{{slug}}/comments/{{id}}"),
-            delete(articles::uncomment),
+            delete(comments::uncomment),
         )
-        .route(&format!("{P}/tags"), get(articles::tags))
+        .route(&format!("{P}/tags"), get(lists::tags))
+        .route("/api/conduit/openapi.yml", get(description))
         .route_layer(axum::middleware::from_fn(
             move |req: Request, next: Next| async move {
                 match tokio::time::timeout(request_timeout, next.run(req)).await {
@@ -145,6 +153,27 @@ pub fn routes(request_timeout: Duration) -> Router<AppState> {
                 }
             },
         ))
+}
+
+/// The RealWorld API's description (OpenAPI 3.1, as upstream publishes it with the suite in
+/// `tests/conduit/`), its server this one's Conduit API.
+const DESCRIPTION: &str = include_str!("../../tests/conduit/openapi.yml");
+
+/// `GET /api/conduit/openapi.yml`: [`DESCRIPTION`], for clients generated from it.
+async fn description() -> Response {
+    let doc = DESCRIPTION.replacen(
+        "  - url: https://api.realworld.show/api",
+        "  - url: /api/conduit/api",
+        1,
+    );
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/yaml"),
+        )],
+        doc,
+    )
+        .into_response()
 }
 
 /// A Conduit error answer: `{"errors": {"<field>": ["<message>"]}}` with its status (and the
@@ -319,10 +348,15 @@ impl FromRequestParts<AppState> for Signed {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        match account_of(parts, state)? {
-            Some(account) => Ok(Signed(account)),
-            None => Err(unauthorized("is missing")),
-        }
+        let Some(account) = account_of(parts, state)? else {
+            return Err(unauthorized("is missing"));
+        };
+        // A write takes one from the account's budget (`BLOG_WRITES_PER_MINUTE`), as every
+        // write of the native API does.
+        let who = Writer::User(account.user_id().to_string());
+        super::extract::spend_a_write(parts, state, &who)
+            .map_err(|e| Error::from_api(e, "request"))?;
+        Ok(Signed(account))
     }
 }
 

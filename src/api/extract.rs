@@ -262,7 +262,7 @@ impl FromRequestParts<AppState> for Caller {
 /// Take one write from `who`'s budget (`BLOG_WRITES_PER_MINUTE`) when the request is a write
 /// (reads such as `GET /api/me` are free): 429 with `Retry-After` when it is spent, decided
 /// before the body is read, so nothing is written.
-fn spend_a_write(parts: &Parts, state: &AppState, who: &Writer) -> ApiResult<()> {
+pub(super) fn spend_a_write(parts: &Parts, state: &AppState, who: &Writer) -> ApiResult<()> {
     if matches!(parts.method, Method::GET | Method::HEAD) {
         return Ok(());
     }

@@ -23,6 +23,8 @@ mod feed;
 mod paging;
 mod sql;
 
+pub use bootstrap::container_definitions;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

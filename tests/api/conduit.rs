@@ -376,3 +376,85 @@ async fn posts_and_likes_made_natively_read_as_articles_and_favorites() {
     .await;
     assert_eq!(gone.status, 204);
 }
+
+#[tokio::test]
+async fn conduit_writes_spend_the_callers_write_budget() {
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |a| a.with_write_limit(3)).await;
+    let r = register(&app, "eve", "eve@x.org").await;
+    assert_eq!(r.status, 201);
+    let t = token(&r);
+    let post = || {
+        send(
+            &app,
+            reqwest::Method::POST,
+            "/articles",
+            Some(&t),
+            Some(json!({"article": {"title": "t", "description": "d", "body": "b"}})),
+        )
+    };
+    for _ in 0..3 {
+        assert_eq!(post().await.status, 201);
+    }
+    let refused = post().await;
+    assert_eq!(refused.status, 429, "{:?}", refused.body);
+    assert!(refused.header("retry-after").is_some());
+    // Reads are free.
+    let me = send(&app, reqwest::Method::GET, "/user", Some(&t), None).await;
+    assert_eq!(me.status, 200);
+}
+
+#[tokio::test]
+async fn the_served_description_names_this_server_and_every_operation_in_it_is_routed() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    let r = app
+        .client
+        .get(app.url("/api/conduit/openapi.yml"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/yaml");
+    let doc = r.text().await.unwrap();
+    assert!(
+        doc.contains("servers:\n  - url: /api/conduit/api\n"),
+        "its server is this one"
+    );
+    // Every `path` / `method` of the document reaches a Conduit handler (a Conduit answer, not
+    // the fallback's problem+json).
+    let mut path = String::new();
+    let mut operations = 0;
+    for line in doc.lines() {
+        if let Some(p) = line.strip_prefix("  /").and_then(|p| p.strip_suffix(':')) {
+            path = format!("/{p}");
+            continue;
+        }
+        let Some(method) = ["get", "post", "put", "delete"]
+            .into_iter()
+            .find(|m| line == format!("    {m}:"))
+        else {
+            continue;
+        };
+        let url = format!(
+            "{BASE}{}",
+            path.replace("{username}", "nobody")
+                .replace("{slug}", "nothing")
+                .replace("{id}", "1")
+        );
+        let r = app
+            .client
+            .request(method.to_uppercase().parse().unwrap(), app.url(&url))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        assert_ne!(status, 405, "{method} {url}");
+        assert!(
+            body.get("errors").is_some() || (200..300).contains(&status),
+            "{method} {url}: not routed ({status} {body})"
+        );
+        operations += 1;
+    }
+    assert_eq!(operations, 19, "the document's operations");
+}

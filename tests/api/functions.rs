@@ -6,6 +6,7 @@
 
 pub mod common;
 mod contract;
+mod deployment;
 mod envelope;
 mod forged;
 mod hosted;

@@ -9,7 +9,7 @@
 //! name takes back ([`claim`]).
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -18,9 +18,9 @@ use serde_json::{json, Value};
 
 use super::{
     body_object, error, invalid, native, own_writes, store_error, string_field, too_many,
-    unprocessable, Account, FromApi as _, Result, Signed, Viewer,
+    unprocessable, Account, FromApi as _, Result, Signed,
 };
-use crate::api::{AppState, PathIds};
+use crate::api::AppState;
 use crate::auth::local::{self, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS};
 use crate::auth::Identity;
 use crate::domain::accounts::{email_id, handle_id, parse_email, EmailGuard, HandleGuard};
@@ -40,16 +40,6 @@ fn user_answer(user: &User, token: &str) -> Value {
         "bio": user.bio,
         "image": user.image,
     }})
-}
-
-/// A profile: a user as others see it, and whether the viewer follows them.
-pub(super) fn profile_of(user: &User, following: bool) -> Value {
-    json!({
-        "username": user.username,
-        "bio": user.bio,
-        "image": user.image,
-        "following": following,
-    })
 }
 
 /// A password as an account takes it: 8 to 256 characters, nothing else asked of it.
@@ -102,7 +92,7 @@ async fn hash(password: String) -> Result<String> {
         .map_err(|e| Response::from_api(crate::error::ApiError::internal(e.to_string()), "user"))
 }
 
-async fn read_user(store: &dyn Store, id: &str) -> Result<Option<User>> {
+pub(super) async fn read_user(store: &dyn Store, id: &str) -> Result<Option<User>> {
     let item = store
         .read(Container::Users, id, id)
         .await
@@ -175,7 +165,15 @@ async fn release(store: &dyn Store, id: &str) {
 }
 
 /// `POST /api/conduit/api/users`: register.
-pub async fn register(State(s): State<AppState>, body: Bytes) -> Result<Response> {
+pub async fn register(
+    State(s): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    body: Bytes,
+) -> Result<Response> {
+    // A registration is a write of the client address's budget (`BLOG_WRITES_PER_MINUTE`).
+    if let Err(wait) = s.writes.check(&super::client(Some(peer))) {
+        return Err(too_many("user", wait));
+    }
     let m = body_object(&body, "user")?;
     let username = string_field(&m, "username", false)?.unwrap_or_default();
     let email = string_field(&m, "email", false)?.unwrap_or_default();
@@ -434,90 +432,4 @@ pub async fn update(
     }
     let user = own_user(store, &account).await?;
     Ok(Json(user_answer(&user, &account.token)).into_response())
-}
-
-/// The live user holding the handle `username`, if any.
-pub(super) async fn by_username(store: &dyn Store, username: &str) -> Result<Option<User>> {
-    let id = handle_id(username);
-    let Some(guard) = store
-        .read(Container::Users, &id, &id)
-        .await
-        .map_err(|e| store_error(e, "profile"))?
-        .and_then(|g| HandleGuard::deserialize(&g).ok())
-    else {
-        return Ok(None);
-    };
-    let user = read_user(store, &guard.owner).await?;
-    Ok(user.filter(|u| handle_id(&u.username) == id))
-}
-
-async fn profile_user(store: &dyn Store, username: &str) -> Result<User> {
-    by_username(store, username)
-        .await?
-        .ok_or_else(|| error(StatusCode::NOT_FOUND, "profile", "not found"))
-}
-
-/// Whether `viewer` follows `user` (one point read of the follow edge).
-pub(super) async fn follows(s: &AppState, viewer: &Id, user: &str) -> Result<bool> {
-    let Ok(user) = Id::parse("user", user) else {
-        return Ok(false);
-    };
-    let answer =
-        crate::api::follows::get_following(State(s.clone()), PathIds(viewer.clone(), user)).await;
-    match answer {
-        Ok(resp) => Ok(resp.status() == StatusCode::OK),
-        Err(crate::error::ApiError::NotFound(_)) => Ok(false),
-        Err(e) => Err(Response::from_api(e, "profile")),
-    }
-}
-
-/// `GET /api/conduit/api/profiles/{username}`.
-pub async fn profile(
-    State(s): State<AppState>,
-    Viewer(viewer): Viewer,
-    Path(username): Path<String>,
-) -> Result<Response> {
-    let user = profile_user(&*s.store, &username).await?;
-    let following = match &viewer {
-        Some(v) => follows(&s, &v.user_id(), &user.user_id).await?,
-        None => false,
-    };
-    Ok(Json(json!({ "profile": profile_of(&user, following) })).into_response())
-}
-
-/// `POST /api/conduit/api/profiles/{username}/follow`.
-pub async fn follow(
-    State(s): State<AppState>,
-    Signed(account): Signed,
-    Path(username): Path<String>,
-) -> Result<Response> {
-    change_follow(s, account, username, true).await
-}
-
-/// `DELETE /api/conduit/api/profiles/{username}/follow`.
-pub async fn unfollow(
-    State(s): State<AppState>,
-    Signed(account): Signed,
-    Path(username): Path<String>,
-) -> Result<Response> {
-    change_follow(s, account, username, false).await
-}
-
-async fn change_follow(
-    s: AppState,
-    account: Account,
-    username: String,
-    follow: bool,
-) -> Result<Response> {
-    let user = profile_user(&*s.store, &username).await?;
-    let them = Id::parse("user", &user.user_id).map_err(invalid)?;
-    let ids = PathIds(account.user_id(), them);
-    let answer = if follow {
-        crate::api::follows::follow(State(s.clone()), account.caller(), ids).await
-    } else {
-        crate::api::follows::unfollow(State(s.clone()), account.caller(), ids).await
-    };
-    native(answer, "profile").await?;
-    own_writes(&s).await;
-    Ok(Json(json!({ "profile": profile_of(&user, follow) })).into_response())
 }

@@ -81,6 +81,18 @@ pub(super) fn container_properties(c: Container) -> ContainerProperties {
     props.with_indexing_policy(policy)
 }
 
+/// Every container as the store defines it (its id, partition key, indexing and full-text
+/// policies and time to live), in the service's JSON: what `infra/modules/cosmos.bicep` must
+/// deploy (`infra/expected.json` keeps a copy for the template checks).
+pub fn container_definitions() -> Vec<serde_json::Value> {
+    Container::ALL
+        .iter()
+        .map(|&c| {
+            serde_json::to_value(container_properties(c)).expect("container properties serialize")
+        })
+        .collect()
+}
+
 /// Create the database and the containers that do not exist yet (409 means it exists). A new
 /// database (its `users` container created here) records that it holds everything where this
 /// release keeps it (`crate::store::LAYOUT_ID`): an existing one moves its timeline items first.
