@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The web client in real headless Chromium: installs Debian's chromium and chromium-driver and
 # Selenium (pinned), starts on 127.0.0.1, each over a temporary embedded
-# store, a `handler` with BLOG_AUTH=none and one with BLOG_AUTH=jwt signing in through a local
-# OpenID Connect issuer (tests/browser/oidc_issuer.py), and runs tests/browser/browser_test.py against both.
+# store, a `handler` with BLOG_AUTH=none, one with BLOG_AUTH=jwt signing in through a local
+# OpenID Connect issuer (tests/browser/oidc_issuer.py) and one with BLOG_AUTH=local (accounts of
+# its own), and runs tests/browser/browser_test.py against the three.
 # Screenshots go to target/ci-screenshots/.
 # Bounded: the test itself is given 5 minutes.
 set -euo pipefail
@@ -33,7 +34,7 @@ wait_for() {
     return 1
 }
 
-echo "-- handler (BLOG_AUTH=none), and one with BLOG_AUTH=jwt and a local issuer"
+echo "-- handler (BLOG_AUTH=none), one with BLOG_AUTH=jwt and a local issuer, one with BLOG_AUTH=local"
 target_dir=${CARGO_TARGET_DIR:-target}
 # HANDLER=<path> tests an already built handler (CI passes the packaged one); else a debug build.
 if [ -z "${HANDLER:-}" ]; then
@@ -57,7 +58,12 @@ BLOG_DB_PATH="$work/jwt.db" BLOG_BIND=127.0.0.1 PORT="$jwt_port" RUST_LOG=warn \
     BLOG_AUTH_SCOPES="openid api://blog-test/access" \
     "$HANDLER" >"$work/handler-jwt.log" 2>&1 &
 pids+=($!)
+local_port=$(free_port)
+BLOG_DB_PATH="$work/local.db" BLOG_BIND=127.0.0.1 PORT="$local_port" RUST_LOG=warn \
+    BLOG_AUTH=local "$HANDLER" >"$work/handler-local.log" 2>&1 &
+pids+=($!)
 wait_for "http://127.0.0.1:$port/"
+wait_for "http://127.0.0.1:$local_port/"
 wait_for "http://127.0.0.1:$issuer_port/jwks"
 wait_for "http://127.0.0.1:$jwt_port/"
 
@@ -65,8 +71,9 @@ echo "-- browser test"
 out="$target_dir/ci-screenshots"
 rm -rf "$out"
 mkdir -p "$work/profile"
-if ! PROFILE_DIR="$work/profile" JWT_BASE="http://127.0.0.1:$jwt_port" timeout 300 \
+if ! PROFILE_DIR="$work/profile" JWT_BASE="http://127.0.0.1:$jwt_port" \
+    LOCAL_BASE="http://127.0.0.1:$local_port" timeout 300 \
     "$venv/bin/python" tests/browser/browser_test.py "http://127.0.0.1:$port" "$out"; then
-    for log in handler handler-jwt issuer; do echo "--- $log log"; cat "$work/$log.log"; done
+    for log in handler handler-jwt handler-local issuer; do echo "--- $log log"; cat "$work/$log.log"; done
     exit 1
 fi

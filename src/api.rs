@@ -72,7 +72,7 @@ pub struct AppState {
     /// How far the change-feed pump is, where one runs in this process: what a RealWorld
     /// write waits on so that its caller's next read shows it.
     pub progress: Arc<crate::pump::Progress>,
-    /// Local accounts: the token key and the sign-in attempts' budgets.
+    /// Local accounts' sign-in attempts' budgets.
     pub accounts: Arc<conduit::Accounts>,
 }
 
@@ -91,18 +91,7 @@ impl AppState {
             writes: Arc::new(write_limit::WriteLimit::new(0)),
             timelines: Arc::default(),
             progress: Arc::default(),
-            accounts: Arc::new(conduit::Accounts::new(
-                crate::auth::local::TokenKey::generate().0,
-            )),
-        }
-    }
-
-    /// Local accounts' tokens signed and checked with `key` (by default one made for this
-    /// state alone).
-    pub fn with_token_key(self, key: crate::auth::local::TokenKey) -> Self {
-        AppState {
-            accounts: Arc::new(conduit::Accounts::new(key)),
-            ..self
+            accounts: Arc::default(),
         }
     }
 

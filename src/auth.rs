@@ -2,7 +2,10 @@
 //!
 //! - `none`: nobody is verified and the body's `userId` names the caller (local development);
 //! - `jwt`: `Authorization: Bearer <JWT>` from an OpenID Connect issuer ([`jwt`]);
-//! - `easyauth`: the principal App Service authentication vouches for ([`easyauth`]).
+//! - `easyauth`: the principal App Service authentication vouches for ([`easyauth`]);
+//! - `local`: `Authorization: Bearer <token>` (or `Token <token>`) this service signed for a local
+//!   account ([`local`]), checked with the process's one [`local::TokenKey`], which [`Auth`]
+//!   holds in every mode (the Conduit API's accounts sign in with it whatever the mode).
 //!
 //! One user per identity: the user's id is derived from the identity ([`Identity::user_id`]),
 //! so finding the caller's user is one point read and a second `POST /api/users` by the same
@@ -95,6 +98,8 @@ pub struct ClientConfig {
 pub struct Auth {
     settings: AuthSettings,
     jwt: Option<jwt::JwtVerifier>,
+    /// The key local accounts' tokens are signed and checked with: the process's one key.
+    key: local::TokenKey,
 }
 
 impl Auth {
@@ -112,8 +117,9 @@ impl Auth {
         })
     }
 
-    /// From checked settings (`jwt` has its issuer and audience). No I/O: keys are fetched on
-    /// the first write that needs them.
+    /// From checked settings (`jwt` has its issuer and audience), with a token key made for this
+    /// `Auth` alone ([`Auth::with_token_key`] gives the configured one). No I/O: keys are
+    /// fetched on the first write that needs them.
     pub fn new(settings: &AuthSettings) -> Self {
         let jwt = match (settings.mode, &settings.issuer, &settings.audience) {
             (AuthMode::Jwt, Some(issuer), Some(audience)) => Some(jwt::JwtVerifier::new(
@@ -127,7 +133,18 @@ impl Auth {
         Auth {
             settings: settings.clone(),
             jwt,
+            key: local::TokenKey::generate().0,
         }
+    }
+
+    /// The same, signing and checking local accounts' tokens with `key`.
+    pub fn with_token_key(self, key: local::TokenKey) -> Self {
+        Auth { key, ..self }
+    }
+
+    /// The key local accounts' tokens are signed and checked with.
+    pub fn token_key(&self) -> &local::TokenKey {
+        &self.key
     }
 
     /// In `jwt`, trust cached issuer keys for `max_key_age` and fetch them at most every
@@ -193,19 +210,33 @@ impl Auth {
                 };
                 match verifier.verify(token).await {
                     Ok(identity) => Ok(Some(identity)),
-                    Err(jwt::JwtError::Invalid(why)) => Err(ApiError::Unauthorized {
-                        detail: format!("the bearer token is not valid: {why}"),
-                        challenge: Some(format!(
-                            "Bearer error=\"invalid_token\", error_description=\"{}\"",
-                            why.replace(['"', '\\'], "'")
-                        )),
-                    }),
+                    Err(jwt::JwtError::Invalid(why)) => Err(invalid_bearer(&why)),
                     Err(jwt::JwtError::Unavailable { retry_after }) => {
                         Err(ApiError::IdentityUnavailable { retry_after })
                     }
                 }
             }
+            AuthMode::Local => {
+                let Some(token) = local::presented_token(&parts.headers) else {
+                    return Ok(None);
+                };
+                self.key
+                    .verify(token)
+                    .map(Some)
+                    .map_err(|why| invalid_bearer(&why))
+            }
         }
+    }
+}
+
+/// 401 for a bearer token that proves nothing, saying why in `WWW-Authenticate` too.
+fn invalid_bearer(why: &str) -> ApiError {
+    ApiError::Unauthorized {
+        detail: format!("the bearer token is not valid: {why}"),
+        challenge: Some(format!(
+            "Bearer error=\"invalid_token\", error_description=\"{}\"",
+            why.replace(['"', '\\'], "'")
+        )),
     }
 }
 
@@ -231,9 +262,9 @@ impl ActingUser {
 
 /// Who is calling, for a write (or `GET /api/me`).
 ///
-/// In `jwt` and `easyauth` a request without a valid identity is refused here with 401 (in
-/// `jwt` with `WWW-Authenticate: Bearer`), before its body is read; so a refused write writes
-/// nothing.
+/// In `jwt`, `easyauth` and `local` a request without a valid identity is refused here with 401
+/// (in `jwt` and `local` with `WWW-Authenticate: Bearer`), before its body is read; so a refused
+/// write writes nothing.
 #[derive(Debug, Clone)]
 pub enum Caller {
     /// `BLOG_AUTH=none`: nobody is verified; the body's `userId` names who acts.
@@ -362,7 +393,7 @@ pub fn announce(settings: &AuthSettings, addr: std::net::SocketAddr) {
         AuthMode::None if !addr.ip().is_loopback() => tracing::error!(
             %addr,
             "BLOG_AUTH=none on an address other machines can reach: ANYONE can write as ANY \
-             user. Set BLOG_AUTH=jwt (or run under the Functions host with easyauth)."
+             user. Set BLOG_AUTH=jwt or local (or run under the Functions host with easyauth)."
         ),
         AuthMode::None => tracing::warn!(
             "BLOG_AUTH=none: writes are not authenticated and act as the body's `userId` \

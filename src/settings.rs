@@ -64,7 +64,7 @@ pub struct Settings {
     /// timelines when they are read instead of copied into each (see `projection::timeline`).
     pub timeline_fanout_limit: Option<u64>,
     /// `BLOG_CONDUIT`: serve the RealWorld ("Conduit") API under `/api/conduit` (on by default
-    /// standalone, off under the Functions host, where its functions must be deployed too).
+    /// standalone or with `BLOG_AUTH=local`, off otherwise under the Functions host).
     pub conduit: bool,
     /// `BLOG_TOKEN_KEY`: the key local accounts' tokens are signed with (PKCS#8, base64).
     pub token_key: Option<Secret>,
@@ -144,10 +144,16 @@ impl Settings {
         // Standalone on loopback without sign-in only this machine's processes can write: a
         // developer's scripts, which the default budget would trip.
         let local_only = !hosted && addr.ip().is_loopback() && auth.mode == AuthMode::None;
+        let store = store::store_kind(get, &cosmos)?;
+        // Local accounts sign up through the Conduit API, so `local` turns it on by default.
+        let conduit = flag("BLOG_CONDUIT", get("BLOG_CONDUIT"))?
+            .unwrap_or(!hosted || auth.mode == AuthMode::Local);
+        let token_key = get("BLOG_TOKEN_KEY").map(Secret::new);
+        auth::check_local(&auth, conduit, store, token_key.is_some())?;
         Ok(Settings {
             addr,
             hosted,
-            store: store::store_kind(get, &cosmos)?,
+            store,
             db_path: store::db_path(get),
             pump: change_feed::pump(get, hosted)?,
             cosmos,
@@ -158,8 +164,8 @@ impl Settings {
             feed_cache: store::feed_cache(get)?,
             writes_per_minute: server::writes_per_minute(get, local_only)?,
             timeline_fanout_limit: change_feed::timeline_fanout_limit(get)?,
-            conduit: flag("BLOG_CONDUIT", get("BLOG_CONDUIT"))?.unwrap_or(!hosted),
-            token_key: get("BLOG_TOKEN_KEY").map(Secret::new),
+            conduit,
+            token_key,
         })
     }
 }

@@ -224,10 +224,9 @@ pub async fn serve(
 fn state(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
     let key = token_key(settings)?;
     Ok(AppState::new(store)
-        .with_auth(Auth::new(&settings.auth))
+        .with_auth(Auth::new(&settings.auth).with_token_key(key))
         .with_feed_cache(settings.feed_cache)
-        .with_write_limit(settings.writes_per_minute)
-        .with_token_key(key))
+        .with_write_limit(settings.writes_per_minute))
 }
 
 /// The key local accounts' tokens are signed with: `BLOG_TOKEN_KEY`; else, on the embedded store,

@@ -8,9 +8,18 @@ export function useToken(token) {
   bearer = token;
 }
 
+/** A Conduit error body's `{"errors": {"email": ["has already been taken"]}}` as one line. */
+function conduitErrors(body) {
+  const errors = body && body.errors;
+  if (!errors || typeof errors !== 'object') return null;
+  return Object.entries(errors)
+    .map(([field, messages]) => `${field} ${[messages].flat().join(', ')}`)
+    .join('; ');
+}
+
 export class ApiError extends Error {
   constructor(status, problem) {
-    const detail = problem && (problem.detail || problem.title);
+    const detail = problem && (problem.detail || problem.title || conduitErrors(problem));
     super(detail ? `${detail} (${status})` : status ? `The server answered ${status}.` : 'The server could not be reached.');
     this.status = status;
     this.problem = problem;

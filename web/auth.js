@@ -5,7 +5,10 @@
 // - jwt: sign in with the configured OpenID Connect issuer (authorization code + PKCE, no client
 //   secret); the access token lives in sessionStorage and goes out as `Authorization: Bearer`.
 // - easyauth: App Service authentication signs in (/.auth/login/aad) and keeps its own cookie.
-// In jwt and easyauth the user is GET /api/me; 404 there means "signed in, no user yet".
+// - local: accounts of this service. Sign up (username, email, password) and sign in (email,
+//   password) through the Conduit API (/api/conduit/api/users, …/users/login); the token it
+//   answers lives in sessionStorage and goes out as `Authorization: Bearer`.
+// In jwt, easyauth and local the user is GET /api/me; 404 there means "signed in, no user yet".
 
 import { api, ApiError, seg, useToken } from './api.js';
 
@@ -19,7 +22,7 @@ export const session = {
   config: {},
   /** The signed-in user {id, username}, or null. */
   user: null,
-  /** jwt/easyauth: signed in with the identity provider (the user may not exist yet). */
+  /** jwt/easyauth/local: signed in (with the identity provider the user may not exist yet). */
   signedIn: false,
   /** A problem met while finding out who is signed in, to show once. */
   problem: null,
@@ -60,7 +63,7 @@ export async function init() {
     if (!(e instanceof ApiError && e.status === 404)) session.problem = e;
   }
   const mode = session.config.auth;
-  session.mode = mode === 'jwt' || mode === 'easyauth' ? mode : 'none';
+  session.mode = mode === 'jwt' || mode === 'easyauth' || mode === 'local' ? mode : 'none';
   try {
     if (session.mode === 'none') await loadChosenUser();
     else {
@@ -84,8 +87,13 @@ async function loadChosenUser() {
   }
 }
 
+/** The modes whose token this client keeps (sessionStorage) and sends as `Bearer`. */
+function keepsToken() {
+  return session.mode === 'jwt' || session.mode === 'local';
+}
+
 async function loadMe() {
-  if (session.mode === 'jwt') {
+  if (keepsToken()) {
     const t = readJson(sessionStorage, TOKEN_KEY, null);
     if (!t || !t.accessToken || t.expiresAt < Date.now()) {
       sessionStorage.removeItem(TOKEN_KEY);
@@ -127,6 +135,12 @@ export async function createUser(username) {
 }
 
 export async function rename(username) {
+  if (session.mode === 'local') {
+    // Names are unique among local accounts: the Conduit API renames and keeps that rule.
+    await api('PUT', 'conduit/api/user', { body: { user: { username } } });
+    session.user = (await api('GET', 'me')).data;
+    return session.user;
+  }
   const user = (await api('PUT', `users/${seg(session.user.id)}`, { body: { username } })).data;
   session.user = user;
   if (session.mode === 'none') remember(user);
@@ -182,6 +196,46 @@ export async function signOut() {
   }
   sessionStorage.removeItem(TOKEN_KEY);
   useToken(null);
+}
+
+/** local: create an account (the Conduit API also creates its user) and sign in with it. */
+export async function signUp(username, email, password) {
+  const { data } = await api('POST', 'conduit/api/users', { body: { user: { username, email, password } } });
+  await keepLocalToken(data);
+}
+
+/** local: sign in with an account's email and password. */
+export async function signInLocal(email, password) {
+  let answer;
+  try {
+    answer = await api('POST', 'conduit/api/users/login', { body: { user: { email, password } } });
+  } catch (e) {
+    // One answer for an unknown email and a wrong password, as the server gives.
+    if (e instanceof ApiError && e.status === 401) throw new Error('That email and password do not match an account.');
+    throw e;
+  }
+  await keepLocalToken(answer.data);
+}
+
+/** Keep the token a sign-up or sign-in answered, until it expires or the tab closes. */
+async function keepLocalToken(data) {
+  const token = data && data.user && data.user.token;
+  if (!token) throw new Error('The server answered no token.');
+  sessionStorage.setItem(TOKEN_KEY, JSON.stringify({ accessToken: token, expiresAt: expiryOf(token) }));
+  await loadMe();
+  if (!session.signedIn) throw new Error('The server refused the token it gave. Try again.');
+}
+
+/** When a JWT ends (its `exp`, less 30 s), in milliseconds; an hour from now when unreadable. */
+function expiryOf(token) {
+  try {
+    const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    const exp = Number(JSON.parse(atob(payload)).exp);
+    if (exp > 0) return (exp - 30) * 1000;
+  } catch {
+    // Not a readable JWT: fall through.
+  }
+  return Date.now() + 3600 * 1000;
 }
 
 /** The page itself, without query or fragment: where the issuer sends the browser back. */

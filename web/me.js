@@ -1,6 +1,7 @@
-// Who am I: choose, create, sign in, rename (C1), erase; drawn as the screens in feed.js are.
+// Who am I: choose, create, sign in (or sign up, with local accounts), rename (C1), erase; drawn
+// as the screens in feed.js are.
 
-import { chooseUser, createUser, eraseAccount, knownUsers, rename, session, signIn, signOut } from './auth.js';
+import { chooseUser, createUser, eraseAccount, knownUsers, rename, session, signIn, signInLocal, signOut, signUp } from './auth.js';
 import { heading } from './parts.js';
 import { field, form, h, link, put, say } from './ui.js';
 
@@ -58,6 +59,8 @@ export async function me(ctx) {
         eraseNote,
       ),
     );
+  } else if (session.mode === 'local' && !session.signedIn) {
+    parts.push(h('p', {}, 'Reading needs no account; writing does.'), ...localForms(done));
   } else if (session.mode !== 'none' && !session.signedIn) {
     const b = h('button', { type: 'button', id: 'sign-in' }, 'Sign in');
     const err = h('p', { class: 'error', role: 'alert', hidden: true });
@@ -115,6 +118,35 @@ export async function me(ctx) {
     );
   }
   ctx.render(...parts);
+}
+
+/** local: sign in with email and password, or create an account (username, email, password). */
+function localForms(done) {
+  const email = field('signin-email', 'Email', { type: 'email', required: true, autocomplete: 'email', maxlength: 254 });
+  const password = field('signin-password', 'Password', { type: 'password', required: true, autocomplete: 'current-password' });
+  const name = field('signup-username', 'Name', { required: true, maxlength: 64, autocomplete: 'username' });
+  const newEmail = field('signup-email', 'Email', { type: 'email', required: true, autocomplete: 'email', maxlength: 254 });
+  const newPassword = field('signup-password', 'Password (at least 8 characters)', {
+    type: 'password',
+    required: true,
+    minlength: 8,
+    maxlength: 256,
+    autocomplete: 'new-password',
+  });
+  return [
+    h('h2', {}, 'Sign in'),
+    form('Sign in', [email.field, password.field], 'Sign in', async () => {
+      await signInLocal(email.input.value, password.input.value);
+      say(`Signed in as ${session.user ? session.user.username : email.input.value}.`);
+      await done();
+    }),
+    h('h2', {}, 'Create an account'),
+    form('Create an account', [name.field, newEmail.field, newPassword.field], 'Create account', async () => {
+      await signUp(name.input.value, newEmail.input.value, newPassword.input.value);
+      say(`Account ${session.user ? session.user.username : name.input.value} created; you are signed in.`);
+      await done();
+    }),
+  ];
 }
 
 function alertIn(el, e) {

@@ -35,7 +35,6 @@ use serde_json::{json, Map, Value};
 
 use super::write_limit::{WriteLimit, Writer};
 use super::AppState;
-use crate::auth::local::TokenKey;
 use crate::auth::{Caller, Identity};
 use crate::domain::{Id, Invalid};
 use crate::error::ApiError;
@@ -48,24 +47,18 @@ pub const OWN_WRITES_WAIT: Duration = Duration::from_secs(2);
 pub const LOGINS_PER_ACCOUNT_PER_MINUTE: u32 = 10;
 pub const LOGINS_PER_ADDRESS_PER_MINUTE: u32 = 60;
 
-/// Local accounts' shared parts: the token key and the sign-in attempts' budgets.
+/// Local accounts' sign-in attempts' budgets (their tokens' key is [`crate::auth::Auth`]'s).
 pub struct Accounts {
-    key: TokenKey,
     per_account: WriteLimit,
     per_address: WriteLimit,
 }
 
-impl Accounts {
-    pub fn new(key: TokenKey) -> Accounts {
+impl Default for Accounts {
+    fn default() -> Accounts {
         Accounts {
-            key,
             per_account: WriteLimit::new(LOGINS_PER_ACCOUNT_PER_MINUTE),
             per_address: WriteLimit::new(LOGINS_PER_ADDRESS_PER_MINUTE),
         }
-    }
-
-    pub fn key(&self) -> &TokenKey {
-        &self.key
     }
 }
 
@@ -330,22 +323,13 @@ impl Account {
     }
 }
 
-/// The token of `Authorization: Token <jwt>` (or `Bearer <jwt>`), if any.
-fn presented_token(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(' ')?;
-    (scheme.eq_ignore_ascii_case("token") || scheme.eq_ignore_ascii_case("bearer"))
-        .then(|| token.trim())
-        .filter(|t| !t.is_empty())
-}
-
 fn account_of(parts: &Parts, state: &AppState) -> Result<Option<Account>> {
-    let Some(token) = presented_token(parts) else {
+    let Some(token) = crate::auth::local::presented_token(&parts.headers) else {
         return Ok(None);
     };
     let identity = state
-        .accounts
-        .key
+        .auth
+        .token_key()
         .verify(token)
         .map_err(|_| unauthorized("is invalid"))?;
     if let Some(acting) = parts.extensions.get::<crate::auth::ActingUser>() {

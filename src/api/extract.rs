@@ -213,9 +213,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Paging {
 
 /// Who is calling, for a write (or `GET /api/me`): [`Caller`], as `BLOG_AUTH` decides it.
 ///
-/// In `jwt` and `easyauth` a request without a valid identity is refused here with 401 (in
-/// `jwt` with `WWW-Authenticate: Bearer`), before its body is read; so a refused write writes
-/// nothing. A write over the caller's budget is refused here too (429).
+/// In `jwt`, `easyauth` and `local` a request without a valid identity is refused here with 401
+/// (in `jwt` and `local` with `WWW-Authenticate: Bearer`), before its body is read; so a refused
+/// write writes nothing. A write over the caller's budget is refused here too (429).
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -240,13 +240,21 @@ impl FromRequestParts<AppState> for Caller {
                 spend_a_write(parts, state, &Writer::User(user_id.to_string()))?;
                 Ok(Caller::Verified(identity))
             }
-            None => Err(ApiError::Unauthorized {
-                detail: match auth.mode() {
-                    AuthMode::Jwt => "sign in: writes need `Authorization: Bearer <token>`".into(),
-                    _ => "sign in: writes need an authenticated caller".into(),
-                },
-                challenge: (auth.mode() == AuthMode::Jwt).then(|| "Bearer".to_string()),
-            }),
+            None => {
+                let bearer = matches!(auth.mode(), AuthMode::Jwt | AuthMode::Local);
+                Err(ApiError::Unauthorized {
+                    detail: match auth.mode() {
+                        AuthMode::Local => "sign in: writes need `Authorization: Bearer <token>`, \
+                             a local account's token (`POST /api/conduit/api/users/login`)"
+                            .into(),
+                        AuthMode::Jwt => {
+                            "sign in: writes need `Authorization: Bearer <token>`".into()
+                        }
+                        _ => "sign in: writes need an authenticated caller".into(),
+                    },
+                    challenge: bearer.then(|| "Bearer".to_string()),
+                })
+            }
         }
     }
 }

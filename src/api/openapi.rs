@@ -175,7 +175,7 @@ fn complete(doc: &mut Value) {
             "type": "http",
             "scheme": "bearer",
             "bearerFormat": "JWT",
-            "description": "A token from the deployment's OpenID Connect issuer (`BLOG_AUTH=jwt`), or one App Service authentication accepts (`BLOG_AUTH=easyauth`)",
+            "description": "A token from the deployment's OpenID Connect issuer (`BLOG_AUTH=jwt`), one App Service authentication accepts (`BLOG_AUTH=easyauth`), or a local account's token from `POST /api/conduit/api/users/login` (`BLOG_AUTH=local`)",
         }
     });
     // Every problem type, so a client can list the kinds it handles.

@@ -418,9 +418,10 @@ page!(
 #[serde(rename_all = "camelCase")]
 #[schema(as = ClientConfig)]
 pub struct ClientConfigView {
-    /// `none` (writes act as the body's `userId`), `jwt` (a bearer token from `issuer`) or
-    /// `easyauth` (App Service authentication).
-    #[schema(pattern = "^(none|jwt|easyauth)$")]
+    /// `none` (writes act as the body's `userId`), `jwt` (a bearer token from `issuer`),
+    /// `easyauth` (App Service authentication) or `local` (a bearer token for a local account,
+    /// from `POST /api/conduit/api/users` or `POST /api/conduit/api/users/login`).
+    #[schema(pattern = "^(none|jwt|easyauth|local)$")]
     pub auth: String,
     /// The OpenID Connect issuer (`jwt`).
     #[schema(required = true)]

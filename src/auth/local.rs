@@ -140,6 +140,19 @@ impl TokenKey {
     }
 }
 
+/// The token of `Authorization: Bearer <token>` or `Token <token>` (the scheme RealWorld clients
+/// send), if any.
+pub fn presented_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("token") || scheme.eq_ignore_ascii_case("bearer"))
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -220,6 +233,21 @@ mod tests {
         );
         assert!(key.verify(&parts.join(".")).is_err());
         assert!(key.verify("not a token").is_err());
+    }
+
+    #[test]
+    fn a_token_is_presented_as_bearer_or_token() {
+        use axum::http::{header::AUTHORIZATION, HeaderMap, HeaderValue};
+        let with = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(AUTHORIZATION, HeaderValue::from_static(v));
+            h
+        };
+        assert_eq!(presented_token(&with("Bearer abc")), Some("abc"));
+        assert_eq!(presented_token(&with("token  abc ")), Some("abc"));
+        assert_eq!(presented_token(&with("Basic abc")), None);
+        assert_eq!(presented_token(&with("Bearer ")), None);
+        assert_eq!(presented_token(&HeaderMap::new()), None);
     }
 
     #[test]

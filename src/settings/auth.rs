@@ -1,5 +1,6 @@
-//! Who the caller of a write is: `BLOG_AUTH` (`none`, `jwt`, `easyauth`), the issuer, audience
-//! and keys a token is checked against, what a browser signs in with, and the scope a write needs.
+//! Who the caller of a write is: `BLOG_AUTH` (`none`, `jwt`, `easyauth`, `local`), the issuer,
+//! audience and keys a token is checked against, what a browser signs in with, and the scope a
+//! write needs.
 
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
@@ -15,6 +16,9 @@ pub enum AuthMode {
     Jwt,
     /// The principal App Service authentication puts in the `X-MS-CLIENT-PRINCIPAL*` headers.
     EasyAuth,
+    /// `Authorization: Bearer <token>` (or `Token <token>`) signed by this service for a local
+    /// account (registered through the Conduit API; `crate::auth::local`).
+    Local,
 }
 
 impl AuthMode {
@@ -23,6 +27,7 @@ impl AuthMode {
             AuthMode::None => "none",
             AuthMode::Jwt => "jwt",
             AuthMode::EasyAuth => "easyauth",
+            AuthMode::Local => "local",
         }
     }
 }
@@ -34,7 +39,8 @@ impl FromStr for AuthMode {
             "none" => Ok(AuthMode::None),
             "jwt" => Ok(AuthMode::Jwt),
             "easyauth" => Ok(AuthMode::EasyAuth),
-            _ => Err(format!("`{s}` is not `none`, `jwt` or `easyauth`")),
+            "local" => Ok(AuthMode::Local),
+            _ => Err(format!("`{s}` is not `none`, `jwt`, `easyauth` or `local`")),
         }
     }
 }
@@ -110,7 +116,7 @@ pub(super) fn auth_settings(
             "BLOG_AUTH",
             format!(
                 "`none` on {addr}, an address other machines can reach, would let anyone write \
-                 as any user: set `BLOG_AUTH=jwt`, or bind to loopback (`BLOG_BIND=127.0.0.1`), \
+                 as any user: set `BLOG_AUTH=jwt` or `BLOG_AUTH=local`, or bind to loopback (`BLOG_BIND=127.0.0.1`), \
                  or set `BLOG_INSECURE_OPEN_WRITES=true` if open writes are meant"
             ),
         ));
@@ -121,7 +127,8 @@ pub(super) fn auth_settings(
         return Err(bad(
             "BLOG_AUTH",
             "`easyauth` is allowed only under the Functions host (App Service authentication \
-             strips client-sent identity headers; standalone nothing would): use `jwt` or `none`",
+             strips client-sent identity headers; standalone nothing would): use `jwt`, `local` \
+             or `none`",
         ));
     }
     let url = |name: &'static str| -> Result<Option<String>, SettingError> {
@@ -143,6 +150,15 @@ pub(super) fn auth_settings(
             ));
         }
     }
+    let write_scope = get("BLOG_AUTH_WRITE_SCOPE").map(|v| v.trim().to_string());
+    if mode == AuthMode::Local && write_scope.is_some() {
+        // A local account's token grants no scope or role, so the setting would refuse every
+        // write.
+        return Err(bad(
+            "BLOG_AUTH_WRITE_SCOPE",
+            "`BLOG_AUTH=local` tokens carry no scopes or roles: unset it",
+        ));
+    }
     Ok(AuthSettings {
         mode,
         issuer,
@@ -157,7 +173,7 @@ pub(super) fn auth_settings(
                     .collect()
             })
             .unwrap_or_default(),
-        write_scope: get("BLOG_AUTH_WRITE_SCOPE").map(|v| v.trim().to_string()),
+        write_scope,
         in_azure: get("WEBSITE_SITE_NAME").is_some(),
         platform_auth_off: get("WEBSITE_SITE_NAME").is_some()
             && !matches!(
@@ -165,6 +181,35 @@ pub(super) fn auth_settings(
                 Ok(Some(true))
             ),
     })
+}
+
+/// What `BLOG_AUTH=local` needs of the other settings: the Conduit API on (accounts register and
+/// sign in there), and on Cosmos DB the key `BLOG_TOKEN_KEY` (every instance must check a token
+/// with the key that signed it; only the embedded store keeps one of its own).
+pub(super) fn check_local(
+    auth: &AuthSettings,
+    conduit: bool,
+    store: super::StoreKind,
+    token_key: bool,
+) -> Result<(), SettingError> {
+    if auth.mode != AuthMode::Local {
+        return Ok(());
+    }
+    if !conduit {
+        return Err(bad(
+            "BLOG_CONDUIT",
+            "`BLOG_AUTH=local` needs it on: local accounts register and sign in through the \
+             Conduit API (`/api/conduit/api/users`)",
+        ));
+    }
+    if store == super::StoreKind::Cosmos && !token_key {
+        return Err(bad(
+            "BLOG_TOKEN_KEY",
+            "`BLOG_AUTH=local` on Cosmos DB needs the key tokens are signed with, the same for \
+             every instance (a P-256 private key, PKCS#8, base64; see docs/identity.md)",
+        ));
+    }
+    Ok(())
 }
 
 /// An issuer or key URL: `https://`, or plain `http://` to this machine only (a local issuer).
@@ -250,6 +295,49 @@ mod tests {
             ("BLOG_AUTH_AUDIENCE", "api://blog"),
         ]);
         assert_eq!(jwt.unwrap().auth.mode, AuthMode::Jwt);
+    }
+
+    #[test]
+    fn local_is_a_sign_in_on_any_address_standalone_and_under_the_host() {
+        for pairs in [
+            &[("BLOG_AUTH", "local")][..],
+            &[("BLOG_AUTH", "Local"), ("BLOG_BIND", "0.0.0.0")],
+            &[
+                ("BLOG_AUTH", "local"),
+                ("FUNCTIONS_CUSTOMHANDLER_PORT", "40123"),
+            ],
+        ] {
+            let s = parse(pairs).unwrap();
+            assert_eq!(s.auth.mode, AuthMode::Local, "{pairs:?}");
+            assert_eq!(s.auth.mode.as_str(), "local");
+            // Accounts register through the Conduit API, so it is on, under the host too.
+            assert!(s.conduit, "{pairs:?}");
+            // Signed-in callers get the default write budget.
+            assert_eq!(s.writes_per_minute, 60, "{pairs:?}");
+        }
+        let e = parse(&[("BLOG_AUTH", "locals")]).unwrap_err();
+        assert_eq!(e.name, "BLOG_AUTH");
+        assert!(e.why.contains("`local`"), "{e}");
+    }
+
+    #[test]
+    fn local_needs_the_conduit_api_and_on_cosmos_a_shared_key() {
+        let e = parse(&[("BLOG_AUTH", "local"), ("BLOG_CONDUIT", "off")]).unwrap_err();
+        assert_eq!(e.name, "BLOG_CONDUIT");
+        assert!(e.why.contains("/api/conduit/api/users"), "{e}");
+        let cosmos = ("COSMOS", "AccountEndpoint=https://x/;AccountKey=a2V5;");
+        let e = parse(&[("BLOG_AUTH", "local"), cosmos]).unwrap_err();
+        assert_eq!(e.name, "BLOG_TOKEN_KEY");
+        assert!(e.why.contains("every instance"), "{e}");
+        let s = parse(&[("BLOG_AUTH", "local"), cosmos, ("BLOG_TOKEN_KEY", "a2V5")]);
+        assert_eq!(s.unwrap().auth.mode, AuthMode::Local);
+        // Other modes ask for neither.
+        assert!(parse(&[cosmos]).is_ok());
+        let e = parse(&[
+            ("BLOG_AUTH", "local"),
+            ("BLOG_AUTH_WRITE_SCOPE", "Blog.Write"),
+        ]);
+        assert_eq!(e.unwrap_err().name, "BLOG_AUTH_WRITE_SCOPE");
     }
 
     #[test]

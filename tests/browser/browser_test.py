@@ -1,11 +1,12 @@
 """The web client in real headless Chromium, against a running `handler` (BLOG_AUTH=none).
 
-Usage: [JWT_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
+Usage: [JWT_BASE=url] [LOCAL_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
 like twice (and past the 100th like), save it (the Saved view), edit, rename, visit the author's page, erase the account), checks that user text is
 shown as text and never run, opens the API reference, and saves one screenshot per screen. With JWT_BASE (a handler with
-BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user.
+BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user. With LOCAL_BASE
+(a handler with BLOG_AUTH=local), also signs up, signs out, signs in again with email and password, and writes.
 """
 
 import os
@@ -28,6 +29,8 @@ BASE = sys.argv[1].rstrip("/")
 OUT = sys.argv[2]
 # A second handler with BLOG_AUTH=jwt and a local issuer (tests/browser/oidc_issuer.py), when given.
 JWT_BASE = os.environ.get("JWT_BASE", "").rstrip("/")
+# A third handler with BLOG_AUTH=local (accounts of its own), when given.
+LOCAL_BASE = os.environ.get("LOCAL_BASE", "").rstrip("/")
 WAIT = 20  # seconds for anything to appear (the change feed copies within a second locally)
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -163,6 +166,79 @@ def signed_in_with_an_issuer():
     until("signed out", lambda: text("#whoami") == "Sign in")
     go_jwt("#/write")
     until("the invitation to sign in", lambda: "Sign in to write." in q("main").text)
+
+
+def signed_in_with_a_local_account():
+    """BLOG_AUTH=local: sign up, write, sign out, a refused sign-in, sign in again."""
+    go_local = lambda fragment: d.get(f"{LOCAL_BASE}/{fragment}")
+    go_local("")
+    h1_is("Feed")
+    until("the sign-in link", lambda: text("#whoami") == "Sign in")
+    q("#whoami").click()
+    h1_is("Sign in")
+    controls_are_labelled()
+    assert q("#signin-password").get_attribute("type") == "password"
+    assert q("#signup-password").get_attribute("type") == "password"
+    shot("local-sign-in")
+    fill("#signup-username", "lu")
+    fill("#signup-email", "lu@example.com")
+    fill("#signup-password", "correct horse 1")
+    submit("#signup-username")
+    until("the new account signed in", lambda: text("#whoami") == "lu")
+    until("what the sign-up did", lambda: "Account lu created" in text("#status"))
+    token = d.execute_script("return sessionStorage.getItem('blog.token')")
+    assert token and "accessToken" in token, "the token is kept for the tab"
+    assert d.execute_script("return localStorage.getItem('blog.userId')") is None
+    go_local("#/write")
+    h1_is("Write a post")
+    fill("#post-title", "Local account")
+    fill("#post-content", "Written with a local account's token.")
+    submit("#post-title")
+    h1_is("Local account")
+    assert text("article .author") == "lu"
+    # A reload keeps the sign-in (sessionStorage) and finds the user at /api/me.
+    d.refresh()
+    h1_is("Local account")
+    until("the user after a reload", lambda: text("#whoami") == "lu")
+    q("#whoami").click()
+    h1_is("lu")
+    q("#sign-out").click()
+    until("signed out", lambda: text("#whoami") == "Sign in")
+    assert d.execute_script("return sessionStorage.getItem('blog.token')") is None
+    go_local("#/write")
+    until("the invitation to sign in", lambda: "Sign in to write." in q("main").text)
+    # A taken email and a wrong password are refused with a message under their form.
+    go_local("#/me")
+    h1_is("Sign in")
+    fill("#signup-username", "lu2")
+    fill("#signup-email", "LU@example.com")
+    fill("#signup-password", "correct horse 2")
+    submit("#signup-username")
+    until("the taken email", lambda: "email has already been taken" in q("main").text)
+    fill("#signin-email", "lu@example.com")
+    fill("#signin-password", "wrong horse 1")
+    submit("#signin-email")
+    until("the refused sign-in", lambda: "do not match an account" in q("main").text)
+    assert text("#whoami") == "Sign in"
+    fill("#signin-password", "correct horse 1")
+    submit("#signin-email")
+    until("signed in again", lambda: text("#whoami") == "lu")
+    # A rename keeps names unique among accounts: a taken one is refused, a free one taken.
+    q("#whoami").click()
+    h1_is("lu")
+    register = (
+        "return fetch('/api/conduit/api/users', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+        " body: JSON.stringify({user: {username: 'mo', email: 'mo@example.com', password: 'correct horse 3'}})})"
+        ".then(r => r.status)"
+    )
+    assert d.execute_script(register) == 201
+    fill("#rename-username", "MO")
+    submit("#rename-username")
+    until("the taken name", lambda: "username has already been taken" in q("main").text)
+    fill("#rename-username", "lux")
+    submit("#rename-username")
+    until("the new name", lambda: text("#whoami") == "lux")
+    shot("local-signed-in")
 
 
 try:
@@ -509,6 +585,8 @@ try:
 
     if JWT_BASE:
         signed_in_with_an_issuer()
+    if LOCAL_BASE:
+        signed_in_with_a_local_account()
 
     # The API reference renders the served document's operations and their examples (RapiDoc
     # draws them in shadow roots, request examples in text areas), under the page's policy: the

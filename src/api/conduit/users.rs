@@ -213,7 +213,7 @@ pub async fn register(
         release(store, &handle.id).await;
         return Err(store_error(e, "user"));
     }
-    let token = s.accounts.key().issue(&subject);
+    let token = s.auth.token_key().issue(&subject);
     Ok((StatusCode::CREATED, Json(user_answer(&user, &token))).into_response())
 }
 
@@ -257,7 +257,7 @@ pub async fn login(
         return Err(refused());
     };
     let user = read_user(store, &guard.owner).await?.ok_or_else(refused)?;
-    let token = s.accounts.key().issue(&guard.subject);
+    let token = s.auth.token_key().issue(&guard.subject);
     Ok(Json(user_answer(&user, &token)).into_response())
 }
 

@@ -260,3 +260,117 @@ async fn easyauth_under_the_host_logs_the_acting_user_but_never_the_principal() 
         assert!(!out.contains(secret), "`{secret}` is in the logs: {out}");
     }
 }
+
+/// Register `name` through the Conduit API at `base`: its token.
+async fn register(client: &reqwest::Client, base: &str, name: &str) -> String {
+    let r = client
+        .post(format!("{base}/api/conduit/api/users"))
+        .json(
+            &json!({"user": {"username": name, "email": format!("{name}@example.com"),
+            "password": "password-5e1f"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let body: Value = r.json().await.unwrap();
+    body["user"]["token"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn local_starts_on_any_address_keeps_its_key_and_logs_no_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = [
+        ("BLOG_AUTH", "local".to_string()),
+        ("BLOG_BIND", "0.0.0.0".to_string()),
+    ];
+    let h = Handler::start(dir.path(), &envs).await;
+    let client = reqwest::Client::new();
+    let token = register(&client, &h.base, "ana").await;
+    let r = client
+        .post(format!("{}/api/posts", h.base))
+        .bearer_auth(&token)
+        .json(&json!({"title": "t", "content": "c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let post: Value = r.json().await.unwrap();
+    let out = h.stop();
+    let user_id = post["userId"].as_str().unwrap();
+    assert!(
+        out.lines()
+            .any(|l| l.contains("request") && l.contains(user_id)),
+        "the request line names the user: {out}"
+    );
+    for secret in [token.as_str(), "password-5e1f"] {
+        assert!(!out.contains(secret), "`{secret}` is in the logs: {out}");
+    }
+    assert!(!out.contains("ANYONE"), "{out}");
+
+    // The key is kept beside the database, so the token outlives the process.
+    let h = Handler::start(dir.path(), &envs).await;
+    let me = client
+        .get(format!("{}/api/me", h.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status(), 200);
+    let me: Value = me.json().await.unwrap();
+    assert_eq!(me["id"], user_id);
+    h.stop();
+}
+
+#[tokio::test]
+async fn local_under_the_host_checks_tokens_with_blog_token_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, der) = blog::auth::local::TokenKey::generate();
+    let text = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, der);
+    let h = Handler::start(
+        dir.path(),
+        &[
+            ("FUNCTIONS_CUSTOMHANDLER_PORT", String::new()),
+            ("BLOG_STORE", "embedded".into()),
+            ("BLOG_AUTH", "local".into()),
+            ("BLOG_TOKEN_KEY", text.clone()),
+        ],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let config: Value = client
+        .get(format!("{}/api/config", h.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(config["auth"], "local");
+    let token = register(&client, &h.base, "bo").await;
+    let r = client
+        .post(format!("{}/api/posts", h.base))
+        .header("Authorization", format!("Token {token}"))
+        .json(&json!({"title": "t", "content": "c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    // A token the configured key signed proves its account (which has no user yet: 404); one
+    // signed by any other key proves nothing (401).
+    let me = |t: String| {
+        let client = client.clone();
+        let url = format!("{}/api/me", h.base);
+        async move { client.get(url).bearer_auth(t).send().await.unwrap() }
+    };
+    assert_eq!(me(key.issue("no-user-yet")).await.status(), 404);
+    let (other, _) = blog::auth::local::TokenKey::generate();
+    let refused = me(other.issue("no-user-yet")).await;
+    assert_eq!(refused.status(), 401);
+    assert!(refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .starts_with("Bearer error=\"invalid_token\""));
+    let out = h.stop();
+    assert!(!out.contains(&text), "the key is in the logs");
+}
