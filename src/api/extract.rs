@@ -242,8 +242,8 @@ impl FromRequestParts<AppState> for Caller {
             }
             None => Err(ApiError::Unauthorized {
                 detail: match auth.mode() {
-                    AuthMode::Jwt => "sign in: writes need `Authorization: Bearer <token>`".into(),
-                    _ => "sign in: writes need an authenticated caller".into(),
+                    AuthMode::Jwt => "sign in: writes, and reading what is the caller's own, need `Authorization: Bearer <token>`".into(),
+                    _ => "sign in: writes, and reading what is the caller's own, need an authenticated caller".into(),
                 },
                 challenge: (auth.mode() == AuthMode::Jwt).then(|| "Bearer".to_string()),
             }),
