@@ -155,7 +155,7 @@ fn property_pattern(schema: &str, property: &str) -> Option<String> {
 /// A tag in a path: 1 to 32 characters, none of them white space, a control character or ASCII
 /// punctuation but `-` (letters in any case, digits; a pattern cannot name Unicode's letters, so
 /// a symbol outside ASCII passes it and answers 400).
-const TAG_PATTERN: &str = r"^[^\s\x00-\x2C\x2E\x2F\x3A-\x40\x5B-\x60\x7B-\x9F]{1,32}$";
+const TAG_PATTERN: &str = r"^[^\s\x00-\x2C\x2E\x2F\x3A-\x40\x5B-\x5E\x60\x7B-\x9F]{1,32}$";
 
 fn parameter_pattern(name: &str) -> Option<&'static str> {
     match name {
