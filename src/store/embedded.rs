@@ -335,6 +335,18 @@ impl Store for EmbeddedStore {
         self.with_writer(c, move |w| w.delete(c, &pk, &id)).await
     }
 
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()> {
+        let (pk, id, etag) = (pk.to_string(), id.to_string(), etag.to_string());
+        self.with_writer(c, move |w| w.delete_if_match(c, &pk, &id, &etag))
+            .await
+    }
+
     async fn patch(
         &self,
         c: Container,

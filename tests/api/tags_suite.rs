@@ -19,6 +19,7 @@ macro_rules! tags_suite {
             copies_follow_edits_counts_renames_and_deletes,
             an_erased_accounts_posts_leave_their_tags,
             the_tag_list_counts_each_tags_posts_most_used_first,
+            a_tag_left_by_its_last_post_goes_with_its_count,
             verify_finds_and_repairs_broken_tag_copies_and_counts);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
@@ -371,6 +372,41 @@ pub async fn the_tag_list_counts_each_tags_posts_most_used_first(app: &TestApp) 
     let first = app.get("/api/tags?limit=1").await;
     assert_eq!(first.items().len(), 1);
     assert!(first.body["continuationToken"].is_string());
+}
+
+/// A tag whose last post goes leaves the list, and its count item goes too; a new post taking
+/// the tag brings it back.
+pub async fn a_tag_left_by_its_last_post_goes_with_its_count(app: &TestApp) {
+    use blog::store::Container;
+
+    let ana = id(&app.create_user("ana").await);
+    let post = create_tagged(app, &ana, "Alone", &["fleeting", "kept"]).await;
+    create_tagged(app, &ana, "Other", &["kept"]).await;
+    app.settle().await;
+    let mut list = tag_list(app).await;
+    list.sort();
+    assert_eq!(
+        list,
+        [("fleeting".to_string(), 1), ("kept".to_string(), 2)]
+    );
+    assert_eq!(app.delete(&format!("/api/posts/{post}")).await.status, 204);
+    app.settle().await;
+    assert_eq!(tag_list(app).await, [("kept".to_string(), 1)]);
+    let count = app.store.read(Container::Feed, "tagCount", "fleeting").await;
+    assert_eq!(count.unwrap(), None, "the count item of a tag no post carries");
+    // Settling again leaves it gone; a new post with the tag brings it back.
+    app.settle().await;
+    let count = app.store.read(Container::Feed, "tagCount", "fleeting").await;
+    assert_eq!(count.unwrap(), None);
+    let again = create_tagged(app, &ana, "Again", &["fleeting"]).await;
+    app.settle().await;
+    let mut list = tag_list(app).await;
+    list.sort();
+    assert_eq!(
+        list,
+        [("fleeting".to_string(), 1), ("kept".to_string(), 1)]
+    );
+    assert_eq!(tagged(app, "fleeting").await, [again]);
 }
 
 pub async fn verify_finds_and_repairs_broken_tag_copies_and_counts(app: &TestApp) {
