@@ -201,9 +201,12 @@ impl Lagging {
             for id in &posts {
                 let record = retry(|| store.read(Container::Feed, TAGGED, id)).await?;
                 let post = retry(|| store.read(Container::Posts, id, id)).await?;
-                for p in [record.as_ref().and_then(post_of), post.as_ref().and_then(post_of)]
-                    .into_iter()
-                    .flatten()
+                for p in [
+                    record.as_ref().and_then(post_of),
+                    post.as_ref().and_then(post_of),
+                ]
+                .into_iter()
+                .flatten()
                 {
                     tags.extend(p.tags);
                 }
@@ -330,7 +333,9 @@ async fn check_tag(store: &dyn Store, counted: &TagCount, check: &mut Check) -> 
     if let Some(detail) = detail {
         check.found(COUNTS, tag, detail, Fix::Count(tag.into()));
         // Which posts it counted, kept for wrong counts only, for telling their lag.
-        let ids = copies.iter().filter_map(|c| Meta::of(c).id.map(String::from));
+        let ids = copies
+            .iter()
+            .filter_map(|c| Meta::of(c).id.map(String::from));
         check.copies.insert(tag.into(), ids.collect());
     }
     Ok(())
@@ -395,7 +400,7 @@ mod tests {
         c.found("tag:rust", "p1", "missing", Fix::Post("p1".into()));
         assert_eq!(
             c.render(),
-            "tags: 0 copies, records and counts checked, 1 drifted\n  feed/tag:rust/p1: missing\n"
+            "tags: 0 copies, records and counts checked, 1 drifted, 0 lagging\n  feed/tag:rust/p1: missing\n"
         );
     }
 }
