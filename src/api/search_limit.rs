@@ -69,9 +69,4 @@ impl SearchLimit {
             }),
         }
     }
-
-    /// How many more searches could start now.
-    pub fn free_slots(&self) -> usize {
-        self.slots.available_permits()
-    }
 }
