@@ -19,11 +19,11 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod search;
+pub mod search_limit;
 mod tags;
 mod timeline;
 mod users;
 pub mod views;
-pub mod search_limit;
 pub mod write_limit;
 
 use std::sync::Arc;

@@ -161,29 +161,27 @@ where
         limit: fanout_limit,
         recorded: Arc::default(),
     };
-    TRIGGERS
-        .iter()
-        .fold(Router::new(), |router, trigger| {
-            let limit = limit.clone();
-            router.route(
-                &format!("/{}", trigger.function),
-                post(
-                    move |State(store): State<Arc<dyn Store>>,
-                          headers: HeaderMap,
-                          _: JsonInvocation,
-                          body: Body| async move {
-                        let announced = headers
-                            .get(header::CONTENT_LENGTH)
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.parse::<usize>().ok());
-                        let mut budget = Budget::default();
-                        let body = read_body(body, announced, read_timeout, &mut budget).await;
-                        let _turn = APPLYING.acquire().await.expect("never closed");
-                        invoke(*trigger, store, &limit, headers, body).await
-                    },
-                ),
-            )
-        })
+    TRIGGERS.iter().fold(Router::new(), |router, trigger| {
+        let limit = limit.clone();
+        router.route(
+            &format!("/{}", trigger.function),
+            post(
+                move |State(store): State<Arc<dyn Store>>,
+                      headers: HeaderMap,
+                      _: JsonInvocation,
+                      body: Body| async move {
+                    let announced = headers
+                        .get(header::CONTENT_LENGTH)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<usize>().ok());
+                    let mut budget = Budget::default();
+                    let body = read_body(body, announced, read_timeout, &mut budget).await;
+                    let _turn = APPLYING.acquire().await.expect("never closed");
+                    invoke(*trigger, store, &limit, headers, body).await
+                },
+            ),
+        )
+    })
 }
 
 /// The fan-out limit this process was configured with (`BLOG_TIMELINE_FANOUT_LIMIT`), recorded

@@ -247,8 +247,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Delete only if the item's `_etag` still matches (`PreconditionFailed`); `NotFound` when
     /// missing. A write made since the version was read wins over the delete.
-    async fn delete_if_match(&self, c: Container, pk: &str, id: &str, etag: &str)
-        -> StoreResult<()>;
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()>;
 
     /// Server-side patch: applied atomically by the store, never as a client read + replace;
     /// optionally only if the item's `_etag` still matches (`PreconditionFailed`).

@@ -121,13 +121,32 @@ mod tests {
     #[test]
     fn a_word_is_visible_letters_and_digits_of_one_script() {
         for word in [
-            "rust", "snake_case", "x-1", "2026", "café", "раст", "東京タワー", "한국어", "हिंदी",
+            "rust",
+            "snake_case",
+            "x-1",
+            "2026",
+            "café",
+            "раст",
+            "東京タワー",
+            "한국어",
+            "हिंदी",
         ] {
             assert_eq!(word_flaw(word), None, "{word}");
         }
         for bad in [
-            "\u{3164}", "\u{115F}", "a\u{3164}b", "a\u{200B}b", "-", "---", "_", "раst",
-            "pаypal", "c++", "a b", "\u{2800}", "e\u{301}",
+            "\u{3164}",
+            "\u{115F}",
+            "a\u{3164}b",
+            "a\u{200B}b",
+            "-",
+            "---",
+            "_",
+            "раst",
+            "pаypal",
+            "c++",
+            "a b",
+            "\u{2800}",
+            "e\u{301}",
         ] {
             assert!(word_flaw(bad).is_some(), "{}", bad.escape_debug());
         }

@@ -277,8 +277,7 @@ impl Store for CosmosStore {
         etag: &str,
     ) -> StoreResult<()> {
         let mut m = OpMeter::default();
-        let options =
-            write_options().with_precondition(Precondition::if_match(etag.to_string()));
+        let options = write_options().with_precondition(Precondition::if_match(etag.to_string()));
         let container = self.container(c).await?;
         match container.delete_item(pk(key), id, Some(options)).await {
             Ok(resp) => {

@@ -231,7 +231,9 @@ fn interruptible<T>(
     {
         let mut r = running.lock().map_err(|_| poisoned())?;
         if r.dropped {
-            return Err(StoreError::Other("the read's caller stopped waiting".into()));
+            return Err(StoreError::Other(
+                "the read's caller stopped waiting".into(),
+            ));
         }
         r.on = Some(conn.get_interrupt_handle());
     }
@@ -507,8 +509,11 @@ mod tests {
             .map_err(sql)
         };
         for _ in 0..store.inner.readers.len() {
-            let dropped =
-                tokio::time::timeout(std::time::Duration::from_millis(100), store.with_reader(endless)).await;
+            let dropped = tokio::time::timeout(
+                std::time::Duration::from_millis(100),
+                store.with_reader(endless),
+            )
+            .await;
             assert!(dropped.is_err(), "the statement never ends on its own");
         }
         let read = tokio::time::timeout(
@@ -516,7 +521,10 @@ mod tests {
             store.read(Container::Users, "u1", "u1"),
         )
         .await;
-        assert!(read.is_ok(), "a point read waited for the dropped statements");
+        assert!(
+            read.is_ok(),
+            "a point read waited for the dropped statements"
+        );
     }
 
     /// A read whose turn falls on a busy connection is served by a free one. (The deadline only

@@ -143,6 +143,10 @@ mod tests {
         assert!(plain.len() > SCRIPT_GZIP.len() * 3);
         let text = String::from_utf8_lossy(&plain[plain.len() - 400_000..]);
         assert!(text.contains("rapi-doc"), "defines the <rapi-doc> element");
-        assert_eq!(script_plain().as_ptr(), plain.as_ptr(), "inflated once, then shared");
+        assert_eq!(
+            script_plain().as_ptr(),
+            plain.as_ptr(),
+            "inflated once, then shared"
+        );
     }
 }

@@ -85,7 +85,13 @@ pub async fn bad_tags_are_a_400_naming_tags_and_write_nothing(app: &TestApp) {
         assert_eq!(r.store_operations(), 0, "{tags}: nothing read or written");
     }
     // Letters of one script (Japanese mixing its own scripts), digits, `-` and `_` are tags.
-    let fine = create_tagged(app, &ana, "Fine", &["snake_case", "東京タワー", "раст", "x-1"]).await;
+    let fine = create_tagged(
+        app,
+        &ana,
+        "Fine",
+        &["snake_case", "東京タワー", "раст", "x-1"],
+    )
+    .await;
     let read = app.get(&format!("/api/posts/{fine}")).await;
     assert_eq!(
         read.body["tags"],
@@ -386,27 +392,31 @@ pub async fn a_tag_left_by_its_last_post_goes_with_its_count(app: &TestApp) {
     app.settle().await;
     let mut list = tag_list(app).await;
     list.sort();
-    assert_eq!(
-        list,
-        [("fleeting".to_string(), 1), ("kept".to_string(), 2)]
-    );
+    assert_eq!(list, [("fleeting".to_string(), 1), ("kept".to_string(), 2)]);
     assert_eq!(app.delete(&format!("/api/posts/{post}")).await.status, 204);
     app.settle().await;
     assert_eq!(tag_list(app).await, [("kept".to_string(), 1)]);
-    let count = app.store.read(Container::Feed, "tagCount", "fleeting").await;
-    assert_eq!(count.unwrap(), None, "the count item of a tag no post carries");
+    let count = app
+        .store
+        .read(Container::Feed, "tagCount", "fleeting")
+        .await;
+    assert_eq!(
+        count.unwrap(),
+        None,
+        "the count item of a tag no post carries"
+    );
     // Settling again leaves it gone; a new post with the tag brings it back.
     app.settle().await;
-    let count = app.store.read(Container::Feed, "tagCount", "fleeting").await;
+    let count = app
+        .store
+        .read(Container::Feed, "tagCount", "fleeting")
+        .await;
     assert_eq!(count.unwrap(), None);
     let again = create_tagged(app, &ana, "Again", &["fleeting"]).await;
     app.settle().await;
     let mut list = tag_list(app).await;
     list.sort();
-    assert_eq!(
-        list,
-        [("fleeting".to_string(), 1), ("kept".to_string(), 1)]
-    );
+    assert_eq!(list, [("fleeting".to_string(), 1), ("kept".to_string(), 1)]);
     assert_eq!(tagged(app, "fleeting").await, [again]);
 }
 

@@ -1330,6 +1330,10 @@ pub async fn jwt_bookmarks_are_listed_only_to_their_owner(fixture: Fixture) {
         .assert_problem(403);
     let own = app.as_bearer("GET", &list, &ana, Value::Null).await;
     assert_eq!(own.status, 200, "{:?}", own.body);
-    let ids: Vec<&str> = own.items().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = own
+        .items()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [post.as_str()]);
 }
