@@ -20,6 +20,7 @@ pub mod openapi;
 mod posts;
 mod schema;
 mod search;
+pub mod search_limit;
 mod tags;
 mod timeline;
 mod users;
@@ -67,6 +68,8 @@ pub struct AppState {
     pub counts: Arc<CountsCache>,
     /// Each caller's write budget (`BLOG_WRITES_PER_MINUTE`).
     pub writes: Arc<write_limit::WriteLimit>,
+    /// Each client's search budget (`BLOG_SEARCHES_PER_MINUTE`) and the searches in flight.
+    pub searches: Arc<search_limit::SearchLimit>,
     /// Whether timeline items may still be where an earlier release kept them.
     timelines: Arc<timeline::TimelinePlace>,
     /// How far the change-feed pump is, where one runs in this process: what a RealWorld
@@ -78,8 +81,9 @@ pub struct AppState {
 
 impl AppState {
     /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]), the default feed
-    /// snapshot age and no write rate limit (see [`AppState::with_write_limit`]; `handler`
-    /// sets the one its settings give).
+    /// snapshot age, no write rate limit (see [`AppState::with_write_limit`]; `handler`
+    /// sets the one its settings give), no search budget and the default cap on searches in
+    /// flight (see [`AppState::with_search_limit`]).
     pub fn new(store: Arc<dyn Store>) -> Self {
         let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
         let counts = Arc::new(CountsCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
@@ -89,6 +93,10 @@ impl AppState {
             feed,
             counts,
             writes: Arc::new(write_limit::WriteLimit::new(0)),
+            searches: Arc::new(search_limit::SearchLimit::new(
+                0,
+                search_limit::DEFAULT_SEARCHES_IN_FLIGHT,
+            )),
             timelines: Arc::default(),
             progress: Arc::default(),
             accounts: Arc::default(),
@@ -99,6 +107,15 @@ impl AppState {
     pub fn with_write_limit(self, per_minute: u32) -> Self {
         AppState {
             writes: Arc::new(write_limit::WriteLimit::new(per_minute)),
+            ..self
+        }
+    }
+
+    /// At most `per_minute` searches per client address, refilled evenly over the minute (0: no
+    /// budget), and at most `in_flight` searches at once.
+    pub fn with_search_limit(self, per_minute: u32, in_flight: usize) -> Self {
+        AppState {
+            searches: Arc::new(search_limit::SearchLimit::new(per_minute, in_flight)),
             ..self
         }
     }

@@ -81,6 +81,13 @@ pub enum ApiError {
         per_minute: u32,
         retry_after: Duration,
     },
+    /// 429: the client used up their searches for now (`BLOG_SEARCHES_PER_MINUTE`), or too
+    /// many searches are running on this server; retry after the given time.
+    #[error("{detail}; retry in {} s", retry_secs(.retry_after))]
+    TooManySearches {
+        detail: String,
+        retry_after: Duration,
+    },
     /// 503: the store is unreachable or not ready; retry after the given time.
     #[error("the store is unavailable; retry later")]
     Unavailable { retry_after: Duration },
@@ -238,6 +245,7 @@ pub const NOT_JSON: ProblemType = kind("unsupported-media-type", "Body not JSON"
 pub const UNKNOWN_USER: ProblemType = kind("unknown-user", "Unknown user", 422);
 pub const HEADERS_TOO_LARGE: ProblemType = kind("headers-too-large", "Headers too large", 431);
 pub const TOO_MANY_WRITES: ProblemType = kind("too-many-writes", "Too many writes", 429);
+pub const TOO_MANY_SEARCHES: ProblemType = kind("too-many-searches", "Too many searches", 429);
 pub const STORE_BUSY: ProblemType = kind("store-busy", "Store busy", 429);
 pub const UNAVAILABLE: ProblemType = kind("unavailable", "Store unavailable", 503);
 pub const IDENTITY_UNAVAILABLE: ProblemType =
@@ -246,7 +254,7 @@ pub const TIMED_OUT: ProblemType = kind("timed-out", "Timed out", 503);
 pub const INTERNAL: ProblemType = kind("internal", "Internal error", 500);
 
 /// Every kind of problem the API answers.
-pub const PROBLEM_TYPES: [ProblemType; 21] = [
+pub const PROBLEM_TYPES: [ProblemType; 22] = [
     INVALID_INPUT,
     MALFORMED_BODY,
     BAD_REQUEST,
@@ -263,6 +271,7 @@ pub const PROBLEM_TYPES: [ProblemType; 21] = [
     UNKNOWN_USER,
     HEADERS_TOO_LARGE,
     TOO_MANY_WRITES,
+    TOO_MANY_SEARCHES,
     STORE_BUSY,
     UNAVAILABLE,
     IDENTITY_UNAVAILABLE,
@@ -308,9 +317,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::UnknownUser(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Throttled { .. } | ApiError::TooManyWrites { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ApiError::Throttled { .. }
+            | ApiError::TooManyWrites { .. }
+            | ApiError::TooManySearches { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable { .. }
             | ApiError::IdentityUnavailable { .. }
             | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -336,6 +345,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => NOT_JSON,
             ApiError::UnknownUser(_) => UNKNOWN_USER,
             ApiError::TooManyWrites { .. } => TOO_MANY_WRITES,
+            ApiError::TooManySearches { .. } => TOO_MANY_SEARCHES,
             ApiError::Throttled { .. } => STORE_BUSY,
             ApiError::Unavailable { .. } => UNAVAILABLE,
             ApiError::IdentityUnavailable { .. } => IDENTITY_UNAVAILABLE,
@@ -438,6 +448,7 @@ impl IntoResponse for ApiError {
         let retry_after = match &self {
             ApiError::Throttled { retry_after }
             | ApiError::TooManyWrites { retry_after, .. }
+            | ApiError::TooManySearches { retry_after, .. }
             | ApiError::Unavailable { retry_after }
             | ApiError::IdentityUnavailable { retry_after } => Some(*retry_after),
             ApiError::TimedOut(_) | ApiError::Erasing(_) => Some(Duration::from_secs(1)),

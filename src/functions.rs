@@ -27,7 +27,6 @@ use axum::routing::post;
 use axum::{Json, Router};
 use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
-use tower::limit::GlobalConcurrencyLimitLayer;
 use tracing::Instrument as _;
 
 use crate::projection::{self, Lane, ProjectionError};
@@ -48,32 +47,54 @@ pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 /// well under 300 MiB whatever it holds.
 pub const INVOCATION_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
-/// How many invocations are read and applied at once; more wait their turn. The host runs at
-/// most one invocation per lease at a time; this bounds the memory whatever arrives (`docs/functions-host.md`
-/// states the bound, which a test holds with this many bodies at the limit decoded at once).
+/// How many invocations are applied at once; more wait their turn once their bodies are read
+/// (a body being read holds no turn, so an upload that stalls delays no other invocation). The
+/// host runs at most one invocation per lease at a time; this bounds the memory whatever arrives
+/// (`docs/functions-host.md` states the bound, which a test holds with this many bodies at the
+/// limit decoded at once).
 pub const INVOCATION_CONCURRENCY: usize = 2;
 
+/// The turns of [`INVOCATION_CONCURRENCY`].
+static APPLYING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(INVOCATION_CONCURRENCY);
+
 /// The bytes of invocation bodies read and applied at the same time: room for one body at the
-/// limit and one of half of it. A body takes its announced size (the limit when none is
-/// announced) from this budget before it is read and gives it back once applied, so two bodies
-/// at the limit are applied one after the other while smaller ones still go two at a time:
-/// decoding a body at the limit holds a few times its size (the body, then the strings it
-/// wraps the documents in, then the documents), and two of them at once were most of the
-/// process's peak memory.
+/// limit and one of half of it. A body takes the bytes it has received from this budget as they
+/// arrive, and gives them back once applied, so two bodies at the limit are applied one after
+/// the other while smaller ones still go two at a time: decoding a body at the limit holds a few
+/// times its size (the body, then the strings it wraps the documents in, then the documents),
+/// and two of them at once were most of the process's peak memory. An upload that stalls holds
+/// only what it has sent.
 pub const INVOCATION_BYTES_AT_ONCE: usize = INVOCATION_BODY_LIMIT + INVOCATION_BODY_LIMIT / 2;
 
 /// [`INVOCATION_BYTES_AT_ONCE`], counted in KiB (a semaphore's permits are `u32`).
 static BODY_BUDGET: tokio::sync::Semaphore =
     tokio::sync::Semaphore::const_new(INVOCATION_BYTES_AT_ONCE / 1024);
 
-/// Take `announced` bytes (the limit when none is announced or more is) from the budget.
-async fn body_budget(announced: Option<usize>) -> tokio::sync::SemaphorePermit<'static> {
-    let bytes = announced.map_or(INVOCATION_BODY_LIMIT, |n| n.min(INVOCATION_BODY_LIMIT));
-    let kib = u32::try_from(bytes.div_ceil(1024)).expect("the body limit fits in u32 KiB");
-    BODY_BUDGET
-        .acquire_many(kib)
-        .await
-        .expect("the budget is never closed")
+/// The bytes of a body as it is read, taken from [`BODY_BUDGET`] as they arrive.
+#[derive(Default)]
+struct Budget {
+    held: Option<tokio::sync::SemaphorePermit<'static>>,
+    kib: u32,
+}
+
+impl Budget {
+    /// Hold `bytes` in all (never more than the limit, so the budget always has room).
+    async fn hold(&mut self, bytes: usize) {
+        let bytes = bytes.min(INVOCATION_BODY_LIMIT);
+        let kib = u32::try_from(bytes.div_ceil(1024)).expect("the body limit fits in u32 KiB");
+        if kib <= self.kib {
+            return;
+        }
+        let more = BODY_BUDGET
+            .acquire_many(kib - self.kib)
+            .await
+            .expect("the budget is never closed");
+        match &mut self.held {
+            Some(held) => held.merge(more),
+            None => self.held = Some(more),
+        }
+        self.kib = kib;
+    }
 }
 
 /// Which change feed a trigger follows, hence which projection it runs.
@@ -140,29 +161,27 @@ where
         limit: fanout_limit,
         recorded: Arc::default(),
     };
-    TRIGGERS
-        .iter()
-        .fold(Router::new(), |router, trigger| {
-            let limit = limit.clone();
-            router.route(
-                &format!("/{}", trigger.function),
-                post(
-                    move |State(store): State<Arc<dyn Store>>,
-                          headers: HeaderMap,
-                          _: JsonInvocation,
-                          body: Body| async move {
-                        let announced = headers
-                            .get(header::CONTENT_LENGTH)
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.parse::<usize>().ok());
-                        let _budget = body_budget(announced).await;
-                        let body = read_body(body, announced, read_timeout).await;
-                        invoke(*trigger, store, &limit, headers, body).await
-                    },
-                ),
-            )
-        })
-        .route_layer(GlobalConcurrencyLimitLayer::new(INVOCATION_CONCURRENCY))
+    TRIGGERS.iter().fold(Router::new(), |router, trigger| {
+        let limit = limit.clone();
+        router.route(
+            &format!("/{}", trigger.function),
+            post(
+                move |State(store): State<Arc<dyn Store>>,
+                      headers: HeaderMap,
+                      _: JsonInvocation,
+                      body: Body| async move {
+                    let announced = headers
+                        .get(header::CONTENT_LENGTH)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<usize>().ok());
+                    let mut budget = Budget::default();
+                    let body = read_body(body, announced, read_timeout, &mut budget).await;
+                    let _turn = APPLYING.acquire().await.expect("never closed");
+                    invoke(*trigger, store, &limit, headers, body).await
+                },
+            ),
+        )
+    })
 }
 
 /// The fan-out limit this process was configured with (`BLOG_TIMELINE_FANOUT_LIMIT`), recorded
@@ -190,14 +209,16 @@ impl ConfiguredLimit {
 #[derive(Debug)]
 struct Unread(StatusCode, String);
 
-/// The whole body, at most [`INVOCATION_BODY_LIMIT`] bytes (413 beyond), within `deadline`
-/// (408 after), or 400 when the upload breaks off. Each chunk is copied into one buffer as it
+/// The whole body, at most [`INVOCATION_BODY_LIMIT`] bytes (413 beyond), arriving within
+/// `deadline` (408 after; the time spent waiting for `budget` to take a chunk's bytes is not
+/// the upload's), or 400 when the upload breaks off. Each chunk is copied into one buffer as it
 /// arrives (sized from `Content-Length` when the host announces it) and freed at once, so a
 /// body is held once, never as its chunks and a copy of them together.
 async fn read_body(
     body: Body,
     announced: Option<usize>,
     deadline: Duration,
+    budget: &mut Budget,
 ) -> Result<Vec<u8>, Unread> {
     let too_large = || {
         Unread(
@@ -205,37 +226,43 @@ async fn read_body(
             format!("the body is larger than {INVOCATION_BODY_LIMIT} bytes"),
         )
     };
-    let read = async {
-        let mut body = body;
-        // An announced size over the limit is refused once the limit is reached, as one not
-        // announced: the host reads an answer only once it has sent its request.
-        let mut buf = Vec::with_capacity(
-            announced
-                .filter(|&n| n <= INVOCATION_BODY_LIMIT)
-                .unwrap_or(0),
-        );
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| {
-                Unread(
-                    StatusCode::BAD_REQUEST,
-                    format!("the upload broke off: {e}"),
-                )
-            })?;
-            if let Ok(data) = frame.into_data() {
-                if buf.len() + data.len() > INVOCATION_BODY_LIMIT {
-                    return Err(too_large());
-                }
-                buf.extend_from_slice(&data);
-            }
-        }
-        Ok(buf)
-    };
-    match tokio::time::timeout(deadline, read).await {
-        Ok(read) => read,
-        Err(_) => Err(Unread(
+    let late = || {
+        Unread(
             StatusCode::REQUEST_TIMEOUT,
             format!("the body did not arrive within {} s", deadline.as_secs()),
-        )),
+        )
+    };
+    let mut body = body;
+    // An announced size over the limit is refused once the limit is reached, as one not
+    // announced: the host reads an answer only once it has sent its request.
+    let mut buf = Vec::with_capacity(
+        announced
+            .filter(|&n| n <= INVOCATION_BODY_LIMIT)
+            .unwrap_or(0),
+    );
+    let mut left = deadline;
+    loop {
+        let started = tokio::time::Instant::now();
+        let frame = tokio::time::timeout(left, body.frame())
+            .await
+            .map_err(|_| late())?;
+        left = left.saturating_sub(started.elapsed());
+        let Some(frame) = frame else {
+            return Ok(buf);
+        };
+        let frame = frame.map_err(|e| {
+            Unread(
+                StatusCode::BAD_REQUEST,
+                format!("the upload broke off: {e}"),
+            )
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > INVOCATION_BODY_LIMIT {
+                return Err(too_large());
+            }
+            budget.hold(buf.len() + data.len()).await;
+            buf.extend_from_slice(&data);
+        }
     }
 }
 

@@ -207,7 +207,7 @@ impl Outcome {
         Summary {
             checked: posts.total_checked() + timelines.checked + tags.checked,
             drifted: posts.drifted_items + timelines.drifted() + tags.findings.len() as u64,
-            lagging: posts.lagging + timelines.lagging,
+            lagging: posts.lagging + timelines.lagging + tags.lagging,
             quarantined: self.quarantined.len() as u64,
         }
     }

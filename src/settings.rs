@@ -28,7 +28,7 @@ pub use change_feed::DEFAULT_TIMELINE_FANOUT_LIMIT;
 pub use logging::{LogFormat, LogSettings};
 pub use server::{
     ServerLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP,
-    DEFAULT_PORT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITES_PER_MINUTE,
+    DEFAULT_PORT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SEARCHES_PER_MINUTE, DEFAULT_WRITES_PER_MINUTE,
 };
 pub use store::{
     AccountEndpoint, CosmosAuth, CosmosConnection, CosmosSettings, Secret, StoreKind,
@@ -60,6 +60,9 @@ pub struct Settings {
     /// `BLOG_WRITES_PER_MINUTE`: writes per caller per minute (a bucket of that many, refilled
     /// evenly over the minute); 0: no limit.
     pub writes_per_minute: u32,
+    /// `BLOG_SEARCHES_PER_MINUTE`: searches per client address per minute (a bucket of that
+    /// many, refilled evenly over the minute); 0: no limit.
+    pub searches_per_minute: u32,
     /// `BLOG_TIMELINE_FANOUT_LIMIT`: an author with more followers than this is merged into
     /// timelines when they are read instead of copied into each (see `projection::timeline`).
     pub timeline_fanout_limit: Option<u64>,
@@ -163,6 +166,7 @@ impl Settings {
             server: ServerLimits::from_lookup(get, hosted)?,
             feed_cache: store::feed_cache(get)?,
             writes_per_minute: server::writes_per_minute(get, local_only)?,
+            searches_per_minute: server::searches_per_minute(get)?,
             timeline_fanout_limit: change_feed::timeline_fanout_limit(get)?,
             conduit,
             token_key,

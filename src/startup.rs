@@ -97,6 +97,15 @@ impl Application {
         }
     }
 
+    /// The same application with at most `per_minute` searches per client address
+    /// (`BLOG_SEARCHES_PER_MINUTE`) and `in_flight` at once; no budget by default here.
+    pub fn with_search_limit(self, per_minute: u32, in_flight: usize) -> Self {
+        Application {
+            state: self.state.with_search_limit(per_minute, in_flight),
+            ..self
+        }
+    }
+
     /// As under the Functions host: with the trigger endpoints.
     pub fn hosted(mut self, hosted: bool) -> Self {
         self.hosted = hosted;
@@ -226,7 +235,11 @@ fn state(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState>
     Ok(AppState::new(store)
         .with_auth(Auth::new(&settings.auth).with_token_key(key))
         .with_feed_cache(settings.feed_cache)
-        .with_write_limit(settings.writes_per_minute))
+        .with_write_limit(settings.writes_per_minute)
+        .with_search_limit(
+            settings.searches_per_minute,
+            crate::api::search_limit::DEFAULT_SEARCHES_IN_FLIGHT,
+        ))
 }
 
 /// The key local accounts' tokens are signed with: `BLOG_TOKEN_KEY`; else, on the embedded store,

@@ -245,6 +245,16 @@ pub trait Store: Send + Sync + 'static {
     /// Delete; `NotFound` when missing.
     async fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()>;
 
+    /// Delete only if the item's `_etag` still matches (`PreconditionFailed`); `NotFound` when
+    /// missing. A write made since the version was read wins over the delete.
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()>;
+
     /// Server-side patch: applied atomically by the store, never as a client read + replace;
     /// optionally only if the item's `_etag` still matches (`PreconditionFailed`).
     async fn patch(

@@ -56,7 +56,7 @@ export async function following(ctx) {
   await list.load();
 }
 
-/** `#/saved`: the posts the caller bookmarked, newest bookmark first. */
+/** `#/saved`: the posts the caller bookmarked, newest bookmark first (read with the caller's token: the list is its owner's alone). */
 export async function saved(ctx) {
   if (!session.user) return ctx.render(heading('Saved'), needUser('save posts to read later'));
   const list = pagedList(

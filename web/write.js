@@ -12,7 +12,7 @@ export async function write(ctx) {
   if (!session.user) return ctx.render(heading('Write a post'), needUser('write'));
   const t = field('post-title', 'Title', { required: true, maxlength: 200 });
   const c = field('post-content', 'Content', { multiline: true, required: true, maxlength: 20000, rows: 10 });
-  const g = field('post-tags', 'Tags (up to 10, separated by spaces or commas: letters, digits and -)', {});
+  const g = field('post-tags', 'Tags (up to 10, separated by spaces or commas: letters, digits, - and _)', {});
   ctx.render(
     heading('Write a post'),
     form('Write a post', [t.field, c.field, g.field], 'Publish', async () => {

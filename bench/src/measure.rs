@@ -150,6 +150,19 @@ impl Store for Tally {
         r
     }
 
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()> {
+        note(c, Some(pk));
+        let r = self.0.delete_if_match(c, pk, id, etag).await;
+        wrote(c, 1, &r);
+        r
+    }
+
     async fn patch(
         &self,
         c: Container,

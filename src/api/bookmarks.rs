@@ -115,18 +115,27 @@ pub async fn unbookmark(
     path = "/api/users/{userId}/bookmarks",
     tag = "users",
     summary = "List a user's bookmarked posts, newest bookmark first, in short form",
-    description = "One query in the user's partition, kept by the change feed: a bookmark shows here a moment after it is made, and its post as it is edited. An unknown user has an empty list.",
-    params(("userId" = String, Path, description = "The user's id"), PagingParams),
+    description = "The user's own: with authentication on, only that user may list them (401 anonymous, 403 for another signed-in user); with `BLOG_AUTH=none`, anyone. One query in the user's partition, kept by the change feed: a bookmark shows here a moment after it is made, and its post as it is edited. An unknown user has an empty list.",
+    security(("bearer" = [])),
+    params(("userId" = String, Path, description = "Whose bookmarks: the caller's own user"), PagingParams),
     responses(
         (status = 200, description = "One page of the bookmarked posts", body = PostSummaryPage,
             headers(("Cache-Control" = String, description = "`no-cache`"))),
+        (status = 401, description = "No valid identity (authentication is on and the list is its owner's)", body = Problem, content_type = "application/problem+json",
+            headers(("WWW-Authenticate" = String, description = "`Bearer` (with the error when a token was refused)"))),
+        (status = 403, description = "The user is not the signed-in caller's", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_bookmarks(
     State(s): State<AppState>,
+    caller: Caller,
     PathId(user): PathId,
     paging: Paging,
 ) -> ApiResult<Response> {
+    // A user's bookmarks are theirs alone to read, as to change (anyone's under `BLOG_AUTH=none`).
+    caller.may_act_for(&[user.as_str()], || {
+        format!("only user `{user}` may list their bookmarks")
+    })?;
     let q = Query::partition(user.as_str())
         .eq(Kind::FIELD, BOOKMARKED)
         .live()

@@ -244,13 +244,18 @@ impl FromRequestParts<AppState> for Caller {
                 let bearer = matches!(auth.mode(), AuthMode::Jwt | AuthMode::Local);
                 Err(ApiError::Unauthorized {
                     detail: match auth.mode() {
-                        AuthMode::Local => "sign in: writes need `Authorization: Bearer <token>`, \
-                             a local account's token (`POST /api/conduit/api/users/login`)"
-                            .into(),
-                        AuthMode::Jwt => {
-                            "sign in: writes need `Authorization: Bearer <token>`".into()
+                        AuthMode::Local => {
+                            "sign in: writes, and reading what is the caller's own, \
+                             need `Authorization: Bearer <token>`, a local account's token \
+                             (`POST /api/conduit/api/users/login`)"
+                                .into()
                         }
-                        _ => "sign in: writes need an authenticated caller".into(),
+                        AuthMode::Jwt => "sign in: writes, and reading what is the caller's own, \
+                             need `Authorization: Bearer <token>`"
+                            .into(),
+                        _ => "sign in: writes, and reading what is the caller's own, need an \
+                              authenticated caller"
+                            .into(),
                     },
                     challenge: bearer.then(|| "Bearer".to_string()),
                 })

@@ -109,7 +109,7 @@ fn common_responses(write: bool, has_body: bool, has_input: bool) -> Vec<(&'stat
     for (status, what) in [
         (
             "429",
-            "The caller's writes are over `BLOG_WRITES_PER_MINUTE`, or the store is throttling; retry after `Retry-After` seconds",
+            "The caller's writes are over `BLOG_WRITES_PER_MINUTE`, a client's searches over `BLOG_SEARCHES_PER_MINUTE` or too many run at once, or the store is throttling; retry after `Retry-After` seconds",
         ),
         (
             "503",

@@ -37,9 +37,9 @@ pub struct PostBody {
     /// 1 to 20,000 characters, not only white space.
     #[schema(min_length = 1, max_length = 20000)]
     pub(super) content: String,
-    /// The post's tags: at most 10, each 1 to 32 letters, digits, `-` or `_`; stored lowercased,
-    /// each once. On a new post, absent means none; on an edit, absent leaves them as they are
-    /// and `[]` removes them all.
+    /// The post's tags: at most 10, each 1 to 32 letters and digits of one script, `-` or `_`;
+    /// stored lowercased, each once. On a new post, absent means none; on an edit, absent leaves
+    /// them as they are and `[]` removes them all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 10, example = json!(["rust", "cosmos-db"]))]
     pub(super) tags: Option<Vec<String>>,

@@ -70,8 +70,8 @@ fn parse_query(q: Option<&str>) -> ApiResult<Vec<String>> {
     Ok(words)
 }
 
-/// The checked words of a search request's `q`.
-pub struct Search(Vec<String>);
+/// The checked words of a search request's `q`, and the client's address (its budget's key).
+pub struct Search(Vec<String>, Option<std::net::SocketAddr>);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Search {
     type Rejection = ApiError;
@@ -84,7 +84,11 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Search {
             std::collections::HashMap<String, String>,
         >::try_from_uri(&parts.uri)
         .map_err(|_| ApiError::BadRequest("the query string could not be decoded".into()))?;
-        parse_query(params.get("q").map(String::as_str)).map(Search)
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0);
+        parse_query(params.get("q").map(String::as_str)).map(|words| Search(words, peer))
     }
 }
 
@@ -96,7 +100,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Search {
     path = "/api/search",
     tag = "posts",
     summary = "Find posts by their words, newest first, in short form",
-    description = "The live posts whose title, content or tags hold every word of `q`, newest first (not ranked by relevance). Across every partition of the posts: each page costs one query, plus a point read of each author it shows (at most `limit`), whatever the number of posts; the query's request units grow with the number of physical partitions and of posts holding the words (docs/scale.md). A page may hold fewer than `limit` posts while more follow.",
+    description = "The live posts whose title, content or tags hold every word of `q`, newest first (not ranked by relevance; on the embedded store in its full-text index's order, the most recently written first). Each client address has `BLOG_SEARCHES_PER_MINUTE` searches a minute, and a server runs at most 2 at once: over either, 429 `too-many-searches` with `Retry-After`. Across every partition of the posts: each page costs one query, plus a point read of each author it shows (at most `limit`), whatever the number of posts; the query's request units grow with the number of physical partitions and of posts holding the words (docs/scale.md). A page may hold fewer than `limit` posts while more follow.",
     params(SearchParams, super::schema::PagingParams),
     responses(
         (status = 200, description = "One page of the posts found", body = PostSummaryPage,
@@ -106,9 +110,12 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Search {
 )]
 pub async fn search_posts(
     State(s): State<AppState>,
-    Search(words): Search,
+    Search(words, peer): Search,
     paging: Paging,
 ) -> ApiResult<Response> {
+    // Held until the answer is made, or the request is dropped (a timeout): one slot of the
+    // searches in flight, after one search of the client's budget.
+    let _slot = s.searches.admit(peer).await?;
     let continuation = paging
         .continuation
         .as_deref()

@@ -37,7 +37,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathTag {
     summary = "A tag's posts, newest first, in short form",
     description = "The posts carrying the tag, kept by the change feed: a new, edited or deleted post joins or leaves the list a moment after the request. One query of one partition per page, whatever the number of posts. A tag in another case reads as lowercase.",
     params(
-        ("tag" = String, Path, description = "The tag: 1 to 32 letters, digits, `-` or `_`", min_length = 1, max_length = 32),
+        ("tag" = String, Path, description = "The tag: 1 to 32 letters and digits of one script, `-` or `_`", min_length = 1, max_length = 32),
         super::schema::PagingParams,
     ),
     responses(

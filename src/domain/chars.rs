@@ -10,9 +10,14 @@
 //!   that need U+200C/U+200D or combining marks keep working.
 //! - A text (title, content) may not hold control characters other than `\n`, `\r` and `\t`
 //!   (NUL, ESC, DEL, C1 controls, …), and must also hold a visible character.
+//! - A word (a tag) is letters and digits of one writing system, `-` and `_` ([`word_flaw`]):
+//!   nothing invisible or blank in it (the same [`is_default_ignorable`] and blank symbols a
+//!   name needs more than, so U+3164 and U+115F are refused in both), at least one visible
+//!   letter or digit (as a name needs a visible character), and no letters of two scripts, so
+//!   that a word cannot look like another (Cyrillic `р` and `а` among Latin letters).
 
 use icu_properties::props::{
-    DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup, WhiteSpace,
+    DefaultIgnorableCodePoint, GeneralCategory, GeneralCategoryGroup, Script, WhiteSpace,
 };
 use icu_properties::{CodePointMapData, CodePointSetData};
 
@@ -55,6 +60,55 @@ pub fn is_visible(c: char) -> bool {
         && !BLANK_SYMBOLS.contains(&c)
 }
 
+/// Why `s` is not a word, or `None` when it is one. A word's characters are letters and digits
+/// (`char::is_alphanumeric`, of any script) and `-` and `_`, none of them default-ignorable or
+/// a blank symbol (the Hangul fillers are letters by category, and show nothing); at least one
+/// is a visible letter or digit; and its letters and digits are of one script besides Common
+/// and Inherited, where Han goes with the scripts written alongside it (Hiragana and Katakana,
+/// Hangul, Bopomofo), as UTS #39's restriction levels allow.
+pub fn word_flaw(s: &str) -> Option<String> {
+    let shown = s.escape_debug();
+    let allowed = |c: char| {
+        (c.is_alphanumeric() || c == '-' || c == '_')
+            && !is_default_ignorable(c)
+            && !BLANK_SYMBOLS.contains(&c)
+    };
+    if let Some(c) = s.chars().find(|&c| !allowed(c)) {
+        return Some(format!(
+            "holds only letters, digits, `-` and `_` (`{shown}` holds U+{:04X})",
+            c as u32
+        ));
+    }
+    if !s.chars().any(|c| c.is_alphanumeric() && is_visible(c)) {
+        return Some(format!("needs a letter or a digit (`{shown}` has none)"));
+    }
+    let scripts = CodePointMapData::<Script>::new();
+    let mut seen: Vec<(Script, char)> = Vec::new();
+    for c in s.chars() {
+        let script = scripts.get(c);
+        if script != Script::Common
+            && script != Script::Inherited
+            && !seen.iter().any(|(s, _)| *s == script)
+        {
+            seen.push((script, c));
+        }
+    }
+    let one_system = |system: &[Script]| seen.iter().all(|(s, _)| system.contains(s));
+    let systems: [&[Script]; 3] = [
+        &[Script::Han, Script::Hiragana, Script::Katakana],
+        &[Script::Han, Script::Hangul],
+        &[Script::Han, Script::Bopomofo],
+    ];
+    match seen.as_slice() {
+        [] | [_] => None,
+        _ if systems.iter().any(|system| one_system(system)) => None,
+        [(_, a), (_, b), ..] => Some(format!(
+            "holds letters of one script (`{shown}` mixes U+{:04X} and U+{:04X})",
+            *a as u32, *b as u32
+        )),
+    }
+}
+
 /// A control character a text may not hold (all but `\n`, `\r`, `\t`).
 pub fn is_forbidden_in_text(c: char) -> bool {
     c.is_control() && !matches!(c, '\n' | '\r' | '\t')
@@ -63,6 +117,40 @@ pub fn is_forbidden_in_text(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_is_visible_letters_and_digits_of_one_script() {
+        for word in [
+            "rust",
+            "snake_case",
+            "x-1",
+            "2026",
+            "café",
+            "раст",
+            "東京タワー",
+            "한국어",
+            "हिंदी",
+        ] {
+            assert_eq!(word_flaw(word), None, "{word}");
+        }
+        for bad in [
+            "\u{3164}",
+            "\u{115F}",
+            "a\u{3164}b",
+            "a\u{200B}b",
+            "-",
+            "---",
+            "_",
+            "раst",
+            "pаypal",
+            "c++",
+            "a b",
+            "\u{2800}",
+            "e\u{301}",
+        ] {
+            assert!(word_flaw(bad).is_some(), "{}", bad.escape_debug());
+        }
+    }
 
     #[test]
     fn invisible_characters_are_not_visible() {

@@ -70,9 +70,10 @@ impl TagCount {
 /// that tag's copy).
 pub const TAGGED: &str = "tagged";
 
-/// One tag, as a client may give it: lowercased, then 1 to [`MAX_TAG_CHARS`] characters, each a
-/// letter, a digit, `-` or `_` (white space, around a tag too, is refused, as the API's schema says).
-/// `field` names the property in the error.
+/// One tag, as a client may give it: lowercased, then 1 to [`MAX_TAG_CHARS`] characters making
+/// a word ([`super::chars::word_flaw`]: letters and digits of one script, `-` and `_`, with a
+/// visible letter or digit; white space, around a tag too, is refused, as the API's schema
+/// says). `field` names the property in the error.
 pub fn parse_tag(field: &str, s: &str) -> Result<String, Invalid> {
     let tag = s.to_lowercase();
     let n = tag.chars().count();
@@ -85,20 +86,10 @@ pub fn parse_tag(field: &str, s: &str) -> Result<String, Invalid> {
             format!("`{field}`: a tag is at most {MAX_TAG_CHARS} characters (`{s}` has {n})"),
         ));
     }
-    if let Some(c) = tag
-        .chars()
-        .find(|&c| !(c.is_alphanumeric() || c == '-' || c == '_'))
-    {
-        return Err(Invalid::new(
-            field,
-            format!(
-                "`{field}`: a tag holds only letters, digits, `-` and `_` (`{}` holds U+{:04X})",
-                s.escape_debug(),
-                c as u32
-            ),
-        ));
+    match super::chars::word_flaw(&tag) {
+        Some(why) => Err(Invalid::new(field, format!("`{field}`: a tag {why}"))),
+        None => Ok(tag),
     }
-    Ok(tag)
 }
 
 /// A post's tags as given: at most [`MAX_TAGS`] (counted as given, so that what the API's

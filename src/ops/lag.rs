@@ -194,6 +194,19 @@ impl Touched {
         posts || renamed
     }
 
+    /// The posts (ids) with a change in flight in the main lane, or made during the look; `None`
+    /// when there were too many to list, and every post counts as changed.
+    pub fn posts_changed(&self) -> Option<HashSet<&str>> {
+        let mut out = HashSet::new();
+        for f in self.feeds(&[Lane::Main], Container::Posts) {
+            if f.everything {
+                return None;
+            }
+            out.extend(f.partitions.iter().map(String::as_str));
+        }
+        Some(out)
+    }
+
     /// The follows and timeline of a user whose check read the partitions of `users` (the
     /// user, whom they follow, who follows them): lagging while, in either lane, a change of one
     /// of those partitions or of a post by one of them is in flight or happened during the look.

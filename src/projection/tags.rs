@@ -9,10 +9,11 @@
 //!   last written, tags included. A change of the post is compared with it (one point read): a
 //!   change that alters nothing a copy holds writes nothing, and an edit that drops a tag finds
 //!   the copy to remove there.
-//! - `tagCount`: one item per tag ever used, its id the tag: `postCount`, the number of copies
-//!   in the tag's partition (a `COUNT` of that partition, set only when a post joined or left
-//!   the tag), and `creationDate`, which the stores' ordered queries order by: here the count,
-//!   zero-padded, so the most used tags come first.
+//! - `tagCount`: one item per tag some post carries, its id the tag: `postCount`, the number of
+//!   copies in the tag's partition (a `COUNT` of that partition, set only when a post joined or
+//!   left the tag), and `creationDate`, which the stores' ordered queries order by: here the
+//!   count, zero-padded, so the most used tags come first. A count that reaches zero is deleted
+//!   ([`recount`]), so the items are as many as the tags in use.
 //!
 //! Each change of a post is a notification: the post is read as it is now (never older than
 //! the change), and its copies are brought in line with it: written when they differ from the
@@ -204,15 +205,29 @@ pub async fn count_copies(store: &dyn Store, tag: &str) -> StoreResult<u64> {
 }
 
 /// Set `tag`'s count to the number of its copies, if the count item is still as read before
-/// counting (else again). Returns the writes made (0 when the count was right).
+/// counting (else again); a tag no copy is left in has no count item: it is deleted, again only
+/// if still as read, so a post taking the tag meanwhile (whose recount replaces or creates the
+/// item) wins over the delete. Returns the writes made (0 when the count was right).
 pub async fn recount(store: &dyn Store, tag: &str) -> StoreResult<usize> {
     for _ in 0..COUNT_ATTEMPTS {
         let stored = retry(|| store.read(Container::Feed, COUNTS, tag)).await?;
+        let version = stored
+            .as_ref()
+            .and_then(|s| s["_etag"].as_str())
+            .map(String::from);
         // A stored count that does not read is replaced, whatever its version.
         let stored = stored.map(|s| TagCount::read(&s).ok());
         let n = count_copies(store, tag).await?;
         let item = TagCount::new(tag, n).to_item();
         let result = match &stored {
+            None if n == 0 => return Ok(0),
+            Some(_) if n == 0 => match &version {
+                Some(etag) => {
+                    retry(|| store.delete_if_match(Container::Feed, COUNTS, tag, etag)).await
+                }
+                None => retry(|| store.delete(Container::Feed, COUNTS, tag)).await,
+            }
+            .map(|()| Value::Null),
             Some(Some(s)) if s.post_count == n => return Ok(0),
             Some(s) => {
                 let etag = s.as_ref().and_then(|s| s.etag.as_deref());

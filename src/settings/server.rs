@@ -105,6 +105,28 @@ pub(super) fn writes_per_minute(get: &Lookup, local_only: bool) -> Result<u32, S
         })
 }
 
+/// Searches a client address may make per minute by default (`BLOG_SEARCHES_PER_MINUTE`): a
+/// person searching by hand, not a script.
+pub const DEFAULT_SEARCHES_PER_MINUTE: u32 = 60;
+
+/// `BLOG_SEARCHES_PER_MINUTE`: 0 (no limit) to 1000000; unset, [`DEFAULT_SEARCHES_PER_MINUTE`]
+/// everywhere (a search is anonymous, so loopback is no exception).
+pub(super) fn searches_per_minute(get: &Lookup) -> Result<u32, SettingError> {
+    let Some(v) = get("BLOG_SEARCHES_PER_MINUTE") else {
+        return Ok(DEFAULT_SEARCHES_PER_MINUTE);
+    };
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n <= 1_000_000)
+        .ok_or_else(|| {
+            bad(
+                "BLOG_SEARCHES_PER_MINUTE",
+                format!("`{v}` is not a whole number from 0 (no limit) to 1000000"),
+            )
+        })
+}
+
 /// How long a client may take to send a request's headers (`BLOG_HEADER_TIMEOUT_SECS`).
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a request may take to be answered (`BLOG_REQUEST_TIMEOUT_SECS`).

@@ -271,6 +271,25 @@ impl Store for CosmosStore {
         }
     }
 
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        key: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()> {
+        let mut m = OpMeter::default();
+        let options = write_options().with_precondition(Precondition::if_match(etag.to_string()));
+        let container = self.container(c).await?;
+        match container.delete_item(pk(key), id, Some(options)).await {
+            Ok(resp) => {
+                m.add(&resp.diagnostics());
+                Ok(())
+            }
+            Err(e) => Err(m.fail(&e)),
+        }
+    }
+
     async fn patch(
         &self,
         c: Container,

@@ -154,12 +154,17 @@ impl EmbeddedStore {
         self.inner.reader(first).map(drop)
     }
 
+    /// Run `f` on a reader connection, on the blocking pool. A read whose caller stops waiting
+    /// (its future dropped: a request answered or timed out) stops: its statement is
+    /// interrupted, or, not started yet, never runs, so its connection is free for the next.
     async fn with_reader<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
         let inner = self.inner.clone();
         metrics::record(0.0);
+        let running = Arc::new(Mutex::new(Running::default()));
+        let _stop = StopOnDrop(running.clone());
         tokio::task::spawn_blocking(move || {
             let n = inner.readers.len();
             let turn = inner.next_reader.fetch_add(1, Ordering::Relaxed) % n;
@@ -168,11 +173,11 @@ impl EmbeddedStore {
             // alone kept a read queued behind a long one while another connection idled.
             for i in (0..n).map(|k| (turn + k) % n) {
                 if let Some(Ok(conn)) = inner.readers[i].get().map(Mutex::try_lock) {
-                    return f(&conn);
+                    return interruptible(&conn, &running, f);
                 }
             }
             let conn = inner.reader(turn)?.lock().map_err(|_| poisoned())?;
-            f(&conn)
+            interruptible(&conn, &running, f)
         })
         .await
         .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
@@ -192,6 +197,49 @@ impl EmbeddedStore {
             .await
             .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
+}
+
+/// A read on the blocking pool, as its caller sees it: whether the caller stopped waiting, and
+/// how to interrupt the connection while the read runs on it (and only then).
+#[derive(Default)]
+struct Running {
+    dropped: bool,
+    on: Option<rusqlite::InterruptHandle>,
+}
+
+/// Stops the read when its caller's future is dropped before the read ends.
+struct StopOnDrop(Arc<Mutex<Running>>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.0.lock() {
+            r.dropped = true;
+            if let Some(handle) = r.on.take() {
+                handle.interrupt();
+            }
+        }
+    }
+}
+
+/// `f` on `conn`, interruptible by [`StopOnDrop`] while it runs: the handle is set before and
+/// taken after, under the same lock, so no later read on the connection is interrupted.
+fn interruptible<T>(
+    conn: &Connection,
+    running: &Mutex<Running>,
+    f: impl FnOnce(&Connection) -> StoreResult<T>,
+) -> StoreResult<T> {
+    {
+        let mut r = running.lock().map_err(|_| poisoned())?;
+        if r.dropped {
+            return Err(StoreError::Other(
+                "the read's caller stopped waiting".into(),
+            ));
+        }
+        r.on = Some(conn.get_interrupt_handle());
+    }
+    let out = f(conn);
+    running.lock().map_err(|_| poisoned())?.on = None;
+    out
 }
 
 impl Inner {
@@ -335,6 +383,18 @@ impl Store for EmbeddedStore {
         self.with_writer(c, move |w| w.delete(c, &pk, &id)).await
     }
 
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()> {
+        let (pk, id, etag) = (pk.to_string(), id.to_string(), etag.to_string());
+        self.with_writer(c, move |w| w.delete_if_match(c, &pk, &id, &etag))
+            .await
+    }
+
     async fn patch(
         &self,
         c: Container,
@@ -429,6 +489,43 @@ impl Store for EmbeddedStore {
 mod tests {
     use super::*;
     use std::sync::mpsc;
+
+    /// A read whose caller stops waiting (a search whose request timed out or was answered) stops,
+    /// and its connection serves the next read: with every reader connection running a
+    /// statement that would never end on its own, each dropped, a point read is answered.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dropped_read_stops_and_frees_its_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
+        let user = serde_json::json!({"id": "u1", "userId": "u1", "type": "user"});
+        store.create(Container::Users, "u1", user).await.unwrap();
+        let endless = |conn: &Connection| {
+            conn.query_row(
+                "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) \
+                 SELECT count(*) FROM n",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sql)
+        };
+        for _ in 0..store.inner.readers.len() {
+            let dropped = tokio::time::timeout(
+                std::time::Duration::from_millis(100),
+                store.with_reader(endless),
+            )
+            .await;
+            assert!(dropped.is_err(), "the statement never ends on its own");
+        }
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            store.read(Container::Users, "u1", "u1"),
+        )
+        .await;
+        assert!(
+            read.is_ok(),
+            "a point read waited for the dropped statements"
+        );
+    }
 
     /// A read whose turn falls on a busy connection is served by a free one. (The deadline only
     /// ends the test should the read wait for the busy connection, which is held until then.)

@@ -5,7 +5,9 @@
 //! page needs nothing from elsewhere.
 //!
 //! The script is kept and sent gzip-compressed as it is to a client that takes gzip (every
-//! browser); any other client gets it decompressed on the fly. The page has the client's
+//! browser); for any other client it is inflated once, on the first such request, and that copy
+//! is served from memory from then on (an anonymous client must not make the server inflate it
+//! on every request). The page has the client's
 //! Content-Security-Policy with two differences, both for RapiDoc: Trusted Types allow the one
 //! policy its rendering library (lit) creates, `lit-html`, instead of none; and styles may be
 //! inline (RapiDoc writes its theme into `<style>` elements and `style` attributes; without them
@@ -14,6 +16,10 @@
 //! fonts are off (`load-fonts="false"`): the page loads nothing from elsewhere.
 
 use std::io::Read as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::LazyLock;
+
+use axum::body::Bytes;
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -62,13 +68,27 @@ pub fn content_security_policy() -> String {
         .replace("style-src 'self';", "style-src 'self' 'unsafe-inline';")
 }
 
-/// The script decompressed, for a client that does not take gzip.
-fn script_plain() -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(SCRIPT_GZIP)
-        .read_to_end(&mut out)
-        .expect("the embedded script is a gzip stream");
-    out
+/// How many times this process inflated the script.
+static INFLATED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many times this process inflated the script (for a client that does not take gzip): at
+/// most once.
+pub fn times_inflated() -> usize {
+    INFLATED.load(Ordering::Relaxed)
+}
+
+/// The script decompressed, for a client that does not take gzip: inflated on first use, then
+/// shared.
+fn script_plain() -> Bytes {
+    static PLAIN: LazyLock<Bytes> = LazyLock::new(|| {
+        INFLATED.fetch_add(1, Ordering::Relaxed);
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(SCRIPT_GZIP)
+            .read_to_end(&mut out)
+            .expect("the embedded script is a gzip stream");
+        Bytes::from(out)
+    });
+    PLAIN.clone()
 }
 
 /// `GET /api/docs/rapidoc-min.js`.
@@ -123,5 +143,10 @@ mod tests {
         assert!(plain.len() > SCRIPT_GZIP.len() * 3);
         let text = String::from_utf8_lossy(&plain[plain.len() - 400_000..]);
         assert!(text.contains("rapi-doc"), "defines the <rapi-doc> element");
+        assert_eq!(
+            script_plain().as_ptr(),
+            plain.as_ptr(),
+            "inflated once, then shared"
+        );
     }
 }

@@ -306,16 +306,26 @@ pub async fn only_the_signed_in_user_bookmarks_for_themselves(fixture: Fixture) 
     app.put(&bookmark(&ana_id, &p), Value::Null)
         .await
         .assert_problem(401);
+    // Each list is read by its owner (it is theirs alone).
+    let saved_by = |user: String, who: (&'static str, &'static str)| {
+        let app = &app;
+        async move {
+            let list = format!("/api/users/{user}/bookmarks?limit=100");
+            let r = app.as_principal("GET", &list, who, Value::Null).await;
+            assert_eq!(r.status, 200, "{:?}", r.body);
+            r.items().iter().map(id).collect::<Vec<_>>()
+        }
+    };
     app.settle().await;
-    assert!(saved_ids(&app, &ana_id).await.is_empty());
+    assert!(saved_by(ana_id.clone(), ana).await.is_empty());
     assert_eq!(bookmark_count(&app, &p).await, 0);
     let r = app
         .as_principal("PUT", &bookmark(&ana_id, &p), ana, Value::Null)
         .await;
     assert_eq!(r.status, 204, "{:?}", r.body);
     app.settle().await;
-    assert_eq!(saved_ids(&app, &ana_id).await, owned(&[&p]));
-    assert!(saved_ids(&app, &bob_id).await.is_empty());
+    assert_eq!(saved_by(ana_id.clone(), ana).await, owned(&[&p]));
+    assert!(saved_by(bob_id.clone(), bob).await.is_empty());
 }
 
 pub async fn verify_finds_and_repair_mends_bookmarks(app: &TestApp) {

@@ -86,7 +86,7 @@ mod store {
     // The whole suite but the two `incr`-on-a-missing-counter tests (see the module docs).
     crate::store_suite!(@tests cosmos_fixture;
         point_operations, create_conflicts, replace_honours_etags, delete_reports_missing,
-        patch_keeps_identity,
+        delete_if_match_honours_etags, patch_keeps_identity,
         partition_key_must_match, query_filters_orders_and_stays_in_its_partition,
         query_pages_with_continuation_tokens, bad_continuation_token_is_a_bad_request,
         count_counts_matching_items, cross_partition_query_finds_every_partition,

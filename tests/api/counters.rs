@@ -133,6 +133,16 @@ impl Store for Priced {
         self.charge(replace_ru(&json!({})));
         self.inner.delete(c, pk, id).await
     }
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()> {
+        self.charge(replace_ru(&json!({})));
+        self.inner.delete_if_match(c, pk, id, etag).await
+    }
     async fn patch(
         &self,
         c: Container,

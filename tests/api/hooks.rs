@@ -179,6 +179,16 @@ impl Store for Hooked {
         self.around("delete", c, pk, id, self.inner.delete(c, pk, id))
             .await
     }
+    async fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()> {
+        let deleted = self.inner.delete_if_match(c, pk, id, etag);
+        self.around("delete", c, pk, id, deleted).await
+    }
     async fn patch(
         &self,
         c: Container,

@@ -249,3 +249,29 @@ pub async fn finds_a_post_by_its_tags(app: &TestApp) {
     assert!(found(app, "kubernetes").await.is_empty());
     assert_eq!(found(app, "nomad").await, [tagged]);
 }
+
+/// `BLOG_SEARCHES_PER_MINUTE=3`: a client's fourth search within the minute is 429
+/// `too-many-searches` with `Retry-After`, and reads nothing; other reads are unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_searches_are_limited_per_minute() {
+    let fixture = crate::helpers::embedded_fixture().await;
+    let app = TestApp::spawn_with(fixture, false, |a| a.with_search_limit(3, 2)).await;
+    for _ in 0..3 {
+        let r = search(&app, "q=hello").await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    let over = search(&app, "q=hello").await;
+    over.assert_problem(429);
+    assert_eq!(
+        over.body["type"],
+        "tag:blog-api,2026:problems/too-many-searches"
+    );
+    let retry: u64 = over
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=20).contains(&retry), "Retry-After: {retry}");
+    assert_eq!(over.store_operations(), 0, "nothing read");
+    assert_eq!(app.get("/api/feed").await.status, 200);
+}

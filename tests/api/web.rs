@@ -277,6 +277,25 @@ async fn with_an_issuer_the_page_may_call_it_and_nothing_else() {
     assert!(csp.contains("connect-src 'self';"), "{csp}");
 }
 
+/// The reference's script, to clients that do not take gzip, is inflated once per process and
+/// served from memory: the same bytes each time.
+#[tokio::test]
+async fn the_reference_script_is_inflated_once() {
+    use blog::web::reference;
+    let app = spawn_app().await;
+    let url = app.url(&format!("/api/docs/{}", reference::SCRIPT));
+    let mut bodies = Vec::new();
+    for _ in 0..3 {
+        let r = app.client.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(r.headers().get("content-encoding").is_none());
+        bodies.push(r.bytes().await.unwrap());
+    }
+    assert!(bodies[0].len() > reference::SCRIPT_GZIP.len() * 3);
+    assert!(bodies.iter().all(|b| *b == bodies[0]));
+    assert_eq!(reference::times_inflated(), 1);
+}
+
 /// The API reference at `/api/docs`: a page and one script, both from this origin under a policy
 /// that allows scripts only from it (no inline script, no eval); the script goes gzip-compressed to a browser and plain to a
 /// client that does not take gzip. (`.ci/browser-test.sh` checks that it renders the operations.)

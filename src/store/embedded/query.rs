@@ -122,6 +122,70 @@ pub(super) fn where_clause(c: Container, q: &Query) -> StoreResult<(String, Vec<
     Ok((sql, args))
 }
 
+/// A query with words, in the full-text index's order: the posts most recently indexed (created,
+/// or edited in their words) first, whatever order the query asks for, paged by the index's
+/// row id. The index yields its matches in that order, so a page reads its matches up to the
+/// page's end and the items of those alone; ordering by any other key would read and sort the
+/// body of every match first, whose work grows with the posts holding the words. `CROSS JOIN`
+/// keeps SQLite's planner to that order of the tables: the index first.
+fn run_search(conn: &Connection, c: Container, q: &Query, words: &Words) -> StoreResult<Page> {
+    let rest = Query {
+        words: None,
+        order_by_creation: None,
+        continuation: None,
+        ..q.clone()
+    };
+    let (sql_where, rest_args) = where_clause(c, &rest)?;
+    let mut args = vec![SqlValue::Text(match_expression(c, words)?)];
+    let mut after = String::new();
+    if let Some(token) = &q.continuation {
+        let cur = decode_cursor(token)?;
+        let rowid: i64 = cur
+            .a
+            .parse()
+            .map_err(|_| StoreError::BadContinuation("not a token of this search".into()))?;
+        after.push_str(" AND post_text.rowid < ?");
+        args.push(SqlValue::Integer(rowid));
+    }
+    args.extend(rest_args);
+    let limit = q.limit.max(1);
+    let text = format!(
+        "SELECT items.body, post_text.rowid FROM post_text
+           CROSS JOIN post_words w ON w.rowid = post_text.rowid
+           CROSS JOIN items ON items.container = 'posts' AND items.pk = w.post_id
+                AND items.id = w.post_id
+         WHERE post_text MATCH ?{after} AND {sql_where}
+         ORDER BY post_text.rowid DESC LIMIT {}",
+        limit as u64 + 1
+    );
+    let mut stmt = conn.prepare_cached(&text).map_err(sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(args), |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
+        .map_err(sql)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql)?;
+    let more = rows.len() > limit as usize;
+    let mut items = Vec::with_capacity(rows.len().min(limit as usize));
+    let mut last = None;
+    for (body, rowid) in rows.into_iter().take(limit as usize) {
+        items.push(parse_body(&body)?);
+        last = Some(rowid);
+    }
+    let continuation = match (more, last) {
+        (true, Some(rowid)) => Some(encode_cursor(&Cursor {
+            a: rowid.to_string(),
+            b: String::new(),
+        })),
+        _ => None,
+    };
+    Ok(Page {
+        items,
+        continuation,
+    })
+}
+
 /// The FTS5 query of [`Words`]: `{title content} : ("w1" AND "w2")`, each word a quoted string
 /// (so that no word is read as an operator), its `"` doubled.
 fn match_expression(c: Container, words: &Words) -> StoreResult<String> {
@@ -144,6 +208,9 @@ fn match_expression(c: Container, words: &Words) -> StoreResult<String> {
 }
 
 pub(super) fn run_query(conn: &Connection, c: Container, q: &Query) -> StoreResult<Page> {
+    if let Some(words) = &q.words {
+        return run_search(conn, c, q, words);
+    }
     let (mut sql_where, mut args) = where_clause(c, q)?;
     let (key_a, dir) = match q.order_by_creation {
         Some(o) => ("creation_date", o),

@@ -145,6 +145,18 @@ impl Writer<'_> {
         Ok(())
     }
 
+    pub(super) fn delete_if_match(
+        &self,
+        c: Container,
+        pk: &str,
+        id: &str,
+        etag: &str,
+    ) -> StoreResult<()> {
+        let current = self.read(c, pk, id)?.ok_or(StoreError::NotFound)?;
+        check_etag(&current, Some(etag))?;
+        self.delete(c, pk, id)
+    }
+
     pub(super) fn patch(
         &self,
         c: Container,

@@ -120,6 +120,44 @@ async fn stalled_invocations_time_out_and_do_not_hold_others_back() {
     }
 }
 
+/// A body being read holds nothing another invocation needs: with the read deadline at its
+/// default, three invocations whose bodies stall delay one that arrives whole by under a second
+/// (they held both turns, and it waited for one of them to time out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_uploads_delay_another_invocation_by_under_a_second() {
+    use std::time::{Duration, Instant};
+    use tokio::io::AsyncWriteExt as _;
+
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |a| a.hosted(true)).await;
+    let addr = app.origin.trim_start_matches("http://").to_string();
+    let mut stalled = Vec::new();
+    for function in ["PostsChangeFeed", "PostsTimeline", "UsersTimeline"] {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /{function} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: 100000\r\n\r\n{{\"Data\": {{\"documents\": ["
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let user = app.create_user("ana").await;
+    let renamed =
+        json!([{ "id": id(&user), "type": "user", "userId": id(&user), "username": "ana" }]);
+    let started = Instant::now();
+    let whole = tokio::time::timeout(
+        Duration::from_secs(5),
+        app.invoke("UsersChangeFeed", envelope(renamed, 0)),
+    )
+    .await
+    .expect("an invocation that arrives whole is not held back by stalled ones");
+    let took = started.elapsed();
+    whole.assert_applied();
+    assert!(took < Duration::from_secs(1), "answered after {took:?}");
+    drop(stalled);
+}
+
 #[tokio::test]
 async fn trigger_endpoints_take_only_json() {
     let app = spawn_hosted().await;

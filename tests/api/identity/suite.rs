@@ -20,7 +20,8 @@ macro_rules! identity_suite {
             none_mode_is_as_before, jwt_deletes_are_the_owners_own,
             jwt_writes_are_limited_per_signed_in_caller,
             jwt_writes_need_the_write_scope_when_one_is_set,
-            jwt_id_tokens_are_refused_even_for_the_audience);
+            jwt_id_tokens_are_refused_even_for_the_audience,
+            jwt_bookmarks_are_listed_only_to_their_owner);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -1291,4 +1292,48 @@ pub async fn jwt_id_tokens_are_refused_even_for_the_audience(fixture: Fixture) {
         &app.as_bearer("POST", "/api/users", &access, json!({"username": "ana"}))
             .await,
     );
+}
+
+/// A user's bookmarks are theirs to list: anonymous 401 with the challenge, another signed-in
+/// user 403, and the owner sees them. (With `BLOG_AUTH=none` anyone may, as anyone may write.)
+pub async fn jwt_bookmarks_are_listed_only_to_their_owner(fixture: Fixture) {
+    let (app, issuer, rsa, ec) = jwt_app(fixture).await;
+    let (ana, bob) = (issuer.token(&rsa, "ana-bm"), issuer.token(&ec, "bob-bm"));
+    let ana_id = created(
+        &app.as_bearer("POST", "/api/users", &ana, json!({"username": "ana"}))
+            .await,
+    );
+    created(
+        &app.as_bearer("POST", "/api/users", &bob, json!({"username": "bob"}))
+            .await,
+    );
+    let post = created(
+        &app.as_bearer(
+            "POST",
+            "/api/posts",
+            &bob,
+            json!({"title": "t", "content": "c"}),
+        )
+        .await,
+    );
+    let path = format!("/api/users/{ana_id}/bookmarks/{post}");
+    let saved = app.as_bearer("PUT", &path, &ana, Value::Null).await;
+    assert_eq!(saved.status, 204, "{:?}", saved.body);
+    app.settle().await;
+
+    let list = format!("/api/users/{ana_id}/bookmarks");
+    let anonymous = app.get(&list).await;
+    anonymous.assert_problem(401);
+    assert_eq!(anonymous.header("www-authenticate"), Some("Bearer"));
+    app.as_bearer("GET", &list, &bob, Value::Null)
+        .await
+        .assert_problem(403);
+    let own = app.as_bearer("GET", &list, &ana, Value::Null).await;
+    assert_eq!(own.status, 200, "{:?}", own.body);
+    let ids: Vec<&str> = own
+        .items()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [post.as_str()]);
 }
