@@ -2,7 +2,8 @@
 //! - [`Bookmark`] `bookmark-<U>` in post P's partition of `posts` (U bookmarked P), written by
 //!   the request, marked when taken back; its post's deletion marks it (`super::erase`).
 //! - [`Bookmarked`] `bookmarked-<P>` in U's partition of `users`: the copy of P that U's list
-//!   shows (short form, counts included, dated by the bookmark), so a page is one query.
+//!   shows (short form, dated by the bookmark, no counts: the list reads them from the post),
+//!   so a page is one query and a point read per post shown.
 //!
 //! [`POSTS`]: a bookmark's change writes or removes its copy and recounts `bookmarkCount`; a
 //! change of a bookmarked post (a stored `bookmarkCount` above 0) whose copy would differ from
@@ -194,13 +195,22 @@ async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> St
     };
     let entry = to_value(&Bookmarked::new("", "", &post).post);
     let job = read_job(store, &post.user_id, &bookmarks_job_id(post_id)).await?;
-    if post.bookmark_count == 0 || job.as_ref().and_then(|j| j.work.entry()) == Some(&entry) {
+    let recorded = job.as_ref().and_then(|j| j.work.entry()).map(as_written);
+    if post.bookmark_count == 0 || recorded.as_ref() == Some(&entry) {
         return Ok(0);
     }
     let (written, next) = fan_out(store, &entry, None).await?;
     let next = job_item(&post.user_id, post_id, entry, next, 0);
     let saved = save_job(store, job.as_ref(), next).await?;
     Ok(written + usize::from(saved))
+}
+
+/// A recorded copy as it would be written today: without the counts an earlier release copied.
+fn as_written(entry: &Value) -> Value {
+    match Post::deserialize(entry) {
+        Ok(p) => to_value(&p.as_copied()),
+        Err(_) => entry.clone(),
+    }
 }
 
 fn job_item(author: &str, post_id: &str, entry: Value, cursor: Option<String>, steps: u64) -> Job {
