@@ -7,19 +7,23 @@
 //!
 //! [`POSTS`]: a bookmark's change writes or removes its copy and recounts `bookmarkCount`; a
 //! change of a bookmarked post (a stored `bookmarkCount` above 0) whose copy would differ from
-//! what its job item `timelineJob-bookmarks-<P>` records rewrites every copy, [`PAGE`](super::engine::PAGE) a step
-//! ([`super::fanout`]), the job item's change bringing the next ([`STEPS`]).
+//! what its job item `timelineJob-bookmarks-<P>` records rewrites every copy, [`PAGE`](super::engine::PAGE) a step,
+//! the job item's change bringing the next ([`STEPS`]): the job protocol of
+//! [`super::fanout`], whose [`Audience`] the bookmarkers are. A copy holds no counts, so a like,
+//! a comment or a bookmark starts no fan-out.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use futures::future::BoxFuture;
+
 use super::engine::{
-    apply_one, current_job, delete_item, failed, newest, newest_change, read_job, read_not_older,
-    save_job, wrote, Unit, JOB, PAGE,
+    apply_one, current_job, delete_item, failed, newest, newest_change, read_not_older, wrote,
+    Unit, JOB, PAGE,
 };
-use super::fanout::{self, Copies, Owners};
+use super::fanout::{self, Audience, Copies, Owners, Paged};
 use super::write::Write;
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARK};
 use crate::domain::follows::edge_tombstone_ops;
@@ -188,39 +192,16 @@ pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
 }
 
 /// A bookmarked post changed: unless its job item records the copy as it shows now, its
-/// fan-out starts over (its first page now).
+/// fan-out starts over (its first page now; [`fanout::start`]).
 async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> StoreResult<usize> {
     let Some(post) = live_post(store, changes, post_id).await? else {
         return Ok(0);
     };
-    let entry = to_value(&Bookmarked::new("", "", &post).post);
-    let job = read_job(store, &post.user_id, &bookmarks_job_id(post_id)).await?;
-    let recorded = job.as_ref().and_then(|j| j.work.entry()).map(as_written);
-    if post.bookmark_count == 0 || recorded.as_ref() == Some(&entry) {
+    if post.bookmark_count == 0 {
         return Ok(0);
     }
-    let (written, next) = fan_out(store, &entry, None).await?;
-    let next = job_item(&post.user_id, post_id, entry, next, 0);
-    let saved = save_job(store, job.as_ref(), next).await?;
-    Ok(written + usize::from(saved))
-}
-
-/// A recorded copy as it would be written today: without the counts an earlier release copied.
-fn as_written(entry: &Value) -> Value {
-    match Post::deserialize(entry) {
-        Ok(p) => to_value(&p.as_copied()),
-        Err(_) => entry.clone(),
-    }
-}
-
-fn job_item(author: &str, post_id: &str, entry: Value, cursor: Option<String>, steps: u64) -> Job {
-    let done = cursor.is_none();
-    let work = Work::Bookmarks {
-        post_id: post_id.into(),
-        entry,
-        cursor,
-    };
-    Job::new(author, work, steps, done)
+    let entry = to_value(&Bookmarked::new("", "", &post).post);
+    fanout::start(store, &Bookmarkers, &post.user_id, post_id, &entry).await
 }
 
 /// The next step of each bookmarks job item delivered, unless it changed since.
@@ -232,32 +213,53 @@ pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<
             .filter(|j| matches!(j.work, Work::Bookmarks { .. }))
     });
     for delivered in delivered {
-        let Some(job) = current_job(store, &delivered).await? else {
-            continue;
-        };
-        let Work::Bookmarks {
-            post_id,
-            entry,
-            cursor,
-        } = &job.work
-        else {
-            continue;
-        };
-        let (n, next) = fan_out(store, entry, cursor.as_deref()).await?;
-        let next = job_item(&job.user_id, post_id, entry.clone(), next, job.steps + 1);
-        written += n + usize::from(save_job(store, Some(&job), next).await?);
+        if let Some(job) = current_job(store, &delivered).await? {
+            written += fanout::next(store, &Bookmarkers, &job).await?;
+        }
     }
     Ok(written)
+}
+
+/// A post's bookmarkers, each given their copy of it ([`Bookmarked`]), dated by their
+/// bookmark; the job item `timelineJob-bookmarks-<P>` records the copy.
+struct Bookmarkers;
+
+impl Audience for Bookmarkers {
+    fn job_id(&self, post_id: &str) -> String {
+        bookmarks_job_id(post_id)
+    }
+
+    fn work(&self, post_id: &str, entry: Value, cursor: Option<String>) -> Work {
+        Work::Bookmarks {
+            post_id: post_id.into(),
+            entry,
+            cursor,
+        }
+    }
+
+    /// A record of an earlier release holds the counts its copies held: not compared.
+    fn records(&self, recorded: &Value, entry: &Value) -> bool {
+        match Post::deserialize(recorded) {
+            Ok(p) => to_value(&p.as_copied()) == *entry,
+            Err(_) => recorded == entry,
+        }
+    }
+
+    fn page<'a>(
+        &'a self,
+        store: &'a dyn Store,
+        _author: &'a str,
+        entry: &'a Value,
+        cursor: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<Paged>> {
+        Box::pin(fan_out(store, entry, cursor))
+    }
 }
 
 /// One page of the bookmarkers (from `cursor`) of the post `entry` shows, each given their copy
 /// ([`fanout::step`]), dated by their bookmark. Returns the writes made and where the next page
 /// starts.
-async fn fan_out(
-    store: &dyn Store,
-    entry: &Value,
-    cursor: Option<&str>,
-) -> StoreResult<(usize, Option<String>)> {
+async fn fan_out(store: &dyn Store, entry: &Value, cursor: Option<&str>) -> StoreResult<Paged> {
     let Ok(shown) = Post::deserialize(entry) else {
         return Ok((0, None));
     };
