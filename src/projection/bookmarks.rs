@@ -164,24 +164,38 @@ async fn bookmark_changed(
     }
 }
 
+/// Attempts at setting a post's `bookmarkCount`: each lost to a write of the post landing
+/// between its read and its set (a like's count, an edit), most without counting again.
+const COUNT_ATTEMPTS: usize = 16;
+
 /// Set post `post_id`'s `bookmarkCount` to its live bookmarks if it differs, only if the post is
-/// still at the version read (else read and counted again). Returns the writes made.
+/// still at the version read. A set lost to another write of the post is made again on the post
+/// read afresh: with the same count when the stored `bookmarkCount` is still the one it was
+/// counted against (no other recount set it meanwhile; a bookmark changed since has its own
+/// recount to come), else counted again. So likes and comments pouring onto a hot post never
+/// fail the batch. Returns the writes made.
 pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
     let q = Query::partition(post_id).eq(Kind::FIELD, BOOKMARK).live();
-    for _ in 0..4 {
+    // The count made, and the stored count it was made against.
+    let mut counted: Option<(Option<u64>, u64)> = None;
+    for _ in 0..COUNT_ATTEMPTS {
         let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
         let Some(post) = post.filter(|p| !is_deleted(p)) else {
             return Ok(0);
         };
-        let n = retry(|| store.count(Container::Posts, &q)).await?;
-        if Post::deserialize(&post).is_ok_and(|p| p.bookmark_count == n) {
+        let stored = Post::deserialize(&post).ok().map(|p| p.bookmark_count);
+        let n = match counted {
+            Some((against, n)) if against == stored => n,
+            _ => retry(|| store.count(Container::Posts, &q)).await?,
+        };
+        if stored == Some(n) {
             return Ok(0);
         }
         let ops = [PatchOp::set("/bookmarkCount", n)];
         let etag = Meta::of(&post).etag;
         match retry(|| store.patch(Container::Posts, post_id, post_id, &ops, etag)).await {
             Ok(_) => return Ok(1),
-            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::PreconditionFailed) => counted = Some((stored, n)),
             Err(StoreError::NotFound) => return Ok(0),
             Err(e) => return Err(e),
         }

@@ -23,7 +23,8 @@ macro_rules! audience_suite {
         $crate::audience_suite!(@tests $fixture;
             a_like_or_comment_rewrites_no_bookmark_or_tag_copy,
             copies_written_with_counts_show_the_posts_counts_and_verify_clean,
-            an_edit_racing_a_bookmark_fan_out_reaches_every_copy);
+            an_edit_racing_a_bookmark_fan_out_reaches_every_copy,
+            a_hot_post_liked_and_bookmarked_at_once_fails_no_batch);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
