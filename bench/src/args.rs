@@ -113,6 +113,14 @@ pub struct Args {
     /// W: the followers of each author whose posts are liked, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [0usize, 100, 1_000, 10_000])]
     pub audiences: Vec<usize>,
+    /// W: the bookmarkers of each post liked in the runs of the post's other audiences (by an
+    /// author with the most of `--audiences` followers, carrying `--post-tags` tags),
+    /// comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [0usize, 1_000, 10_000])]
+    pub bookmarkers: Vec<usize>,
+    /// W: the tags of the posts of the `--bookmarkers` runs (at most 10, a post's most).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=10))]
+    pub post_tags: u8,
     /// W: likes per run (each by a user of its own), sent at `--like-rate` and then in a burst.
     #[arg(long, default_value_t = 50, value_parser = positive)]
     pub likes: usize,
@@ -191,6 +199,10 @@ mod tests {
         assert!(Args::try_parse_from(["bench", "--feed-limit", "101"]).is_err());
         assert_eq!(a.scale_rows, ALL_SCALE_ROWS);
         assert_eq!(a.audiences, [0, 100, 1_000, 10_000]);
+        assert_eq!(
+            (a.bookmarkers.as_slice(), a.post_tags),
+            (&[0, 1_000, 10_000][..], 10)
+        );
         let a = Args::try_parse_from([
             "bench",
             "--scale-rows",

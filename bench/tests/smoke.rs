@@ -67,6 +67,10 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "20",
         "--audiences",
         "0,3",
+        "--bookmarkers",
+        "0,4",
+        "--post-tags",
+        "3",
         "--likes",
         "3",
         "--like-rate",
@@ -280,18 +284,30 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         serde_json::json!(["writes", "lag", "timeline", "price"])
     );
     let runs = s["writesPerLike"]["runs"].as_array().expect("like runs");
-    let shape: Vec<(u64, &str)> = runs
+    let shape: Vec<(u64, u64, u64, &str)> = runs
         .iter()
         .map(|r| {
+            let n = |f: &str| r[f].as_u64().unwrap();
             (
-                r["followers"].as_u64().unwrap(),
+                n("followers"),
+                n("bookmarkers"),
+                n("tags"),
                 r["mode"].as_str().unwrap(),
             )
         })
         .collect();
     assert_eq!(
         shape,
-        [(0, "steady"), (0, "burst"), (3, "steady"), (3, "burst")]
+        [
+            (0, 0, 0, "steady"),
+            (0, 0, 0, "burst"),
+            (3, 0, 0, "steady"),
+            (3, 0, 0, "burst"),
+            (3, 0, 3, "steady"),
+            (3, 0, 3, "burst"),
+            (3, 4, 3, "steady"),
+            (3, 4, 3, "burst"),
+        ]
     );
     for r in runs {
         assert_eq!(r["likes"], 3, "{r}");
@@ -390,6 +406,10 @@ fn the_emulated_store_reports_request_units_everywhere() {
         "200",
         "--audiences",
         "0,3",
+        "--bookmarkers",
+        "0,4",
+        "--post-tags",
+        "3",
         "--likes",
         "2",
         "--like-rate",

@@ -1,9 +1,11 @@
-//! A per-process snapshot of posts' counts (`commentCount`, `likeCount`) for the timeline.
+//! A per-process snapshot of posts' counts (`commentCount`, `likeCount`) for the lists read from
+//! copies kept for an audience: the timeline, the bookmarks list, a tag's page.
 //!
-//! A timeline entry copies what changes rarely (title, short content, author's name); the counts
-//! change with every comment and like, so a timeline page reads them from the post itself (one
-//! point read in `posts` per post shown) when it is shown. The snapshot spares those reads while
-//! it holds, with the freshness the feed's snapshot has:
+//! Such a copy holds what changes rarely (title, short content, author's name, tags); the counts
+//! change with every comment and like, so a page reads them from the post itself (one point read
+//! in `posts` per post shown) when it is shown ([`CountsCache::shown`]): a like or a comment
+//! rewrites no copy, and counts an older copy still holds are never shown. The snapshot spares
+//! those reads while it holds, with the freshness the feed's snapshot has:
 //!
 //! - on a store that signals its commits (the embedded one), a post's counts hold exactly until
 //!   the next commit to `posts` (any post, comment or like): never older than the store;
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
+use super::views::PostSummaryView;
 use crate::domain::is_deleted;
 use crate::store::{ChangeNotifier, Container, Store, StoreResult};
 
@@ -154,6 +157,30 @@ impl CountsCache {
             found[i] = Some(counts);
         }
         Ok(found.into_iter().map(Option::flatten).collect())
+    }
+}
+
+impl CountsCache {
+    /// The posts of a page read from copies, each with the counts its post holds now (at most
+    /// one point read per post, none while the snapshot holds); a post found gone or deleted is
+    /// left out (its copies are on their way out).
+    pub async fn shown(
+        &self,
+        store: &dyn Store,
+        posts: Vec<PostSummaryView>,
+    ) -> StoreResult<Vec<PostSummaryView>> {
+        let ids: Vec<String> = posts.iter().map(|p| p.post_id.clone()).collect();
+        let counts = self.counts(store, &ids).await?;
+        Ok(posts
+            .into_iter()
+            .zip(counts)
+            .filter_map(|(mut p, counts)| {
+                let c = counts?;
+                p.comment_count = c.comment_count;
+                p.like_count = c.like_count;
+                Some(p)
+            })
+            .collect())
     }
 }
 

@@ -29,13 +29,14 @@ impl<S: Send + Sync> FromRequestParts<S> for PathTag {
     }
 }
 
-/// `GET /api/tags/{tag}/posts`: one query of the tag's partition of `feed`, newest first.
+/// `GET /api/tags/{tag}/posts`: one query of the tag's partition of `feed`, newest first, then
+/// the counts of each post shown, read from the post (at most `limit` point reads).
 #[utoipa::path(
     get,
     path = "/api/tags/{tag}/posts",
     tag = "posts",
     summary = "A tag's posts, newest first, in short form",
-    description = "The posts carrying the tag, kept by the change feed: a new, edited or deleted post joins or leaves the list a moment after the request. One query of one partition per page, whatever the number of posts. A tag in another case reads as lowercase.",
+    description = "The posts carrying the tag, kept by the change feed: a new, edited or deleted post joins or leaves the list a moment after the request. At most 1 + `limit` store operations a page, whatever the number of posts: one query of one partition, and at most one point read per post shown for its `commentCount` and `likeCount`, which are read from the post itself when shown (from a per-process snapshot while it holds, as on the timeline); a post deleted meanwhile is left out, so a page may hold fewer than `limit` posts and still have a next page. A tag in another case reads as lowercase.",
     params(
         ("tag" = String, Path, description = "The tag: 1 to 32 letters and digits of one script, `-` or `_`", min_length = 1, max_length = 32),
         super::schema::PagingParams,
@@ -56,7 +57,7 @@ pub async fn list_tag_posts(
         .limit(paging.limit)
         .continuation(paging.continuation);
     let page = s.store.query(Container::Feed, &q).await?;
-    let items = page
+    let posts = page
         .items
         .iter()
         .map(|copy| {
@@ -65,6 +66,8 @@ pub async fn list_tag_posts(
                 .ok_or_else(|| ApiError::internal("a stored tag copy does not read as a post"))
         })
         .collect::<ApiResult<Vec<_>>>()?;
+    // A copy holds what changes rarely: the counts are the post's own, read when shown.
+    let items = s.counts.shown(&*s.store, posts).await?;
     Ok(page_response(&PostSummaryPage::new(
         items,
         page.continuation,

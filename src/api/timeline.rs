@@ -176,19 +176,8 @@ pub async fn get_timeline(
     }
     let shown: Vec<PostSummaryView> = entries.into_iter().skip(served).collect();
     let passed = served + shown.len();
-    let ids: Vec<String> = shown.iter().map(|p| p.post_id.clone()).collect();
-    let counts = s.counts.counts(&*s.store, &ids).await?;
-    let items: Vec<PostSummaryView> = shown
-        .into_iter()
-        .zip(counts)
-        .filter_map(|(mut p, counts)| {
-            // Gone or marked deleted: its entries are on their way out.
-            let c = counts?;
-            p.comment_count = c.comment_count;
-            p.like_count = c.like_count;
-            Some(p)
-        })
-        .collect();
+    // Gone or marked deleted: its entries are on their way out.
+    let items = s.counts.shown(&*s.store, shown).await?;
     let continuation =
         (more && passed == want && passed < TIMELINE_SIZE).then(|| passed.to_string());
     Ok(page_response(&PostSummaryPage::new(items, continuation)))

@@ -48,8 +48,10 @@ impl Bookmark {
     }
 }
 
-/// The copy of a bookmarked post in its bookmarker's partition: the short form, without its
-/// `bookmarkCount` (each bookmark would rewrite every other bookmarker's copy).
+/// The copy of a bookmarked post in its bookmarker's partition: the post as a copy outside its
+/// author's lists shows it ([`Post::as_copied`]), without its counters: a like, a comment or
+/// another bookmark rewrites no bookmarker's copy, and the list reads the counts from the post
+/// when it shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bookmarked {
@@ -70,10 +72,7 @@ impl Bookmarked {
 
     /// `owner`'s copy of `post` (any form), bookmarked at `date`.
     pub fn new(owner: &str, date: &str, post: &Post) -> Bookmarked {
-        let post = Post {
-            bookmark_count: 0,
-            ..post.summary()
-        };
+        let post = post.as_copied();
         Bookmarked {
             id: Bookmarked::id_of(&post.post_id),
             kind: BOOKMARKED.into(),
@@ -81,6 +80,15 @@ impl Bookmarked {
             post_id: post.post_id.clone(),
             creation_date: date.into(),
             post,
+        }
+    }
+
+    /// The copy as it would be written today: the counts a copy written by an earlier release
+    /// holds are not part of it (they are read from the post when shown).
+    pub fn as_written(&self) -> Bookmarked {
+        Bookmarked {
+            post: self.post.as_copied(),
+            ..self.clone()
         }
     }
 }

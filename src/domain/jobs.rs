@@ -138,6 +138,23 @@ impl Work {
             _ => None,
         }
     }
+
+    /// A post's fan-out: its post, the copy every owner gets, and where its next page starts.
+    pub fn fanout(&self) -> Option<(&str, &Value, Option<&str>)> {
+        match self {
+            Work::Post {
+                post_id,
+                entry,
+                cursor,
+            }
+            | Work::Bookmarks {
+                post_id,
+                entry,
+                cursor,
+            } => Some((post_id, entry, cursor.as_deref())),
+            _ => None,
+        }
+    }
 }
 
 impl Job {

@@ -1,7 +1,8 @@
 //! `handler verify`'s check of the tags projection (`crate::projection::tags`), and its repair.
 //!
 //! 1. Posts, page by page across partitions: each live tagged post's copy in each of its tags'
-//!    partitions, and its record (`tagged`), point-read and compared with its short form.
+//!    partitions, and its record (`tagged`), point-read and compared with the post as a copy
+//!    shows it (counts a copy of an earlier release holds are not compared: never shown).
 //! 2. Tags, from the counts' partition: each tag's partition read page by page; a copy whose post
 //!    is gone, deleted or no longer carries the tag is extra; the number of copies is the count
 //!    the tag's item should hold.
@@ -28,7 +29,7 @@ use serde_json::Value;
 use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
 use crate::domain::{is_live, Kind, Meta, Post};
 use crate::projection::engine::{apply_one, query_all};
-use crate::projection::tags::{post_of, recount, sync_post};
+use crate::projection::tags::{copied_of, post_of, recount, sync_post};
 use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -274,13 +275,13 @@ async fn check_post(store: &dyn Store, stored: &Value, check: &mut Check) -> Sto
     if post.tags.is_empty() {
         return Ok(());
     }
-    let want = post.summary();
+    let want = post.as_copied();
     let id = post.id.as_str();
     for t in &want.tags {
         let place = tags::partition(t);
         check.checked += 1;
         let copy = retry(|| store.read(Container::Feed, &place, id)).await?;
-        match copy.as_ref().and_then(post_of) {
+        match copy.as_ref().and_then(copied_of) {
             None => check.found(&place, id, "missing", Fix::Post(id.into())),
             Some(p) if p != want => check.found(
                 &place,
@@ -293,7 +294,7 @@ async fn check_post(store: &dyn Store, stored: &Value, check: &mut Check) -> Sto
     }
     check.checked += 1;
     let record = retry(|| store.read(Container::Feed, TAGGED, id)).await?;
-    if record.as_ref().and_then(post_of).as_ref() != Some(&want) {
+    if record.as_ref().and_then(copied_of).as_ref() != Some(&want) {
         check.found(
             TAGGED,
             id,

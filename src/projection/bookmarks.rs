@@ -2,23 +2,28 @@
 //! - [`Bookmark`] `bookmark-<U>` in post P's partition of `posts` (U bookmarked P), written by
 //!   the request, marked when taken back; its post's deletion marks it (`super::erase`).
 //! - [`Bookmarked`] `bookmarked-<P>` in U's partition of `users`: the copy of P that U's list
-//!   shows (short form, counts included, dated by the bookmark), so a page is one query.
+//!   shows (short form, dated by the bookmark, no counts: the list reads them from the post),
+//!   so a page is one query and a point read per post shown.
 //!
 //! [`POSTS`]: a bookmark's change writes or removes its copy and recounts `bookmarkCount`; a
 //! change of a bookmarked post (a stored `bookmarkCount` above 0) whose copy would differ from
-//! what its job item `timelineJob-bookmarks-<P>` records rewrites every copy, [`PAGE`](super::engine::PAGE) a step
-//! ([`super::fanout`]), the job item's change bringing the next ([`STEPS`]).
+//! what its job item `timelineJob-bookmarks-<P>` records rewrites every copy, [`PAGE`](super::engine::PAGE) a step,
+//! the job item's change bringing the next ([`STEPS`]): the job protocol of
+//! [`super::fanout`], whose [`Audience`] the bookmarkers are. A copy holds no counts, so a like,
+//! a comment or a bookmark starts no fan-out.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use futures::future::BoxFuture;
+
 use super::engine::{
-    apply_one, current_job, delete_item, failed, newest, newest_change, read_job, read_not_older,
-    save_job, wrote, Unit, JOB, PAGE,
+    apply_one, current_job, delete_item, failed, newest, newest_change, read_not_older, wrote,
+    Unit, JOB, PAGE,
 };
-use super::fanout::{self, Copies, Owners};
+use super::fanout::{self, Audience, Copies, Owners, Paged};
 use super::write::Write;
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARK};
 use crate::domain::follows::edge_tombstone_ops;
@@ -159,24 +164,38 @@ async fn bookmark_changed(
     }
 }
 
+/// Attempts at setting a post's `bookmarkCount`: each lost to a write of the post landing
+/// between its read and its set (a like's count, an edit), most without counting again.
+const COUNT_ATTEMPTS: usize = 16;
+
 /// Set post `post_id`'s `bookmarkCount` to its live bookmarks if it differs, only if the post is
-/// still at the version read (else read and counted again). Returns the writes made.
+/// still at the version read. A set lost to another write of the post is made again on the post
+/// read afresh: with the same count when the stored `bookmarkCount` is still the one it was
+/// counted against (no other recount set it meanwhile; a bookmark changed since has its own
+/// recount to come), else counted again. So likes and comments pouring onto a hot post never
+/// fail the batch. Returns the writes made.
 pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
     let q = Query::partition(post_id).eq(Kind::FIELD, BOOKMARK).live();
-    for _ in 0..4 {
+    // The count made, and the stored count it was made against.
+    let mut counted: Option<(Option<u64>, u64)> = None;
+    for _ in 0..COUNT_ATTEMPTS {
         let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
         let Some(post) = post.filter(|p| !is_deleted(p)) else {
             return Ok(0);
         };
-        let n = retry(|| store.count(Container::Posts, &q)).await?;
-        if Post::deserialize(&post).is_ok_and(|p| p.bookmark_count == n) {
+        let stored = Post::deserialize(&post).ok().map(|p| p.bookmark_count);
+        let n = match counted {
+            Some((against, n)) if against == stored => n,
+            _ => retry(|| store.count(Container::Posts, &q)).await?,
+        };
+        if stored == Some(n) {
             return Ok(0);
         }
         let ops = [PatchOp::set("/bookmarkCount", n)];
         let etag = Meta::of(&post).etag;
         match retry(|| store.patch(Container::Posts, post_id, post_id, &ops, etag)).await {
             Ok(_) => return Ok(1),
-            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::PreconditionFailed) => counted = Some((stored, n)),
             Err(StoreError::NotFound) => return Ok(0),
             Err(e) => return Err(e),
         }
@@ -187,30 +206,16 @@ pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
 }
 
 /// A bookmarked post changed: unless its job item records the copy as it shows now, its
-/// fan-out starts over (its first page now).
+/// fan-out starts over (its first page now; [`fanout::start`]).
 async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> StoreResult<usize> {
     let Some(post) = live_post(store, changes, post_id).await? else {
         return Ok(0);
     };
-    let entry = to_value(&Bookmarked::new("", "", &post).post);
-    let job = read_job(store, &post.user_id, &bookmarks_job_id(post_id)).await?;
-    if post.bookmark_count == 0 || job.as_ref().and_then(|j| j.work.entry()) == Some(&entry) {
+    if post.bookmark_count == 0 {
         return Ok(0);
     }
-    let (written, next) = fan_out(store, &entry, None).await?;
-    let next = job_item(&post.user_id, post_id, entry, next, 0);
-    let saved = save_job(store, job.as_ref(), next).await?;
-    Ok(written + usize::from(saved))
-}
-
-fn job_item(author: &str, post_id: &str, entry: Value, cursor: Option<String>, steps: u64) -> Job {
-    let done = cursor.is_none();
-    let work = Work::Bookmarks {
-        post_id: post_id.into(),
-        entry,
-        cursor,
-    };
-    Job::new(author, work, steps, done)
+    let entry = to_value(&Bookmarked::new("", "", &post).post);
+    fanout::start(store, &Bookmarkers, &post.user_id, post_id, &entry).await
 }
 
 /// The next step of each bookmarks job item delivered, unless it changed since.
@@ -222,32 +227,53 @@ pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<
             .filter(|j| matches!(j.work, Work::Bookmarks { .. }))
     });
     for delivered in delivered {
-        let Some(job) = current_job(store, &delivered).await? else {
-            continue;
-        };
-        let Work::Bookmarks {
-            post_id,
-            entry,
-            cursor,
-        } = &job.work
-        else {
-            continue;
-        };
-        let (n, next) = fan_out(store, entry, cursor.as_deref()).await?;
-        let next = job_item(&job.user_id, post_id, entry.clone(), next, job.steps + 1);
-        written += n + usize::from(save_job(store, Some(&job), next).await?);
+        if let Some(job) = current_job(store, &delivered).await? {
+            written += fanout::next(store, &Bookmarkers, &job).await?;
+        }
     }
     Ok(written)
+}
+
+/// A post's bookmarkers, each given their copy of it ([`Bookmarked`]), dated by their
+/// bookmark; the job item `timelineJob-bookmarks-<P>` records the copy.
+struct Bookmarkers;
+
+impl Audience for Bookmarkers {
+    fn job_id(&self, post_id: &str) -> String {
+        bookmarks_job_id(post_id)
+    }
+
+    fn work(&self, post_id: &str, entry: Value, cursor: Option<String>) -> Work {
+        Work::Bookmarks {
+            post_id: post_id.into(),
+            entry,
+            cursor,
+        }
+    }
+
+    /// A record of an earlier release holds the counts its copies held: not compared.
+    fn records(&self, recorded: &Value, entry: &Value) -> bool {
+        match Post::deserialize(recorded) {
+            Ok(p) => to_value(&p.as_copied()) == *entry,
+            Err(_) => recorded == entry,
+        }
+    }
+
+    fn page<'a>(
+        &'a self,
+        store: &'a dyn Store,
+        _author: &'a str,
+        entry: &'a Value,
+        cursor: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<Paged>> {
+        Box::pin(fan_out(store, entry, cursor))
+    }
 }
 
 /// One page of the bookmarkers (from `cursor`) of the post `entry` shows, each given their copy
 /// ([`fanout::step`]), dated by their bookmark. Returns the writes made and where the next page
 /// starts.
-async fn fan_out(
-    store: &dyn Store,
-    entry: &Value,
-    cursor: Option<&str>,
-) -> StoreResult<(usize, Option<String>)> {
+async fn fan_out(store: &dyn Store, entry: &Value, cursor: Option<&str>) -> StoreResult<Paged> {
     let Ok(shown) = Post::deserialize(entry) else {
         return Ok((0, None));
     };

@@ -8,14 +8,124 @@
 //!
 //! A step is bounded (one page of owners) and idempotent (a copy is upserted whole, a removal
 //! of a copy already gone is moot), so a step repeated after a crash writes the same state.
+//!
+//! **One job protocol** ([`Audience`], [`start`], [`next`]) drives every such fan-out, so each
+//! kind of copy is a small typed piece (where its job item is, what its work records, how one
+//! page is written), not a copy of the loop:
+//! - a fan-out starts when the copy a post's change implies differs from the one its job item
+//!   records (what every copy holds, the same for all owners: never the counts, which are read
+//!   when shown, so a like or a comment starts none);
+//! - each step writes one page of owners and records where the next starts in the job item,
+//!   whose change brings the next step through the users feed, behind the changes written
+//!   meanwhile; a crash resumes from the last recorded step;
+//! - a newer copy supersedes the fan-out under way: it restarts from the first page, and a
+//!   step whose job item changed since it was delivered does nothing (the newer version's own
+//!   change carries on). A start that loses the race to save the job item (a step of the older
+//!   fan-out saved it meanwhile) reads it again and starts over, so the newer copy is never
+//!   dropped: an edit racing a fan-out reaches every copy.
 
 use std::collections::BTreeSet;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::engine::{apply_all, delete_item, query_all};
+use super::engine::{apply_all, delete_item, query_all, read_job, save_job};
 use super::write::{str_field, Write};
-use crate::store::{retry, Container, Query, Store, StoreResult};
+use crate::domain::jobs::{Job, Work};
+use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
+
+/// What one page of a fan-out did: the writes made, and where the next page starts (`None`:
+/// this was the last).
+pub type Paged = (usize, Option<String>);
+
+/// One kind of copy of a post fanned out to its audience under the job protocol: a user of
+/// [`start`] and [`next`].
+pub trait Audience: Sync {
+    /// The id of post `post_id`'s job item (in its author's partition of `users`).
+    fn job_id(&self, post_id: &str) -> String;
+    /// The work a job item records: copies holding `entry`, the next page from `cursor`.
+    fn work(&self, post_id: &str, entry: Value, cursor: Option<String>) -> Work;
+    /// Whether a job item recording `recorded` has `entry` copied (or copying) already. A record
+    /// written by an earlier release may hold what copies no longer do.
+    fn records(&self, recorded: &Value, entry: &Value) -> bool {
+        recorded == entry
+    }
+    /// One page of copies holding `entry`, owners from `cursor` (`None`: the first page).
+    fn page<'a>(
+        &'a self,
+        store: &'a dyn Store,
+        author: &'a str,
+        entry: &'a Value,
+        cursor: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<Paged>>;
+    /// The first step of a fan-out of `entry`: its first page, unless the audience does more
+    /// (or less) when a fan-out starts.
+    fn first<'a>(
+        &'a self,
+        store: &'a dyn Store,
+        author: &'a str,
+        entry: &'a Value,
+    ) -> BoxFuture<'a, StoreResult<Paged>> {
+        self.page(store, author, entry, None)
+    }
+}
+
+/// Attempts at starting a fan-out, each lost only to a step of another fan-out of the same
+/// post saving its job item meanwhile.
+const START_ATTEMPTS: usize = 8;
+
+/// Post `post_id` (by `author`) now implies copies holding `entry`: unless its job item records
+/// that entry, the fan-out starts over with it (its first step now), superseding any under way.
+/// Should the job item change between its read and its save, it is read again and the start
+/// made again. Returns the writes made.
+pub async fn start(
+    store: &dyn Store,
+    audience: &dyn Audience,
+    author: &str,
+    post_id: &str,
+    entry: &Value,
+) -> StoreResult<usize> {
+    let id = audience.job_id(post_id);
+    let mut written = 0;
+    for _ in 0..START_ATTEMPTS {
+        let job = read_job(store, author, &id).await?;
+        let recorded = job.as_ref().and_then(|j| j.work.entry());
+        if recorded.is_some_and(|r| audience.records(r, entry)) {
+            // This entry reached every owner, or its fan-out is under way.
+            return Ok(written);
+        }
+        let (n, cursor) = audience.first(store, author, entry).await?;
+        written += n;
+        let done = cursor.is_none();
+        let work = audience.work(post_id, entry.clone(), cursor);
+        if save_job(store, job.as_ref(), Job::new(author, work, 0, done)).await? {
+            return Ok(written + 1);
+        }
+    }
+    Err(StoreError::Other(format!(
+        "the fan-out record of post {post_id} kept changing while it was written"
+    )))
+}
+
+/// The next step of fan-out job `job` (as read now, not done): one page from its cursor, and
+/// the job item moved on, unless it changed meanwhile (a newer start: its own change carries
+/// on). Returns the writes made.
+pub async fn next(store: &dyn Store, audience: &dyn Audience, job: &Job) -> StoreResult<usize> {
+    let Some((post_id, entry, cursor)) = job.work.fanout() else {
+        return Ok(0);
+    };
+    let author = job.user_id.as_str();
+    let (written, next) = audience.page(store, author, entry, cursor).await?;
+    let done = next.is_none();
+    let work = audience.work(post_id, entry.clone(), next);
+    let saved = save_job(
+        store,
+        Some(job),
+        Job::new(author, work, job.steps + 1, done),
+    )
+    .await?;
+    Ok(written + usize::from(saved))
+}
 
 /// The copies of one post.
 pub struct Copies<'a> {

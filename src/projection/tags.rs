@@ -3,8 +3,10 @@
 //! each tag's count of posts, so that the tag list is one query of one partition too.
 //!
 //! Where (`feed`, partition key `type`; [`crate::domain::tags`]):
-//! - `tag:<tag>`: one copy per post carrying the tag, its id the post's: the post's short form
-//!   ([`Post::summary`]: counts, the author's current name, the tags) with `type` the partition.
+//! - `tag:<tag>`: one copy per post carrying the tag, its id the post's: the post as a copy
+//!   outside its author's lists shows it ([`Post::as_copied`]: the short form, the author's
+//!   current name, the tags, and no counts: a tag's page reads them from the post when shown)
+//!   with `type` the partition.
 //! - `tagged`: one record per tagged post, its id the post's: the short form as the copies were
 //!   last written, tags included. A change of the post is compared with it (one point read): a
 //!   change that alters nothing a copy holds writes nothing, and an edit that drops a tag finds
@@ -19,9 +21,9 @@
 //! the change), and its copies are brought in line with it: written when they differ from the
 //! record, removed from the tags it no longer carries (or all of them when it is deleted, its
 //! account erased, or renamed: a rename patches the post, which comes through here). The record
-//! is written last, so a batch that fails half-way is projected again whole. A post has one
-//! copy per tag, at most ten: what a like or a comment costs here does not grow with the post's
-//! audience.
+//! is written last, so a batch that fails half-way is projected again whole. A like or a comment
+//! changes nothing a copy holds, so it writes no copy and no record (one point read of the
+//! record); counts a record or copy written by an earlier release holds are not compared.
 //!
 //! **Counts stay exact under replay and concurrency.** A count is never incremented: it is set
 //! to the `COUNT` of the tag's partition, read after the copy was written or removed, and set
@@ -111,12 +113,12 @@ impl Tagging {
 }
 
 /// What post `id`'s record and copies should be, from the post as stored (`None`: gone):
-/// the short form, or nothing for a deleted or untagged post (or one that does not read as a
-/// post).
+/// the post as a copy shows it ([`Post::as_copied`]), or nothing for a deleted or untagged post
+/// (or one that does not read as a post).
 pub fn wanted(post: Option<&Value>) -> Option<Post> {
     let post = post.filter(|p| is_live(p, Kind::Post))?;
     let post: Post = serde_json::from_value(post.clone()).ok()?;
-    (!post.tags.is_empty()).then(|| post.summary())
+    (!post.tags.is_empty()).then(|| post.as_copied())
 }
 
 /// The stored form of `post` (a short form) in partition `place` of `feed`: the post's fields,
@@ -127,11 +129,17 @@ pub fn item(post: &Post, place: &str) -> Value {
     v
 }
 
-/// A stored copy or record as the post it holds (its `type` read as `post`).
+/// A stored copy or record as the post it holds (its `type` read as `post`), counts and all.
 pub fn post_of(item: &Value) -> Option<Post> {
     let mut v = item.clone();
     v[Kind::FIELD] = Kind::Post.into();
     serde_json::from_value(v).ok()
+}
+
+/// A stored copy or record as it would be written today: [`post_of`] without the counts an
+/// earlier release copied (a copy holds none; they are read from the post when shown).
+pub fn copied_of(item: &Value) -> Option<Post> {
+    post_of(item).map(|p| p.as_copied())
 }
 
 /// Bring post `id`'s copies, record and counts in line with `post` (as read now). Returns the
@@ -139,7 +147,7 @@ pub fn post_of(item: &Value) -> Option<Post> {
 pub async fn sync_post(store: &dyn Store, id: &str, post: Option<&Value>) -> StoreResult<usize> {
     let want = wanted(post);
     let record = retry(|| store.read(Container::Feed, TAGGED, id)).await?;
-    let had: Option<Post> = record.as_ref().and_then(post_of);
+    let had: Option<Post> = record.as_ref().and_then(copied_of);
     if record.is_none() && want.is_none() {
         return Ok(0);
     }
@@ -264,8 +272,9 @@ mod tests {
         let p = wanted(Some(&stored(&["rust"]))).unwrap();
         assert!(p.content.chars().count() <= 200);
         assert_eq!(
-            (p.tags.clone(), p.like_count),
-            (vec!["rust".to_string()], 2)
+            (p.tags.clone(), p.like_count, p.comment_count),
+            (vec!["rust".to_string()], 0, 0),
+            "no counts"
         );
         let copy = item(&p, "tag:rust");
         assert_eq!(copy["type"], "tag:rust");

@@ -146,6 +146,11 @@ mod bookmarks {
     crate::bookmarks_suite!(cosmos_fixture);
 }
 
+mod audience {
+    use super::*;
+    crate::audience_suite!(cosmos_fixture);
+}
+
 fn post(id: &str, user: &str, date: &str) -> Value {
     json!({
         "id": id, "type": "post", "postId": id, "userId": user, "userUsername": "ann",

@@ -15,6 +15,8 @@
 //! - `search_suite`: `GET /api/search` on both stores;
 //! - `bookmarks_suite`: bookmarks, their copies and counts, on both stores;
 //! - `tags_suite`: tags on posts, a tag's posts, the tag list, on both stores;
+//! - `audience_suite`: the copies kept for a post's bookmarkers and tags: what a like costs
+//!   them, the counts their lists show, an edit racing their fan-out, on both stores;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them.
 //!
@@ -24,6 +26,7 @@ mod helpers;
 mod hooks;
 
 mod api_suite;
+mod audience_suite;
 mod bookmarks_suite;
 mod client_suite;
 mod conduit;

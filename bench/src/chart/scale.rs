@@ -20,22 +20,33 @@ type Band = (String, Vec<f64>);
 fn panels(s: &Scale) -> Vec<(String, [&'static str; 2], Vec<Band>)> {
     let mut out = Vec::new();
     if let Some(w) = &s.writes_per_like {
-        let mut audiences: Vec<usize> = w.runs.iter().map(|r| r.followers).collect();
+        let mut audiences: Vec<(usize, usize, usize)> = w
+            .runs
+            .iter()
+            .map(|r| (r.followers, r.bookmarkers, r.tags))
+            .collect();
         audiences.dedup();
         let bands = audiences
             .iter()
-            .map(|n| {
+            .map(|&(f, b, t)| {
                 let of = |mode: &str| {
                     w.runs
                         .iter()
-                        .find(|r| r.followers == *n && r.mode == mode)
+                        .find(|r| {
+                            (r.followers, r.bookmarkers, r.tags) == (f, b, t) && r.mode == mode
+                        })
                         .map_or(0.0, |r| r.writes_per_like)
                 };
-                (format!("{n}"), vec![of("steady"), of("burst")])
+                let label = if (b, t) == (0, 0) {
+                    format!("{f}")
+                } else {
+                    format!("{f} f, {b} b, {t} t")
+                };
+                (label, vec![of("steady"), of("burst")])
             })
             .collect();
         out.push((
-            "[W] store writes per like, by the author's followers".to_string(),
+            "[W] store writes per like, by followers (f), bookmarkers (b) and tags (t)".to_string(),
             ["steady", "burst"],
             bands,
         ));

@@ -29,12 +29,13 @@ fn ru(x: Option<f64>) -> String {
 
 fn writes(w: &WritesPerLike) -> String {
     let mut out = format!(
-        "\nWrites per like by audience: {} likes of one post, each by a user of its own, at {}/s \
+        "\nWrites per like by audience (the author's followers, the post's bookmarkers and tags): \
+         {} likes of one post, each by a user of its own, at {}/s \
          (steady) or all at once (burst), from the first like to every lane of the change feed \
          done; every item written meanwhile (requests and change feed), per like:\n\n\
-         | | followers | mode | writes / like | by container | request ops / like \
-         | change-feed ops / like | RU / like | applied (ms) |\n\
-         | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n",
+         | | followers | bookmarkers | tags | mode | writes / like | by container \
+         | request ops / like | change-feed ops / like | RU / like | applied (ms) |\n\
+         | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n",
         w.likes, w.steady_per_second
     );
     for r in &w.runs {
@@ -49,8 +50,10 @@ fn writes(w: &WritesPerLike) -> String {
         };
         let _ = writeln!(
             out,
-            "| **[W]** | {} | {} | {} | {} | {:.2} | {} | {} | {} |",
+            "| **[W]** | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} | {} |",
             r.followers,
+            r.bookmarkers,
+            r.tags,
             r.mode,
             num(r.writes_per_like),
             by.join(", "),

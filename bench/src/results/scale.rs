@@ -19,7 +19,8 @@ pub struct Scale {
     pub like_price: Option<LikePrice>,
 }
 
-/// W: store writes per like, by the liked author's followers.
+/// W: store writes per like, by the liked post's audiences: its author's followers, its
+/// bookmarkers and its tags.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WritesPerLike {
@@ -37,6 +38,10 @@ pub struct WritesPerLike {
 #[serde(rename_all = "camelCase")]
 pub struct LikeRun {
     pub followers: usize,
+    /// Users who bookmarked the post (each holding a copy of it).
+    pub bookmarkers: usize,
+    /// The post's tags (each tag's page holding a copy of it).
+    pub tags: usize,
     /// `steady` (at `--like-rate`) or `burst` (all at once).
     pub mode: &'static str,
     pub likes: usize,

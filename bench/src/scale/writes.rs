@@ -1,22 +1,35 @@
-//! W: the store writes one like costs, by the liked author's audience. For each of `--audiences`
+//! W: the store writes one like costs, by the liked post's audiences. For each of `--audiences`
 //! an author is written with that many followers (already projected, as the fan-out rows write
 //! them) and posts twice through the API, so that the change feed copies each post wherever it
-//! goes. Then `--likes` users like the first post at `--like-rate` a second, and as many others
-//! like the second post all at once; each run lasts until every lane of the change feed has
-//! applied what the likes set off. Its writes are every item written meanwhile (the requests'
-//! and the change feed's), over the likes.
+//! goes. For each of `--bookmarkers`, the author with the most followers posts twice more, each
+//! post carrying `--post-tags` tags and bookmarked by that many users (their bookmarks written
+//! straight into the post's partition, their copies made by the change feed): every audience of
+//! a post at once. Then `--likes` users like the first post of each at `--like-rate` a second,
+//! and as many others like the second post all at once; each run lasts until every lane of the
+//! change feed has applied what the likes set off. Its writes are every item written meanwhile
+//! (the requests' and the change feed's), over the likes.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use blog::store::metrics;
+use blog::domain::{self, bookmarks::Bookmark};
+use blog::store::{metrics, Container};
 use serde_json::json;
 use tokio::task::JoinSet;
 
+use crate::dataset::{self, Loader};
 use crate::measure::{self, Req};
 use crate::results::scale::{LikeRun, WritesPerLike};
 use crate::runner::Bench;
+
+/// Who a liked post reaches: its author's followers, its bookmarkers, its tags' pages.
+#[derive(Debug, Clone, Copy)]
+struct Audience {
+    followers: usize,
+    bookmarkers: usize,
+    tags: usize,
+}
 
 impl Bench {
     pub async fn writes_per_like(&mut self) -> anyhow::Result<WritesPerLike> {
@@ -24,6 +37,7 @@ impl Bench {
         let likes = self.args.likes;
         let audiences = self.args.audiences.clone();
         let mut posts = Vec::new();
+        let mut biggest: Option<(usize, String)> = None;
         for (k, &n) in audiences.iter().enumerate() {
             let author = format!("audience-{}-{k}-{n}", self.args.seed);
             let followers: Vec<String> = (0..n).map(|i| format!("{author}-f{i}")).collect();
@@ -31,22 +45,51 @@ impl Bench {
             self.settle().await?;
             let steady = self.create_post(&author).await?;
             let burst = self.create_post(&author).await?;
-            posts.push((n, steady, burst));
+            let audience = Audience {
+                followers: n,
+                bookmarkers: 0,
+                tags: 0,
+            };
+            posts.push((audience, steady, burst));
+            if biggest.as_ref().is_none_or(|(m, _)| n > *m) {
+                biggest = Some((n, author));
+            }
         }
-        let mut likers = self
-            .fresh_users(2 * likes * audiences.len())
-            .await?
-            .into_iter();
+        let tags: Vec<String> = (0..self.args.post_tags)
+            .map(|i| format!("w{}-t{i}", self.args.seed))
+            .collect();
+        if let Some((followers, author)) = biggest {
+            for &b in &self.args.bookmarkers.clone() {
+                let steady = self.create_tagged_post(&author, &tags).await?;
+                let burst = self.create_tagged_post(&author, &tags).await?;
+                for post in [&steady, &burst] {
+                    self.write_bookmarkers(post, b).await?;
+                }
+                self.settle().await?;
+                let audience = Audience {
+                    followers,
+                    bookmarkers: b,
+                    tags: tags.len(),
+                };
+                posts.push((audience, steady, burst));
+            }
+        }
+        let mut likers = self.fresh_users(2 * likes * posts.len()).await?.into_iter();
         self.settle().await?;
         let setup_seconds = started.elapsed().as_secs_f64();
         let mut runs = Vec::new();
-        for (n, steady, burst) in posts {
+        for (audience, steady, burst) in posts {
             for (mode, post) in [("steady", steady), ("burst", burst)] {
                 let who: Vec<String> = likers.by_ref().take(likes).collect();
-                let run = self.like_run(n, mode, &post, who).await?;
+                let run = self.like_run(audience, mode, &post, who).await?;
                 eprintln!(
-                    "bench: [W] {n} followers, {mode}: {:.1} writes per like, applied in {:.0} ms",
-                    run.writes_per_like, run.applied_ms
+                    "bench: [W] {} followers, {} bookmarkers, {} tags, {mode}: {:.1} writes per \
+                     like, applied in {:.0} ms",
+                    audience.followers,
+                    audience.bookmarkers,
+                    audience.tags,
+                    run.writes_per_like,
+                    run.applied_ms
                 );
                 runs.push(run);
             }
@@ -59,10 +102,35 @@ impl Bench {
         })
     }
 
+    /// `author` posts through the API (C2) with `tags`; the post's id.
+    async fn create_tagged_post(
+        &mut self,
+        author: &str,
+        tags: &[String],
+    ) -> anyhow::Result<String> {
+        let (title, content) = dataset::post_text(&mut self.rng);
+        let body = json!({ "userId": author, "title": title, "content": content, "tags": tags });
+        let created = self.client.send(&Req::post("/api/posts", body)).await?;
+        Ok(created.body["id"]
+            .as_str()
+            .context("the created post has no id")?
+            .to_string())
+    }
+
+    /// `n` users' bookmarks of `post`, written straight into its partition (as a bookmark's
+    /// request writes one); the change feed makes their copies and the post's count.
+    async fn write_bookmarkers(&mut self, post: &str, n: usize) -> anyhow::Result<()> {
+        let mut loader = Loader::new(self.store.clone());
+        let bookmarks =
+            (0..n).map(|i| domain::to_value(&Bookmark::new(post, &format!("{post}-b{i}"))));
+        loader.create(Container::Posts, post, bookmarks).await?;
+        loader.finish().await
+    }
+
     /// `likers` like `post`, steadily or all at once; until the change feed is done.
     async fn like_run(
         &mut self,
-        followers: usize,
+        audience: Audience,
         mode: &'static str,
         post: &str,
         likers: Vec<String>,
@@ -111,7 +179,9 @@ impl Bench {
             .send(&Req::get(format!("/api/posts/{post}")))
             .await?;
         Ok(LikeRun {
-            followers,
+            followers: audience.followers,
+            bookmarkers: audience.bookmarkers,
+            tags: audience.tags,
             mode,
             likes: likers.len(),
             applied_ms: measure::ms(applied),

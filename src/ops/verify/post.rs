@@ -221,13 +221,14 @@ async fn check_bookmarks(
             Bookmarked::new(&b.user_id, &b.creation_date, post),
         );
         let detail = match found.remove(owner).map(|f| Bookmarked::deserialize(&f)) {
-            Some(Ok(f)) if f == s => continue,
+            // Counts a copy of an earlier release holds are never shown: not compared.
+            Some(Ok(f)) if f.as_written() == s => continue,
             None => "no copy".to_string(),
             Some(Ok(f)) => {
                 let (found, date) = (&f.creation_date, &s.creation_date);
                 let dated =
                     (found != date).then(|| format!("creationDate: {found}, expected {date}"));
-                let d = expected::differences(&f.post, &s.post)
+                let d = expected::differences(&f.as_written().post, &s.post)
                     .into_iter()
                     .chain(dated);
                 d.collect::<Vec<_>>().join("; ")

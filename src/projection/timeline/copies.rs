@@ -4,6 +4,7 @@
 //! (`timelineJob-post-<P>`) records this very entry content; a deleted post's entries are
 //! deleted wherever they are, a page a step.
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::limit::limit_state;
@@ -14,9 +15,9 @@ use crate::domain::follows::{
 use crate::domain::jobs::{delete_job_id, post_job_id, Job, Work};
 use crate::domain::{is_deleted, Kind, Post};
 use crate::projection::engine::{delete_item, delete_matching, live_user, read_job, save_job};
-use crate::projection::fanout::{self, Copies, Owners};
+use crate::projection::fanout::{self, Audience, Copies, Owners, Paged};
 use crate::projection::merged;
-use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
+use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// One page of deleted post `post_id`'s entries deleted; the job item records that more may be
 /// left (its change brings the next step), or goes with the post's own job item once none is.
@@ -52,39 +53,20 @@ pub(super) async fn delete_step(
 }
 
 /// The author's copy of post `post_id` changed: unless its job item records this entry content,
-/// the post's fan-out starts over with it (its first page now). Should the job item change
-/// while this runs (another delivery of the same change), it is looked at again.
+/// the post's fan-out starts over with it (its first page now; [`fanout::start`], which looks
+/// again should the job item change while this runs).
 pub(super) async fn copy_changed(
     store: &dyn Store,
     author: &str,
     post_id: &str,
 ) -> StoreResult<usize> {
-    let mut written = 0;
-    for _ in 0..4 {
-        match copy_changed_once(store, author, post_id).await? {
-            (n, true) => return Ok(written + n),
-            (n, false) => written += n,
-        }
-    }
-    Err(StoreError::Other(format!(
-        "the fan-out record of post {post_id} kept changing while it was written"
-    )))
-}
-
-/// [`copy_changed`] once: the writes made, and whether the job item was recorded (`false`:
-/// someone else wrote it meanwhile).
-async fn copy_changed_once(
-    store: &dyn Store,
-    author: &str,
-    post_id: &str,
-) -> StoreResult<(usize, bool)> {
     let copy = retry(|| store.read(Container::Users, author, post_id)).await?;
     let Some(post) = copy
         .filter(|c| !is_deleted(c))
         .and_then(|c| serde_json::from_value::<Post>(c).ok())
         .filter(|p| p.user_id == author && p.kind == Kind::Post)
     else {
-        return Ok((0, true));
+        return Ok(0);
     };
     let content = entry_content(&post);
     let job = read_job(store, author, &post_job_id(post_id)).await?;
@@ -93,39 +75,75 @@ async fn copy_changed_once(
         .is_some_and(|j| j.work.entry() == Some(&content))
     {
         // This content reached every follower, or its fan-out is under way.
-        return Ok((0, true));
+        return Ok(0);
     }
     let Some(user) = live_user(store, author).await? else {
-        return Ok((0, true));
+        return Ok(0);
     };
-    let state = limit_state(store, author, Some(&user)).await?;
-    // A marker makes a reader look in the shared partition: while any may be there, the post
-    // is kept there too.
-    let mut written = if state.marks() {
-        merged::upsert_post(store, &post).await?
-    } else {
-        0
+    let followers = Followers {
+        started: Some((&user, &post)),
     };
-    let cursor = if state.merged {
-        None
-    } else {
-        let (n, cursor) = copy_to_followers(store, author, &content, None).await?;
-        written += n;
-        cursor
-    };
-    let next = post_job(author, post_id, content, cursor, 0);
-    let saved = save_job(store, job.as_ref(), next).await?;
-    Ok((written + usize::from(saved), saved))
+    fanout::start(store, &followers, author, post_id, &content).await
 }
 
-fn post_job(author: &str, post_id: &str, entry: Value, cursor: Option<String>, steps: u64) -> Job {
-    let done = cursor.is_none();
-    let work = Work::Post {
-        post_id: post_id.into(),
-        entry,
-        cursor,
-    };
-    Job::new(author, work, steps, done)
+/// A post's entries in its author's followers' timelines; the job item
+/// `timelineJob-post-<P>` records the entry content.
+pub(super) struct Followers<'a> {
+    /// For a fan-out starting: the author (live) and their copy of the post.
+    pub started: Option<(&'a serde_json::Value, &'a Post)>,
+}
+
+impl Audience for Followers<'_> {
+    fn job_id(&self, post_id: &str) -> String {
+        post_job_id(post_id)
+    }
+
+    fn work(&self, post_id: &str, entry: Value, cursor: Option<String>) -> Work {
+        Work::Post {
+            post_id: post_id.into(),
+            entry,
+            cursor,
+        }
+    }
+
+    fn page<'a>(
+        &'a self,
+        store: &'a dyn Store,
+        author: &'a str,
+        entry: &'a Value,
+        cursor: Option<&'a str>,
+    ) -> BoxFuture<'a, StoreResult<Paged>> {
+        Box::pin(copy_to_followers(store, author, entry, cursor))
+    }
+
+    /// A merged author's post goes to the shared partition (whenever a marker may send a reader
+    /// there) instead of every timeline; else the first page of followers.
+    fn first<'a>(
+        &'a self,
+        store: &'a dyn Store,
+        author: &'a str,
+        entry: &'a Value,
+    ) -> BoxFuture<'a, StoreResult<Paged>> {
+        Box::pin(async move {
+            let Some((user, post)) = self.started else {
+                return copy_to_followers(store, author, entry, None).await;
+            };
+            let state = limit_state(store, author, Some(user)).await?;
+            // A marker makes a reader look in the shared partition: while any may be there, the
+            // post is kept there too.
+            let mut written = if state.marks() {
+                merged::upsert_post(store, post).await?
+            } else {
+                0
+            };
+            if state.merged {
+                return Ok((written, None));
+            }
+            let (n, cursor) = copy_to_followers(store, author, entry, None).await?;
+            written += n;
+            Ok((written, cursor))
+        })
+    }
 }
 
 /// Write the entry holding `content` into the timelines of one page of the author's followers
@@ -138,7 +156,7 @@ async fn copy_to_followers(
     author: &str,
     content: &Value,
     cursor: Option<&str>,
-) -> StoreResult<(usize, Option<String>)> {
+) -> StoreResult<Paged> {
     // A recorded content that does not read as an entry's has nothing to copy.
     let Some(shown) = TimelineEntry::of_content("", content).map(|e| e.post) else {
         return Ok((0, None));
@@ -178,19 +196,7 @@ async fn copy_to_followers(
     Ok((written, step.next))
 }
 
-/// The next step of post job `job`: the next page of followers.
+/// The next step of post job `job`: the next page of followers ([`fanout::next`]).
 pub(super) async fn post_step(store: &dyn Store, job: &Job) -> StoreResult<usize> {
-    let Work::Post {
-        post_id,
-        entry,
-        cursor,
-    } = &job.work
-    else {
-        return Ok(0);
-    };
-    let author = job.user_id.as_str();
-    let (written, next) = copy_to_followers(store, author, entry, cursor.as_deref()).await?;
-    let next = post_job(author, post_id, entry.clone(), next, job.steps + 1);
-    let saved = save_job(store, Some(job), next).await?;
-    Ok(written + usize::from(saved))
+    fanout::next(store, &Followers { started: None }, job).await
 }
