@@ -144,6 +144,40 @@ pub struct Args {
     /// P: likes of the large post (written straight to the store, then projected).
     #[arg(long, default_value_t = 100_000, value_parser = positive)]
     pub price_likes: usize,
+    /// The RealWorld row: the base URL of the server to drive, on this machine, that the paths
+    /// `/api/users`, `/api/articles`, … follow (e.g. `http://127.0.0.1:3000`); default: the
+    /// handler the bench starts, at `/api/conduit`.
+    #[arg(long)]
+    pub conduit_base: Option<String>,
+    /// Run the RealWorld row only: no dataset and no other row; the bench starts the handler on
+    /// an empty store of `--store` unless `--conduit-base` names a server.
+    #[arg(long)]
+    pub conduit_only: bool,
+    /// The RealWorld row: users registered.
+    #[arg(long, default_value_t = 50, value_parser = positive)]
+    pub conduit_users: usize,
+    /// The RealWorld row: users each user follows.
+    #[arg(long, default_value_t = 3)]
+    pub conduit_follows: usize,
+    /// The RealWorld row: articles each user posts.
+    #[arg(long, default_value_t = 2, value_parser = positive)]
+    pub conduit_articles: usize,
+    /// The RealWorld row: other users' articles each user favorites.
+    #[arg(long, default_value_t = 3)]
+    pub conduit_favorites: usize,
+    /// The RealWorld row: requests of each read (lists, feed, article, tags).
+    #[arg(long, default_value_t = 200, value_parser = positive)]
+    pub conduit_reads: usize,
+    /// The RealWorld row: the page size of its lists and feed.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub conduit_limit: u32,
+    /// The RealWorld row: clients sending each kind of request at once.
+    #[arg(long, default_value_t = 4, value_parser = workers)]
+    pub conduit_concurrency: usize,
+    /// The RealWorld row: the most each kind of request may take, in seconds (the rest are not
+    /// sent, and the report says how many were).
+    #[arg(long, default_value_t = 60.0, value_parser = seconds)]
+    pub conduit_seconds: f64,
     /// Replay the change feed through the product's planner after loading and require that it
     /// finds nothing to change (slow at scale: a full check that the load is converged).
     #[arg(long)]
@@ -217,5 +251,16 @@ mod tests {
         assert_eq!(a.scale_rows, [ScaleRow::None]);
         assert!(Args::try_parse_from(["bench", "--scale-rows", "all"]).is_err());
         assert!(Args::try_parse_from(["bench", "--like-rate", "0"]).is_err());
+        assert_eq!((a.conduit_base.as_deref(), a.conduit_only), (None, false));
+        let a = Args::try_parse_from([
+            "bench",
+            "--conduit-only",
+            "--conduit-base",
+            "http://127.0.0.1:3000",
+        ])
+        .unwrap();
+        assert!(a.conduit_only);
+        assert_eq!(a.conduit_base.as_deref(), Some("http://127.0.0.1:3000"));
+        assert!(Args::try_parse_from(["bench", "--conduit-limit", "0"]).is_err());
     }
 }

@@ -44,12 +44,16 @@
 //! - Search ([`search`]): S1, searches across the partitions of `posts` on the data as loaded,
 //!   and S2, the same searches once the posts are ten times as many (the run's last row).
 //! - A tag's page ([`tags`]): G1, one query of the tag's partition, before S2.
+//! - The RealWorld API ([`conduit`]): RW, register, follow, post, favorite, the lists, the feed
+//!   and an article through `/api/conduit` (or at `--conduit-base`, any RealWorld server on this
+//!   machine), after S2; `--conduit-only` runs it alone.
 //! - Request units are reported where the store reports them (Cosmos DB, or the SDK's in-memory
 //!   emulator with `--store emulated`, whose charges follow its own RU model); the embedded
 //!   store reports none, shown as "—".
 
 mod args;
 mod chart;
+mod conduit;
 mod dataset;
 mod fanout;
 mod guards;
@@ -179,12 +183,89 @@ async fn open_store(kind: StoreArg) -> anyhow::Result<(Arc<dyn Store>, Option<Sc
     }
 }
 
+/// The RealWorld row's plan: the base given, or `origin`'s `/api/conduit`.
+fn conduit_plan(args: &Args, origin: Option<&str>) -> anyhow::Result<conduit::Plan> {
+    let (base, own_handler) = match (&args.conduit_base, origin) {
+        (Some(base), _) => (base.clone(), false),
+        (None, Some(origin)) => (format!("{origin}/api/conduit"), true),
+        (None, None) => bail!("no RealWorld server to drive"),
+    };
+    Ok(conduit::Plan {
+        base: conduit::loopback_base(&base)?,
+        own_handler,
+        users: args.conduit_users,
+        follows: args.conduit_follows,
+        articles: args.conduit_articles,
+        favorites: args.conduit_favorites,
+        reads: args.conduit_reads,
+        limit: args.conduit_limit,
+        concurrency: args.conduit_concurrency,
+        seconds: args.conduit_seconds,
+        seed: args.seed,
+    })
+}
+
+/// `--conduit-only`: the RealWorld row alone, against `--conduit-base` or the handler started
+/// on an empty store of `--store`.
+async fn run_conduit_only(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let (report, store) = if args.conduit_base.is_some() {
+        let plan = conduit_plan(&args, None)?;
+        (conduit::run(&plan).await?, None)
+    } else {
+        let (raw, _scratch) = open_store(args.store).await?;
+        dataset::ensure_empty(&*raw).await?;
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let origin = format!("http://{}", listener.local_addr()?);
+        let kind = raw.kind().to_string();
+        let app = Application::new(listener, raw, true);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        let plan = conduit_plan(&args, Some(&origin))?;
+        let measured = conduit::run(&plan).await;
+        let _ = stop.send(());
+        server.await.context("the server task failed")??;
+        (measured?, Some(kind))
+    };
+    let report = results::conduit::ConduitReport {
+        generated_at: domain::now(),
+        machine: results::Machine::this(),
+        store,
+        config: serde_json::to_value(&args)?,
+        conduit: report,
+        total_seconds: started.elapsed().as_secs_f64(),
+    };
+    println!("{}", report::conduit_markdown(&report.conduit));
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        let svg = path.with_extension("svg");
+        chart::write_conduit(&report.conduit, &svg)?;
+        eprintln!(
+            "bench: report written to {}, chart to {}",
+            path.display(),
+            svg.display()
+        );
+    }
+    eprintln!("bench: done in {:.1} s", report.total_seconds);
+    Ok(())
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     // Fail now rather than after the whole run when the report cannot be written.
     if let Some(path) = &args.json {
         std::fs::write(path, b"")
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    }
+    // And before any work when the RealWorld server named is not one the bench drives.
+    if let Some(base) = &args.conduit_base {
+        conduit::loopback_base(base)?;
+    }
+    if args.conduit_only {
+        return run_conduit_only(args).await;
     }
     let (raw, _scratch) = open_store(args.store).await?;
     let store: Arc<dyn Store> = Arc::new(measure::Tally(raw));
@@ -231,7 +312,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     let mut bench = Bench {
         rng: Pcg64::seed_from_u64(args.seed.wrapping_add(1)),
-        client: Client::new(origin, state),
+        client: Client::new(origin.clone(), state),
         store,
         data,
         args: args.clone(),
@@ -327,6 +408,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         // Last: every row after it would read ten times the posts.
         let (s2, search_growth) = bench.search_growth(&searches, &s1).await?;
         phases.done("search with 10× the posts");
+        // After every other row: its users and articles change no figure before it.
+        let conduit = conduit::run(&conduit_plan(&args, Some(&origin))?).await?;
+        phases.done("the RealWorld API");
         let rows = vec![
             c1, q1, c2, q2, q3, c3, q4, c4, q5, q6, d1, d2, d3, d4, t1, s1, g1, s2,
         ];
@@ -342,6 +426,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             feed_snapshot,
             fanout,
             scale_rows,
+            conduit,
         ))
     }
     .await;
@@ -359,6 +444,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         feed_snapshot,
         fanout,
         scale,
+        conduit,
     ) = measured?;
     let (change_feed_lag_under_load, change_feed_lag_under_load_skipped) =
         match change_feed_lag_under_load {
@@ -417,6 +503,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         feed_snapshot,
         fanout,
         scale,
+        conduit,
         versus,
         versus_skipped,
         phases: phases.list,

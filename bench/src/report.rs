@@ -1,7 +1,10 @@
 //! The report as markdown, shaped like the article's conclusion table (one row per request, V1
 //! and V3 side by side), then the other figures of the run (`results`).
 
+mod conduit;
 mod scale;
+
+pub use conduit::markdown as conduit_markdown;
 
 use std::fmt::Write as _;
 
@@ -220,6 +223,7 @@ pub fn markdown(r: &Report) -> String {
     if let Some(s) = &r.scale {
         out.push_str(&scale::markdown(s));
     }
+    out.push_str(&conduit::markdown(&r.conduit));
     match (&r.versus, &r.versus_skipped) {
         (Some(v), _) => out.push_str(&versus_markdown(v)),
         (None, Some(why)) => {

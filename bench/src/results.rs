@@ -3,6 +3,7 @@
 //! the bench but the statistics (`measure`) and the dataset's summary (`dataset`), so that the
 //! measuring modules and the report both import it, downward.
 
+pub mod conduit;
 pub mod scale;
 
 use std::time::Duration;
@@ -60,6 +61,8 @@ pub struct Report {
     /// The rows of where the design tops out (writes per like by audience, others' lag under a
     /// big author, timeline pages, the like price on a large post); `None` when none was run.
     pub scale: Option<Scale>,
+    /// RW: the RealWorld API driven as any RealWorld server would be (`conduit`).
+    pub conduit: conduit::Conduit,
     /// The product against a bare axum server, as processes; `None` when a binary is missing.
     pub versus: Option<Versus>,
     pub versus_skipped: Option<String>,

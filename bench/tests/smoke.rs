@@ -25,6 +25,9 @@ fn run_bench(args: &[&str]) -> (Value, String) {
     let svg =
         std::fs::read_to_string(json.with_extension("svg")).expect("a chart beside the report");
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    if report["conduit"].is_object() {
+        assert!(svg.contains("[RW] RealWorld API"), "no RealWorld panels");
+    }
     if report["scale"].is_object() {
         assert!(
             svg.contains("store writes per like"),
@@ -85,6 +88,20 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "3",
         "--price-likes",
         "150",
+        "--conduit-users",
+        "4",
+        "--conduit-follows",
+        "2",
+        "--conduit-articles",
+        "2",
+        "--conduit-favorites",
+        "2",
+        "--conduit-reads",
+        "3",
+        "--conduit-limit",
+        "5",
+        "--conduit-concurrency",
+        "2",
     ]);
     let rows = report["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows
@@ -276,6 +293,17 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         assert!(table.contains(&format!("**[{name}]**")), "{table}");
     }
 
+    // The RealWorld row, against the handler the bench started: every kind answered in full, and
+    // every list page within its documented bound of store operations.
+    let c = &report["conduit"];
+    assert_conduit(c, 4, 5);
+    assert_eq!(c["ownHandler"], true, "{c}");
+    assert!(c["base"].as_str().unwrap().ends_with("/api/conduit"), "{c}");
+    for k in c["kinds"].as_array().unwrap() {
+        assert!(k["operations"]["max"].as_f64().unwrap() >= 1.0, "{k}");
+    }
+    assert!(table.contains("**[RW]** The RealWorld API at"), "{table}");
+
     // The scale rows, each group at its tiny scale: the shapes, and what a user would see (every
     // like counted, every probe answered, the merged authors' posts on the page).
     let s = &report["scale"];
@@ -360,6 +388,196 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
     ] {
         assert!(table.contains(heading), "{heading}: {table}");
     }
+}
+
+/// The RealWorld row's figures: every kind of request in order, each answered as planned, each
+/// page of the lists and the feed within the documented bound (4 + 3 × limit) where the server
+/// counts its store operations, and the pages not empty (the users follow and favorite).
+fn assert_conduit(c: &Value, users: u64, limit: u64) {
+    assert_eq!(c["users"], users, "{c}");
+    let kinds: Vec<&str> = c["kinds"]
+        .as_array()
+        .expect("kinds")
+        .iter()
+        .map(|k| k["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "register",
+            "follow",
+            "post",
+            "favorite",
+            "list",
+            "by author",
+            "by tag",
+            "favorited",
+            "feed",
+            "get",
+            "tags"
+        ]
+    );
+    for k in c["kinds"].as_array().unwrap() {
+        assert!(k["planned"].as_u64().unwrap() >= 1, "{k}");
+        assert_eq!(k["requests"], k["planned"], "{k}");
+        assert!(k["requestsPerSecond"].as_f64().unwrap() > 0.0, "{k}");
+        assert!(k["p99Ms"].as_f64().unwrap() >= k["p50Ms"].as_f64().unwrap());
+        if k["operationsBound"].is_u64() {
+            assert_eq!(k["operationsBound"], 4 + 3 * limit, "{k}");
+            assert!(k["items"]["min"].as_f64().unwrap() >= 1.0, "{k}");
+            assert!(k["items"]["max"].as_f64().unwrap() <= limit as f64, "{k}");
+            if let Some(max) = k["operations"]["max"].as_f64() {
+                assert!(max <= (4 + 3 * limit) as f64, "over the bound: {k}");
+            }
+        }
+    }
+}
+
+/// Run the bench with `args`, which must fail before measuring anything; its stderr.
+fn bench_fails(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the bench starts");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "no report");
+    stderr
+}
+
+/// The RealWorld row alone, against the handler the bench starts on an empty store; and it
+/// drives servers on this machine only.
+#[test]
+fn the_realworld_row_runs_alone() {
+    let (report, table) = run_conduit_only(&[]);
+    assert!(report["store"].is_string(), "{report}");
+    assert_eq!(report["conduit"]["ownHandler"], true);
+    assert!(
+        table.contains("| feed | `GET /api/articles/feed?limit=` |"),
+        "{table}"
+    );
+    let stderr = bench_fails(&["--conduit-only", "--conduit-base", "http://example.com/api"]);
+    assert!(stderr.contains("loopback"), "{stderr}");
+}
+
+/// The RealWorld row, small, alone (`--conduit-only` and `extra`); its JSON report and table,
+/// the chart beside it checked.
+fn run_conduit_only(extra: &[&str]) -> (Value, String) {
+    let mut args = vec![
+        "--conduit-only",
+        "--conduit-users",
+        "3",
+        "--conduit-reads",
+        "4",
+        "--conduit-limit",
+        "4",
+        "--conduit-concurrency",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("rw.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(&args)
+        .arg("--json")
+        .arg(&json)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the bench starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("a JSON report")).expect("JSON");
+    assert_conduit(&report["conduit"], 3, 4);
+    let svg = std::fs::read_to_string(json.with_extension("svg")).expect("a chart");
+    assert!(
+        svg.contains("[RW] latency (ms)"),
+        "{}",
+        &svg[..svg.len().min(300)]
+    );
+    (report, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Against another RealWorld server, one that sends none of this app's headers: a stand-in in
+/// this test, answering the routes the row uses in RealWorld's shapes. The row needs nothing
+/// else, and reports no store operations for it.
+#[test]
+fn the_realworld_row_drives_any_realworld_server() {
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("a port");
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    rt.spawn(async move { axum::serve(listener, stand_in()).await });
+    let (report, table) = run_conduit_only(&["--conduit-base", &base]);
+    let c = &report["conduit"];
+    assert_eq!(c["ownHandler"], false, "{c}");
+    assert_eq!(c["base"], base.trim_end_matches('/'), "{c}");
+    assert!(report["store"].is_null(), "{report}");
+    for k in c["kinds"].as_array().unwrap() {
+        assert!(k["operations"].is_null(), "{k}");
+        assert!(k["requestCharge"].is_null(), "{k}");
+    }
+    assert!(table.contains("the server at that address"), "{table}");
+}
+
+/// A RealWorld server of the fewest words: every list holds one article.
+fn stand_in() -> axum::Router {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::extract::Path;
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+    use axum::Json;
+    use serde_json::json;
+
+    static SLUGS: AtomicUsize = AtomicUsize::new(0);
+    fn article(slug: &str) -> Value {
+        json!({ "slug": slug, "title": "t", "description": "d", "body": "b", "tagList": [],
+                "favorited": false, "favoritesCount": 0,
+                "author": { "username": "u", "bio": null, "image": null, "following": false } })
+    }
+    let list = || async { Json(json!({ "articles": [article("a-0")], "articlesCount": 1 })) };
+    axum::Router::new()
+        .route(
+            "/api/users",
+            post(|Json(b): Json<Value>| async move {
+                let u = &b["user"];
+                let user = json!({ "username": u["username"], "email": u["email"],
+                                   "token": "stand-in", "bio": null, "image": null });
+                (StatusCode::CREATED, Json(json!({ "user": user })))
+            }),
+        )
+        .route(
+            "/api/profiles/{username}/follow",
+            post(|Path(u): Path<String>| async move {
+                Json(json!({ "profile": { "username": u, "following": true } }))
+            }),
+        )
+        .route(
+            "/api/articles",
+            get(list).post(|| async {
+                let slug = format!("a-{}", SLUGS.fetch_add(1, Ordering::Relaxed));
+                (
+                    StatusCode::CREATED,
+                    Json(json!({ "article": article(&slug) })),
+                )
+            }),
+        )
+        .route("/api/articles/feed", get(list))
+        .route(
+            "/api/articles/{slug}",
+            get(|Path(s): Path<String>| async move { Json(json!({ "article": article(&s) })) }),
+        )
+        .route(
+            "/api/articles/{slug}/favorite",
+            post(|Path(s): Path<String>| async move { Json(json!({ "article": article(&s) })) }),
+        )
+        .route(
+            "/api/tags",
+            get(|| async { Json(json!({ "tags": ["t"] })) }),
+        )
 }
 
 /// Without the `emulator` feature (every default build) the emulated store is not built in, and

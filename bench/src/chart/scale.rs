@@ -13,8 +13,8 @@ const FIRST: RGBColor = RGBColor(31, 119, 180);
 const SECOND: RGBColor = RGBColor(158, 202, 225);
 const PANEL_HEIGHT: u32 = 300;
 
-/// One band of a panel: its label and its bars, top down.
-type Band = (String, Vec<f64>);
+/// One band of a panel: its label and its bars, top down (at most two).
+pub(super) type Band = (String, Vec<f64>);
 
 /// The panels a scale report needs, laid out.
 fn panels(s: &Scale) -> Vec<(String, [&'static str; 2], Vec<Band>)> {
@@ -117,10 +117,10 @@ pub fn draw<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, s: &Scale) -> any
     Ok(())
 }
 
-fn panel<DB: DrawingBackend>(
+pub(super) fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     caption: &str,
-    legend: &[&str; 2],
+    legend: &[&str],
     bands: &[Band],
 ) -> anyhow::Result<()> {
     let n = bands.len().max(1);
