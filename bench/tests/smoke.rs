@@ -138,9 +138,11 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
             assert_eq!(r["v3"]["partitions"]["distinct"]["max"], 1.0, "{r}");
         }
         if r["request"] == "G1" {
-            // A tag's page: one query of the tag's partition, whatever the posts.
-            assert_eq!(r["v3"]["operations"]["max"], 1.0, "{r}");
-            assert_eq!(r["v3"]["partitions"]["distinct"]["max"], 1.0, "{r}");
+            // A tag's page: one query of the tag's partition, plus a read of the counts of each
+            // post shown (copies keep no counts; the bench keeps no snapshot of them): at most
+            // 1 + the page's limit, whatever the tag's posts.
+            let max = r["v3"]["operations"]["max"].as_f64().unwrap();
+            assert!((1.0..=21.0).contains(&max), "a bounded tag page: {r}");
         }
         if r["request"] == "T1" {
             // One query of the reader's partition, plus a read of the counts of each post shown
