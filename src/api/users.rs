@@ -240,7 +240,7 @@ pub async fn delete_user(
     })?;
     let store = &*s.store;
     let uid = user_id.as_str();
-    store
+    let user = store
         .read(Container::Users, uid, uid)
         .await?
         .filter(|u| is_live(u, Kind::User))
@@ -259,7 +259,36 @@ pub async fn delete_user(
     // projection takes the rest a step at a time, so an account of any size holds up no one
     // else's changes.
     erase::user_steps(store, uid, erase::PAGE as usize).await?;
+    release_guards(store, &user).await?;
     s.feed.forget();
     s.counts.forget();
     Ok(no_content())
+}
+
+/// An erased local account's guards go (they hold its email's and name's traces and its
+/// password's hash): its username and email are free at once. A guard held by another user
+/// (taken back after a crash) is left alone.
+async fn release_guards(
+    store: &dyn crate::store::Store,
+    user: &serde_json::Value,
+) -> ApiResult<()> {
+    use crate::domain::accounts::{email_id, handle_id};
+    let Ok(user) = <User as serde::Deserialize>::deserialize(user) else {
+        return Ok(());
+    };
+    let guards = [
+        Some(handle_id(&user.username)),
+        user.email.as_deref().map(email_id),
+    ];
+    for id in guards.into_iter().flatten() {
+        let guard = store.read(Container::Users, &id, &id).await?;
+        if guard.as_ref().and_then(|g| g["owner"].as_str()) != Some(user.user_id.as_str()) {
+            continue;
+        }
+        match store.delete(Container::Users, &id, &id).await {
+            Ok(()) | Err(StoreError::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }

@@ -456,3 +456,31 @@ async fn the_served_description_names_this_server_and_every_operation_in_it_is_r
     }
     assert_eq!(operations, 19, "the document's operations");
 }
+
+#[tokio::test]
+async fn an_erasure_removes_the_accounts_guards_and_frees_its_name_and_email() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    let r = register(&app, "fay", "fay@x.org").await;
+    assert_eq!(r.status, 201);
+    // Standalone (`BLOG_AUTH=none`) the native API names the user in the path: its id is the
+    // guard's owner.
+    let guard_id = blog::domain::accounts::email_id("fay@x.org");
+    let guard = app
+        .store
+        .read(blog::store::Container::Users, &guard_id, &guard_id)
+        .await
+        .unwrap()
+        .expect("the email's guard");
+    let owner = guard["owner"].as_str().unwrap().to_string();
+    let erased = app.delete(&format!("/api/users/{owner}")).await;
+    assert_eq!(erased.status, 204, "{:?}", erased.body);
+    for id in [guard_id.clone(), blog::domain::accounts::handle_id("fay")] {
+        let left = app
+            .store
+            .read(blog::store::Container::Users, &id, &id)
+            .await
+            .unwrap();
+        assert!(left.is_none(), "the guard {id} is left: {left:?}");
+    }
+    assert_eq!(register(&app, "Fay", "FAY@x.org").await.status, 201);
+}
