@@ -35,6 +35,12 @@ use progress::Progress;
 use repair::Repaired;
 use report::Report;
 
+/// Items per page of the queries the checks walk the containers with (`verify`'s traversal, the
+/// timelines' and the tags' checks).
+pub const TRAVERSAL_PAGE: u32 = 100;
+/// Partitions `verify` reads, and `--repair` mends, at the same time.
+pub const PARTITIONS_IN_FLIGHT: usize = 8;
+
 /// An operations command, as `cli` parses it (its help pages describe each one).
 #[derive(Debug, PartialEq)]
 pub enum Command {

@@ -34,9 +34,7 @@ use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 use super::lag::{Touched, Window};
-
-/// Items per page of the traversal's queries.
-const PAGE: u32 = 100;
+use super::TRAVERSAL_PAGE;
 
 /// What a repair does about a finding.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,7 +240,7 @@ async fn look(store: &dyn Store) -> StoreResult<Check> {
     let mut q = Query::cross_partition()
         .of_kind(Kind::Post)
         .live()
-        .limit(PAGE);
+        .limit(TRAVERSAL_PAGE);
     loop {
         let page = retry(|| store.query(Container::Posts, &q)).await?;
         for stored in &page.items {
@@ -253,7 +251,12 @@ async fn look(store: &dyn Store) -> StoreResult<Check> {
             None => break,
         }
     }
-    let counts = query_all(store, Container::Feed, Query::partition(COUNTS).limit(PAGE)).await?;
+    let counts = query_all(
+        store,
+        Container::Feed,
+        Query::partition(COUNTS).limit(TRAVERSAL_PAGE),
+    )
+    .await?;
     for counted in counts {
         match TagCount::read(&counted) {
             Ok(c) => check_tag(store, &c, &mut check).await?,
@@ -309,7 +312,12 @@ async fn check_post(store: &dyn Store, stored: &Value, check: &mut Check) -> Sto
 async fn check_tag(store: &dyn Store, counted: &TagCount, check: &mut Check) -> StoreResult<()> {
     let tag = counted.tag.as_str();
     let place = tags::partition(tag);
-    let copies = query_all(store, Container::Feed, Query::partition(&place).limit(PAGE)).await?;
+    let copies = query_all(
+        store,
+        Container::Feed,
+        Query::partition(&place).limit(TRAVERSAL_PAGE),
+    )
+    .await?;
     for copy in &copies {
         let Some(id) = Meta::of(copy).id else {
             continue;

@@ -44,6 +44,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::lag::{Touched, Window};
+use super::TRAVERSAL_PAGE;
 use crate::domain::Kind;
 use crate::projection;
 use crate::projection::write::Write;
@@ -52,8 +53,6 @@ use check::check_user;
 use read::{live_user, Live};
 pub use repair::{repair, Mended};
 
-/// Items per page of the traversal's queries.
-const PAGE: u32 = 100;
 /// Examples kept per kind of drift for the report.
 const EXAMPLES: usize = 5;
 
@@ -219,7 +218,7 @@ async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)
         .live()
-        .limit(PAGE);
+        .limit(TRAVERSAL_PAGE);
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
         for item in &page.items {

@@ -30,16 +30,13 @@ use super::lag::Window;
 use super::newest::{self, Newest};
 use super::progress::Progress;
 use super::report::{post_of, Report};
+use super::{PARTITIONS_IN_FLIGHT, TRAVERSAL_PAGE};
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
 use crate::domain::{is_deleted, Kind, Meta, User, FEED_PK};
 use crate::store::metrics;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 use post::{check_posts, Names, PostCheck};
 
-/// Partitions read at the same time.
-pub const CONCURRENCY: usize = 8;
-/// Items per page of the traversal's queries.
-const PAGE: u32 = 100;
 /// Looks after the first at what drifted, each `settle` after the one before.
 pub const LATER_LOOKS: usize = 3;
 
@@ -98,7 +95,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         Query::cross_partition()
             .of_kind(Kind::Post)
             .live()
-            .limit(PAGE),
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(posts);
     while let Some(page) = posts.try_next().await? {
@@ -121,7 +118,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         Query::cross_partition()
             .of_kind(Kind::User)
             .live()
-            .limit(PAGE),
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(users);
     while let Some(page) = users.try_next().await? {
@@ -131,7 +128,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
             .collect();
         let extras: Vec<Vec<Drift>> = stream::iter(user_ids)
             .map(|u| extra_copies(store, u))
-            .buffered(CONCURRENCY)
+            .buffered(PARTITIONS_IN_FLIGHT)
             .try_collect()
             .await?;
         progress.inc(extras.len() as u64);
@@ -181,7 +178,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         let mut moving = HashMap::new();
         let window = Window::open(store).await?;
         let mut looked = Vec::new();
-        for ids in ids.chunks(PAGE as usize) {
+        for ids in ids.chunks(TRAVERSAL_PAGE as usize) {
             let mut page = Vec::new();
             for id in ids {
                 let post = retry(|| store.read(Container::Posts, id, id)).await?;
@@ -298,7 +295,9 @@ async fn check_feed(
     let entries = pages(
         store,
         Container::Feed,
-        Query::partition(FEED_PK).of_kind(Kind::Post).limit(PAGE),
+        Query::partition(FEED_PK)
+            .of_kind(Kind::Post)
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(entries);
     while let Some(page) = entries.try_next().await? {
@@ -348,7 +347,7 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
         Container::Users,
         Query::partition(user_id.clone())
             .of_kind(Kind::Post)
-            .limit(PAGE),
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(copies);
     while let Some(page) = copies.try_next().await? {
@@ -363,7 +362,7 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
         }
     }
     let q = Query::partition(user_id.clone()).eq(Kind::FIELD, BOOKMARKED);
-    let copies = pages(store, Container::Users, q.limit(PAGE));
+    let copies = pages(store, Container::Users, q.limit(TRAVERSAL_PAGE));
     futures::pin_mut!(copies);
     while let Some(page) = copies.try_next().await? {
         // The post a copy is of is the one its id names (the id a repair removes).

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::engine::{
     apply_one, delete_matching, failed, live_user, newest, read_not_older, sweep, wrote, Sweep,
-    Unit,
+    Unit, CONCURRENCY, PAGE,
 };
 use super::write::{content, str_field, Write};
 use crate::domain::follows::{
@@ -44,11 +44,6 @@ pub const UNIT: Unit = Unit {
         })
     },
 };
-
-/// Items read and written per step.
-pub const PAGE: u32 = 200;
-/// Writes in flight at once.
-pub const CONCURRENCY: usize = 8;
 
 /// The users feed: the edges and users in `changes`. Returns the writes made.
 pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {

@@ -61,6 +61,7 @@ use serde_json::Value;
 
 use super::engine::{
     compare_versions, current_job, failed, live_user, read_job, sweep, wrote, Sweep, Unit,
+    CONCURRENCY, PAGE,
 };
 use super::merged;
 use super::posts::counters::is_recheck;
@@ -134,14 +135,9 @@ impl Batch {
     }
 }
 
-/// Followers (or entries) read and written per step: memory and the time one step holds the
-/// lane stay bounded whatever the audience.
-pub const PAGE: u32 = 200;
 /// Followers per step of a crossing back under the limit: each is a backfill of up to
 /// [`TIMELINE_SIZE`](crate::domain::follows::TIMELINE_SIZE) entries, so a step writes at most `BACKFILL_PAGE × TIMELINE_SIZE`.
 pub const BACKFILL_PAGE: u32 = 20;
-/// Writes in flight at once.
-pub const CONCURRENCY: usize = 8;
 
 /// `type` of a job item (internal, in `users`, in the partition of the user it works for: its
 /// changes are what carries a job on, through the users feed).

@@ -237,7 +237,7 @@ struct Gate {
 
 impl Gate {
     /// Marks let through once the gate is on: a page.
-    const FREE: usize = blog::projection::erase::PAGE as usize;
+    const FREE: usize = blog::projection::engine::PAGE as usize;
 
     /// A gate (closed, on no partition yet) and the fixture's store behind it.
     fn around(fixture: Fixture) -> (Self, Fixture) {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use blog::domain::follows;
 use blog::ops::progress::Progress;
 use blog::ops::verify_and_repair;
-use blog::projection::{self, timeline, Lane};
+use blog::projection::{self, engine, timeline, Lane};
 use blog::store::{Container, Query, Store, StoreError};
 use futures::FutureExt as _;
 use serde_json::{json, Value};
@@ -255,7 +255,7 @@ async fn big_author(
 ) -> (String, Vec<String>, String, [LaneFollower; 2], LaneFollower) {
     let store = &*app.store;
     let bob = id(&app.create_user("bob").await);
-    let fans = audience(app, &bob, timeline::PAGE as usize + 10).await;
+    let fans = audience(app, &bob, engine::PAGE as usize + 10).await;
     app.settle().await;
     let mut main = [
         LaneFollower::at_end(store, Lane::Main, Container::Posts).await,
@@ -273,7 +273,7 @@ pub async fn a_fan_out_over_more_than_a_page_runs_a_page_a_step_and_resumes_afte
     let app = TestApp::spawn(fixture, false).await;
     let store = app.store.clone();
     let (bob, fans, p, _, _) = big_author(&app).await;
-    let page = timeline::PAGE as usize;
+    let page = engine::PAGE as usize;
 
     // The copy's change: one page of followers, and the job item records where it stopped.
     let report = projection::project_lane(
@@ -370,7 +370,7 @@ pub async fn a_newer_edit_supersedes_a_fan_out_under_way(fixture: Fixture) {
     )
     .await
     .unwrap();
-    let page = timeline::PAGE as usize;
+    let page = engine::PAGE as usize;
     assert_eq!(holding(&app, &fans, &p, "second").await, page);
 
     // The old fan-out's step, delivered late, does nothing.

@@ -219,7 +219,7 @@ async fn check_merged(
     check: &mut Check,
 ) -> StoreResult<()> {
     use projection::merged as shared;
-    let q = shared::of_author(u).limit(TIMELINE_SIZE as u32 + shared::PAGE);
+    let q = shared::of_author(u).limit(TIMELINE_SIZE as u32 + projection::engine::PAGE);
     let held = retry(|| store.query(Container::Feed, &q)).await?.items;
     check.checked += held.len() as u64;
     let mut wanted: BTreeMap<String, MergedPost> = BTreeMap::new();

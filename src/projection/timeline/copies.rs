@@ -8,12 +8,13 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::limit::limit_state;
-use super::{trim, PAGE};
+use super::trim;
 use crate::domain::follows::{
     entry_content, following_id, timeline_id, trims, TimelineEntry, FOLLOWER, REF_USER, TIMELINE,
 };
 use crate::domain::jobs::{delete_job_id, post_job_id, Job, Work};
 use crate::domain::{is_deleted, Kind, Post};
+use crate::projection::engine::PAGE;
 use crate::projection::engine::{delete_item, delete_matching, live_user, read_job, save_job};
 use crate::projection::fanout::{self, Audience, Copies, Owners, Paged};
 use crate::projection::merged;

@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use super::backfill::copy_or_mark;
 use super::limit::{limit_state, merges, unmerges, LimitState};
-use super::{Batch, BACKFILL_PAGE, PAGE};
+use super::{Batch, BACKFILL_PAGE};
 use crate::domain::follows::{FOLLOWER, REF_USER};
 use crate::domain::jobs::{Job, Work};
+use crate::projection::engine::PAGE;
 use crate::projection::engine::{live_user, save_job};
 use crate::projection::merged;
 use crate::projection::write::str_field;

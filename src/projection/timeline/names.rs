@@ -1,10 +1,10 @@
 //! Renames in the timeline lane: a user's new name carried to the edges and timeline entries in
 //! other users' partitions that name them, a page a step, recorded in their rename job item.
 
-use super::{CONCURRENCY, PAGE};
 use crate::domain::follows::REF_USER;
 use crate::domain::jobs::{Job, Work, RENAME_JOB};
 use crate::projection::engine::{apply_all, read_job, save_job};
+use crate::projection::engine::{CONCURRENCY, PAGE};
 use crate::projection::merged;
 use crate::projection::rename::plan_rename;
 use crate::store::{retry, Container, Query, Store, StoreResult};
