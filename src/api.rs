@@ -21,13 +21,14 @@ mod posts;
 mod schema;
 mod search;
 pub mod search_limit;
+mod state;
 mod tags;
 mod timeline;
+mod timeline_place;
 mod users;
 pub mod views;
 pub mod write_limit;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -43,101 +44,17 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use extract::{JsonBody, Paging, PathId, PathIds};
+pub use state::AppState;
 
-use crate::auth::{ActingUser, Auth};
+use crate::auth::ActingUser;
 use crate::domain::Id;
 use crate::error::{ApiError, ApiResult, Failure};
 use crate::store::{metrics, Container, Page, Store, StoreResult};
 use conditional::{no_cache, tagged, IfNoneMatch};
-use counts_cache::CountsCache;
-use feed_cache::FeedCache;
 use views::{PageView, View};
 
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
-
-/// What every handler shares: the store, behind the trait so either implementation fits, and
-/// how callers are identified, and the snapshot of the feed's first pages. Routes outside the
-/// API take a part of it (axum's `FromRef`: the Functions triggers take the store).
-#[derive(Clone, axum::extract::FromRef)]
-pub struct AppState {
-    pub store: Arc<dyn Store>,
-    pub auth: Arc<Auth>,
-    pub feed: Arc<FeedCache>,
-    /// The snapshot of posts' counts a timeline page shows.
-    pub counts: Arc<CountsCache>,
-    /// Each caller's write budget (`BLOG_WRITES_PER_MINUTE`).
-    pub writes: Arc<write_limit::WriteLimit>,
-    /// Each client's search budget (`BLOG_SEARCHES_PER_MINUTE`) and the searches in flight.
-    pub searches: Arc<search_limit::SearchLimit>,
-    /// Whether timeline items may still be where an earlier release kept them.
-    timelines: Arc<timeline::TimelinePlace>,
-    /// How far the change-feed pump is, where one runs in this process: what a RealWorld
-    /// write waits on so that its caller's next read shows it.
-    pub progress: Arc<crate::pump::Progress>,
-    /// Local accounts' sign-in attempts' budgets.
-    pub accounts: Arc<conduit::Accounts>,
-}
-
-impl AppState {
-    /// Over `store`, with `BLOG_AUTH=none` (see [`AppState::with_auth`]), the default feed
-    /// snapshot age, no write rate limit (see [`AppState::with_write_limit`]; `handler`
-    /// sets the one its settings give), no search budget and the default cap on searches in
-    /// flight (see [`AppState::with_search_limit`]).
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
-        let counts = Arc::new(CountsCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
-        AppState {
-            store,
-            auth: Arc::new(Auth::none()),
-            feed,
-            counts,
-            writes: Arc::new(write_limit::WriteLimit::new(0)),
-            searches: Arc::new(search_limit::SearchLimit::new(
-                0,
-                search_limit::DEFAULT_SEARCHES_IN_FLIGHT,
-            )),
-            timelines: Arc::default(),
-            progress: Arc::default(),
-            accounts: Arc::default(),
-        }
-    }
-
-    /// At most `per_minute` writes per caller, refilled evenly over the minute; 0: no limit.
-    pub fn with_write_limit(self, per_minute: u32) -> Self {
-        AppState {
-            writes: Arc::new(write_limit::WriteLimit::new(per_minute)),
-            ..self
-        }
-    }
-
-    /// At most `per_minute` searches per client address, refilled evenly over the minute (0: no
-    /// budget), and at most `in_flight` searches at once.
-    pub fn with_search_limit(self, per_minute: u32, in_flight: usize) -> Self {
-        AppState {
-            searches: Arc::new(search_limit::SearchLimit::new(per_minute, in_flight)),
-            ..self
-        }
-    }
-
-    pub fn with_auth(self, auth: Auth) -> Self {
-        AppState {
-            auth: Arc::new(auth),
-            ..self
-        }
-    }
-
-    /// `feed_max_age`: how long a feed snapshot, and a snapshot of a post's counts for the
-    /// timeline, holds on a store that does not signal its commits (`BLOG_FEED_CACHE_MS`); 0
-    /// turns snapshots off.
-    pub fn with_feed_cache(self, feed_max_age: Duration) -> Self {
-        AppState {
-            feed: Arc::new(FeedCache::new(&*self.store, feed_max_age)),
-            counts: Arc::new(CountsCache::new(&*self.store, feed_max_age)),
-            ..self
-        }
-    }
-}
 
 /// Every operation under `/api`: the one table both the router ([`api_router`]) and the OpenAPI
 /// document ([`api_routes`]) are built from, and from which the Functions app's HTTP functions
