@@ -158,11 +158,16 @@ fn code_lines(text: &str) -> usize {
         .unwrap_or(lines.len())
 }
 
-/// The source files under `root`'s `src/` with more than [`MAX_CODE_LINES`] lines of code, with
-/// their count, but for those in `except` (paths from `root`).
+/// The source files under `root`'s `src/`, and the bench's (`bench/src/`, `bench/bare/src/`),
+/// with more than [`MAX_CODE_LINES`] lines of code, with their count, but for those in `except`
+/// (paths from `root`).
 fn too_long(root: &Path, except: &[&str]) -> Vec<String> {
     let mut files = Vec::new();
-    sources(&root.join("src"), &mut files);
+    for dir in ["src", "bench/src", "bench/bare/src"] {
+        if root.join(dir).is_dir() {
+            sources(&root.join(dir), &mut files);
+        }
+    }
     let mut long: Vec<String> = files
         .iter()
         .filter_map(|f| {
@@ -199,8 +204,14 @@ fn a_file_with_too_many_lines_of_code_is_found() {
     std::fs::write(src.join("at.rs"), code(MAX_CODE_LINES) + &tests).unwrap();
     std::fs::write(src.join("untested.rs"), code(MAX_CODE_LINES)).unwrap();
     std::fs::write(src.join("excused.rs"), code(MAX_CODE_LINES + 1)).unwrap();
+    let bench = dir.path().join("bench/src");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(bench.join("main.rs"), code(MAX_CODE_LINES + 1)).unwrap();
     assert_eq!(
         too_long(dir.path(), &["src/excused.rs"]),
-        [format!("src/m/over.rs: {} lines", MAX_CODE_LINES + 1)]
+        [
+            format!("bench/src/main.rs: {} lines", MAX_CODE_LINES + 1),
+            format!("src/m/over.rs: {} lines", MAX_CODE_LINES + 1),
+        ]
     );
 }
