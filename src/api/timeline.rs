@@ -13,7 +13,7 @@ use super::{page_response, AppState, Paging, PathId};
 use crate::domain::follows::{is_marker, FollowKind, TimelineItem, MAX_FOLLOWING, TIMELINE_SIZE};
 use crate::domain::Kind;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::merged;
+use crate::projection::over_limit;
 use crate::store::{Container, Order, Query};
 
 /// `GET /api/users/{userId}/timeline`: at most 2 + `limit` store operations, whoever the user
@@ -103,7 +103,7 @@ pub async fn get_timeline(
         }
     }
     if !markers.is_empty() {
-        let q = merged::of_authors(markers, want as u32);
+        let q = over_limit::of_authors(markers, want as u32);
         let page = s.store.query(Container::Feed, &q).await?;
         more = more || page.continuation.is_some();
         let merged = page

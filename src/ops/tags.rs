@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
 use crate::domain::{is_live, Kind, Meta, Post};
 use crate::projection::engine::{apply_one, query_all};
-use crate::projection::tags::{copied_of, post_of, recount, sync_post};
+use crate::projection::tags::{copied_of, post_of, set_tag_count, sync_post};
 use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -378,11 +378,11 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
                         &Write::delete(Container::Feed, tags::partition(tag), id),
                     )
                     .await?;
-                    Ok(1 + recount(store, tag).await?)
+                    Ok(1 + set_tag_count(store, tag).await?)
                 }
                 .await
             }
-            Fix::Count(tag) => recount(store, tag).await,
+            Fix::Count(tag) => set_tag_count(store, tag).await,
         };
         match result {
             Ok(n) => done.written += n as u64,

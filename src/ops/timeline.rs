@@ -20,7 +20,7 @@
 //!
 //! - a merged author's [`TIMELINE_SIZE`] newest posts are in the shared partition (`feed`,
 //!   partition `merged`), as their copies are, by their current name, and no post of an author
-//!   who is not merged (`projection::merged`).
+//!   who is not merged (`projection::over_limit`).
 //!
 //! The timeline lane's job items (`type: timelineJob`) are its own bookkeeping, not drift.
 //!

@@ -94,7 +94,7 @@ pub async fn apply_all(store: &dyn Store, writes: &[Write], concurrency: usize) 
 // The shape of a projection.
 
 /// A projection: what it watches, reads and writes, and how it projects a batch. Each is one
-/// module (`posts`, `rename`, `erase`, `follows`, `timeline`, ...) exporting its `Unit`; the
+/// module (`posts`, `rename`, `cascade`, `follows`, `timeline`, ...) exporting its `Unit`; the
 /// lanes run them in the order of their table (`super::UNITS`).
 pub struct Unit {
     pub name: &'static str,

@@ -72,7 +72,7 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
         }
     }
     for u in &recount_users {
-        written += recount(store, u).await?;
+        written += set_follow_counts(store, u).await?;
     }
     Ok(written)
 }
@@ -142,7 +142,7 @@ async fn count_edges(store: &dyn Store, user_id: &str, kind: &str) -> StoreResul
 /// Set `user_id`'s `followerCount` and `followingCount` to the numbers of their live edges, if
 /// they differ, and only if the user is still at the version read. The timeline lane reads the
 /// count this writes to decide whether the user's posts are copied or merged.
-pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
+pub async fn set_follow_counts(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
     let Some(user) = live_user(store, user_id).await? else {
         return Ok(0);
     };

@@ -57,7 +57,7 @@ async fn carry_name(
     let Some(user) = user(store, changes, user_id).await? else {
         return Ok(0);
     };
-    // An erased user's items go instead (`super::erase`).
+    // An erased user's items go instead (`super::cascade`).
     if crate::domain::is_deleted(&user) {
         return Ok(0);
     }

@@ -473,7 +473,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
         let app = &app;
         async move {
             app.store
-                .read(Container::Feed, projection::merged::PARTITION, &post)
+                .read(Container::Feed, projection::over_limit::PARTITION, &post)
                 .await
                 .unwrap()
         }
@@ -500,7 +500,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
 
     // A shared item lost is drift that repair mends.
     store
-        .delete(Container::Feed, projection::merged::PARTITION, &p2)
+        .delete(Container::Feed, projection::over_limit::PARTITION, &p2)
         .await
         .unwrap();
     let mended = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
