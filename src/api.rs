@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::Request;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -44,7 +44,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use extract::{JsonBody, Paging, PathId, PathIds};
-pub use state::AppState;
+pub use state::{AppState, Shared};
 
 use crate::auth::ActingUser;
 use crate::domain::Id;
@@ -200,12 +200,14 @@ pub async fn index() -> Response {
 }
 
 /// Answer an unknown route: 404 problem+json.
-pub async fn not_found() -> ApiError {
+pub async fn not_found(method: Method, uri: Uri, headers: HeaderMap) -> ApiError {
+    cors::hint_when_refused(&method, uri.path(), &headers);
     ApiError::NotFound("no such resource".into())
 }
 
 /// Answer a known route asked with a method it does not take: 405 problem+json.
-pub async fn method_not_allowed() -> ApiError {
+pub async fn method_not_allowed(method: Method, uri: Uri, headers: HeaderMap) -> ApiError {
+    cors::hint_when_refused(&method, uri.path(), &headers);
     ApiError::MethodNotAllowed
 }
 

@@ -70,7 +70,7 @@ pub fn routes(config: &Config) -> Router<AppState> {
             },
         ));
     let Some(cors) = api::cors::layer(&config.cors_origins) else {
-        return routes.layer(axum::middleware::from_fn(api::cors::hint_when_refused));
+        return routes;
     };
     // Outermost, so that preflights are answered before routing and every answer under `/api/`,
     // errors included, carries the CORS headers; any other path passes by it untouched.

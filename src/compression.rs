@@ -67,6 +67,21 @@ pub fn takes_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
+/// Whether the request takes gzip ([`takes_gzip`]), as an extractor: read from the request's
+/// headers in place, where taking the `HeaderMap` would copy every header.
+pub struct TakesGzip(pub bool);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TakesGzip {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(TakesGzip(takes_gzip(&parts.headers)))
+    }
+}
+
 /// `body` gzip-compressed, at the level the layer uses, to be kept and sent more than once.
 pub fn gzip(body: &[u8]) -> Bytes {
     use std::io::Write as _;

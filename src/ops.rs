@@ -1,10 +1,12 @@
 //! Operations commands of the `handler` binary (`docs/operations.md`):
 //!
-//! - `handler verify [--repair]`: check every derived copy against the source of truth
-//!   ([`verify`], from [`expected`]); with `--repair`, mend it through the projections
-//!   ([`repair`]) and check again; [`newest`] is the feed as it should be; [`lag`] tells lag from
-//!   drift; [`timeline`] and [`tags`] check their projections after. Exit 0 without drift (lag aside), 1 with drift or a quarantined change, 2 when it
-//!   cannot run.
+//! - `handler verify [--repair]`: check every derived copy against the source of truth and, with
+//!   `--repair`, mend it through the projections and check again. One [`part`] per projection's
+//!   copies, run in the order of one table, [`PARTS`]: [`bookmarks`], [`posts`] (the walk in
+//!   [`verify`], what each copy should be in [`expected`] and [`newest`], the repair in
+//!   [`repair`], the report in [`report`]), [`timeline`], [`tags`], and the [`quarantine`];
+//!   [`lag`] tells lag from drift for each. Exit 0 without drift (lag aside), 1 with drift or a
+//!   quarantined change, 2 when it cannot run.
 //! - `handler backup PATH`: an online copy of the embedded store ([`backup`]).
 //! - `handler quarantine list|replay|drop`: the changes a projection lane could not apply
 //!   ([`quarantine`]).
@@ -12,10 +14,13 @@
 //! They read the same settings as the service. Without a subcommand the binary serves.
 
 pub mod backup;
+pub mod bookmarks;
 pub mod cli;
 pub mod expected;
 pub mod lag;
 pub mod newest;
+pub mod part;
+pub mod posts;
 pub mod progress;
 pub mod quarantine;
 pub mod repair;
@@ -24,21 +29,22 @@ pub mod tags;
 pub mod timeline;
 pub mod verify;
 
+use std::any::Any;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::settings::{Settings, StoreKind};
+use crate::store::metrics::{self, Usage};
 use crate::store::Store;
+use part::{Found, Part, Pass, Tally};
 use progress::Progress;
-use repair::Repaired;
-use report::Report;
 
 /// Items per page of the queries the checks walk the containers with (`verify`'s traversal, the
-/// timelines' and the tags' checks).
+/// timelines', the tags' and the bookmarks' checks).
 pub const TRAVERSAL_PAGE: u32 = 100;
-/// Partitions `verify` reads, and `--repair` mends, at the same time.
+/// Partitions `verify` (and the bookmarks' check) reads, and `--repair` mends, at the same time.
 pub const PARTITIONS_IN_FLIGHT: usize = 8;
 
 /// An operations command, as `cli` parses it (its help pages describe each one).
@@ -135,63 +141,55 @@ fn cannot_run(what: &str, e: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(CANNOT_RUN)
 }
 
-/// A verification, and with `--repair` the repair and the verification after it.
-#[derive(Debug, Clone)]
+/// Every part of verify, in the order they run (and report). A part runs before the parts whose
+/// copies hold what it mends, so that one repair leaves them agreeing: bookmarks before posts
+/// (a post's copies hold its `bookmarkCount`), posts before the timelines and tags (which copy
+/// posts). The quarantine is looked at last.
+pub const PARTS: &[&Part] = &[
+    &bookmarks::PART,
+    &posts::PART,
+    &timeline::PART,
+    &tags::PART,
+    &quarantine::PART,
+];
+
+/// A verification: each part's outcome (with `--repair`, its repair and the look after it).
+#[derive(Debug)]
 pub struct Outcome {
-    pub before: Report,
-    pub repair: Option<(Repaired, Report)>,
-    /// Follows and timelines, checked (and repaired) after the rest.
-    pub timelines: timeline::Outcome,
-    /// Changes a projection lane could not apply: a finding while any is kept.
-    pub quarantined: Vec<crate::quarantine::Entry>,
-    /// Tag copies, records and counts, checked (and repaired) after the timelines.
-    pub tags: tags::Outcome,
+    /// Each part's name and outcome, in the order of [`PARTS`].
+    pub parts: Vec<(&'static str, Box<dyn Found>)>,
+    /// The store operations and request units every part used (request units on Cosmos DB).
+    pub usage: Usage,
 }
 
+/// The report's last line: `verify: N items checked, D drifted, L lagging, Q quarantined`, over
+/// every part (after the repair, if any).
+pub type Summary = Tally;
+
 impl Outcome {
-    /// The state the database was left in.
-    pub fn last(&self) -> &Report {
-        self.repair.as_ref().map_or(&self.before, |(_, r)| r)
+    /// The outcome of the part whose type is `T` (e.g. [`posts::Outcome`]).
+    pub fn get<T: Found>(&self) -> Option<&T> {
+        self.parts
+            .iter()
+            .find_map(|(_, f)| (f.as_ref() as &dyn Any).downcast_ref::<T>())
     }
 
-    /// Nothing drifted (after the repair, if any) and nothing is quarantined.
+    /// Nothing drifted in any part (after the repair, if any) and nothing is quarantined.
     pub fn is_clean(&self) -> bool {
-        self.last().is_clean()
-            && self.timelines.last().is_clean()
-            && self.quarantined.is_empty()
-            && self.tags.last().is_clean()
+        self.summary().is_clean()
     }
 
-    /// The report as printed; its last line is the [`Summary`].
+    /// The report as printed: each part's lines, then the [`Summary`].
     pub fn render(&self) -> String {
-        let mut out = report::render(&self.before);
-        let mut charge = self.before.usage.request_charge;
-        if let Some((done, after)) = &self.repair {
-            let _ = writeln!(
-                out,
-                "before repair: {} items checked, {} drifted",
-                self.before.total_checked(),
-                self.before.drifted_items
-            );
-            let _ = writeln!(
-                out,
-                "repair: {} posts replayed through the projections, {} post copies and {} feed entries deleted",
-                done.replayed, done.deleted_copies, done.deleted_feed
-            );
-            for f in &done.failed {
-                let _ = writeln!(out, "  not repaired: {f}");
-            }
-            out.push_str("after repair:\n");
-            out.push_str(&report::render(after));
-            charge += done.usage.request_charge + after.usage.request_charge;
+        let mut out = String::new();
+        for (_, part) in &self.parts {
+            out.push_str(&part.render());
         }
-        out.push_str(&self.timelines.render());
-        out.push_str(&self.tags.render());
-        out.push_str(&quarantine::render(&self.quarantined));
+        let charge = self.usage.request_charge;
         if charge > 0.0 {
             let _ = writeln!(out, "request units: {charge:.2}");
         }
-        if !self.before.lag_known {
+        if self.parts.iter().any(|(_, p)| !p.lag_known()) {
             out.push_str(
                 "lag: judged by time alone (no pump checkpoint in this store: the Functions \
                  host's triggers follow its feeds)\n",
@@ -206,60 +204,35 @@ impl Outcome {
         out
     }
 
-    /// The figures of the report's last line, over every part (after the repair, if any).
+    /// The figures of the report's last line: every part's, summed.
     pub fn summary(&self) -> Summary {
-        let (posts, timelines) = (self.last(), self.timelines.last());
-        let tags = self.tags.last();
-        Summary {
-            checked: posts.total_checked() + timelines.checked + tags.checked,
-            drifted: posts.drifted_items + timelines.drifted() + tags.findings.len() as u64,
-            lagging: posts.lagging + timelines.lagging + tags.lagging,
-            quarantined: self.quarantined.len() as u64,
-        }
+        self.parts.iter().map(|(_, p)| p.tally()).sum()
     }
 }
 
-/// The report's last line: `verify: N items checked, D drifted, L lagging, Q quarantined`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Summary {
-    /// Derived items checked: posts, comments, likes, copies, feed entries, users, edges,
-    /// mirrors, timeline entries and markers, merged copies.
-    pub checked: u64,
-    /// Items found wrong whose sources the change feed had applied (after the repair, if any).
-    pub drifted: u64,
-    /// Items found wrong while a change of theirs was still on its way: not drift.
-    pub lagging: u64,
-    /// Changes a projection lane could not apply, kept for replay.
-    pub quarantined: u64,
-}
-
-/// Verify, and with `repair` mend and verify again. `settle`: see [`verify::verify`];
-/// `progress` makes the progress display of each pass.
+/// Verify every part, and with `repair` mend what drifted and verify it again. `settle`: the
+/// wait between looks at what drifted (see [`part`]); `progress` makes the progress display of
+/// each pass.
 pub async fn verify_and_repair(
     store: &dyn Store,
     repair: bool,
     settle: Duration,
     progress: &dyn Fn() -> Progress,
 ) -> anyhow::Result<Outcome> {
-    let mend = repair;
-    let before = verify::verify(store, &progress(), settle).await?;
-    let repair = if repair && !before.is_clean() {
-        let done = repair::repair(store, &before, &progress()).await;
-        let after = verify::verify(store, &progress(), settle).await?;
-        Some((done, after))
-    } else {
-        None
-    };
-    let timelines = timeline::verify_and_repair(store, mend, settle).await?;
-    let quarantined = crate::quarantine::list(store, None).await?;
-    let tags = tags::verify_and_repair(store, mend, settle).await?;
-    Ok(Outcome {
-        before,
+    let pass = Pass {
         repair,
-        timelines,
-        quarantined,
-        tags,
-    })
+        settle,
+        progress,
+    };
+    let mut parts = Vec::new();
+    let mut usage = Usage::default();
+    for part in PARTS {
+        let (found, used) = metrics::scope((part.run)(store, &pass)).await;
+        usage.operations += used.operations;
+        usage.request_charge += used.request_charge;
+        parts.push((part.name, found?));
+    }
+    Ok(Outcome { parts, usage })
 }
 
 async fn run_backup(settings: &Settings, path: PathBuf) -> ExitCode {
@@ -284,5 +257,68 @@ async fn run_backup(settings: &Settings, path: PathBuf) -> ExitCode {
         }
         Ok(Err(e)) => cannot_run("backup", e),
         Err(e) => cannot_run("backup", e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use part::Finding;
+
+    /// A part's outcome that reports the figures it is given.
+    #[derive(Debug)]
+    struct Stub(&'static str, Tally);
+
+    impl Found for Stub {
+        fn tally(&self) -> Tally {
+            self.1
+        }
+
+        fn render(&self) -> String {
+            format!("{}: {} drifted\n", self.0, self.1.drifted)
+        }
+
+        fn findings(&self) -> Vec<Finding> {
+            Vec::new()
+        }
+    }
+
+    fn outcome(rows: &[(&'static str, u64, u64)]) -> Outcome {
+        let parts = rows.iter().map(|&(name, drifted, quarantined)| {
+            let tally = Tally {
+                checked: 2,
+                drifted,
+                lagging: 1,
+                quarantined,
+            };
+            (name, part::found(Stub(name, tally)))
+        });
+        Outcome {
+            parts: parts.collect(),
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn the_table_names_each_part_once() {
+        let names: std::collections::BTreeSet<&str> = PARTS.iter().map(|p| p.name).collect();
+        assert_eq!(names.len(), PARTS.len());
+    }
+
+    /// Whatever the rows, the report is theirs in order, the summary their sum, and the verdict
+    /// clean only when none drifted and nothing is quarantined (lag is not a fault).
+    #[test]
+    fn the_report_the_summary_and_the_verdict_take_every_row_alike() {
+        let o = outcome(&[("a", 0, 0), ("b", 1, 0), ("c", 0, 0)]);
+        let text = o.render();
+        assert_eq!(
+            text,
+            "a: 0 drifted\nb: 1 drifted\nc: 0 drifted\n\
+             verify: 6 items checked, 1 drifted, 3 lagging, 0 quarantined\n"
+        );
+        assert!(!o.is_clean());
+        assert_eq!(o.get::<Stub>().map(|s| s.0), Some("a"));
+        assert!(outcome(&[("a", 0, 0), ("b", 0, 0)]).is_clean());
+        assert!(!outcome(&[("a", 0, 0), ("q", 0, 1)]).is_clean());
     }
 }

@@ -33,7 +33,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use http_body_util::BodyExt as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -128,20 +127,16 @@ pub async fn serve_with(
                     // hyper stops reading a header block at about its buffer size; this makes
                     // the limit exact for the ones it still parsed.
                     if header_block_len(&req) > MAX_HEADER_BYTES {
-                        return Ok::<_, std::convert::Infallible>(headers_too_large());
+                        return Ok::<_, std::convert::Infallible>(
+                            headers_too_large().map(|body| Tracked { body, _busy: busy }),
+                        );
                     }
                     // Every request knows its client's address (`ConnectInfo`), as
                     // `axum::serve` does it.
                     req.extensions_mut()
                         .insert(axum::extract::ConnectInfo(peer));
                     let response = router.oneshot(req).await?;
-                    // Busy until the response's body is handed over to the connection whole.
-                    Ok(response.map(|body| {
-                        axum::body::Body::new(body.map_frame(move |frame| {
-                            let _ = &busy;
-                            frame
-                        }))
-                    }))
+                    Ok(response.map(|body| Tracked { body, _busy: busy }))
                 }
             },
         ));
@@ -287,6 +282,34 @@ impl Connection {
 }
 
 struct Busy(Arc<Connection>);
+
+/// A response's body, keeping its connection busy until the connection drops it: once handed
+/// over whole (or the connection ends). A type of its own rather than a mapped, boxed body: every
+/// response goes through it.
+struct Tracked {
+    body: axum::body::Body,
+    _busy: Busy,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
 
 impl Drop for Busy {
     fn drop(&mut self) {

@@ -10,6 +10,12 @@ pub const IDLE_LAG_P99_MS: f64 = 5.0;
 /// the Functions host. A build that is not packaged (the release build beside the bench, with
 /// its symbols and dynamic links) is not judged: its size says nothing of the package's.
 pub const HANDLER_BYTES: u64 = 10_000_000;
+/// The least share of a bare axum server's requests per second serving the same bytes that the
+/// product must answer on Q6 (`GET /api/feed`) and on Q2 (`GET /api/posts/{id}`), with the same
+/// clients in the same run: what the product does around a read beyond sending its bytes
+/// (routing, limits, tags, compression, logging, the store) stays within this.
+pub const FEED_VS_BARE_MIN: f64 = 0.5;
+pub const POST_VS_BARE_MIN: f64 = 0.25;
 
 /// Whether the targets fail the run: only in an optimized build of the bench (and of the handler
 /// it measures). A debug build, such as `cargo test`'s smoke run, still reports what is over.
@@ -23,6 +29,20 @@ pub fn over(r: &Report) -> Vec<String> {
         out.push(format!(
             "idle change-feed lag p99 {lag:.2} ms is over the target of {IDLE_LAG_P99_MS} ms"
         ));
+    }
+    if let Some(v) = &r.versus {
+        for (t, min) in [
+            (&v.feed_throughput, FEED_VS_BARE_MIN),
+            (&v.post_throughput, POST_VS_BARE_MIN),
+        ] {
+            if t.ratio < min {
+                out.push(format!(
+                    "[{}] answered {:.2} of a bare axum server's requests per second, under the \
+                     target of {min}",
+                    t.request, t.ratio
+                ));
+            }
+        }
     }
     if let Some(v) = r.versus.as_ref().filter(|v| v.handler_packaged) {
         if v.handler_bytes > HANDLER_BYTES {
@@ -102,6 +122,14 @@ mod tests {
             doc.contains(&size),
             "docs/performance.md must state: {size}"
         );
+        for (read, min) in [("Q6", FEED_VS_BARE_MIN), ("Q2", POST_VS_BARE_MIN)] {
+            let ratio =
+                format!("{read} at least {min} of the bare axum server's requests per second");
+            assert!(
+                doc.contains(&ratio),
+                "docs/performance.md must state: {ratio}"
+            );
+        }
     }
 
     #[test]

@@ -293,7 +293,7 @@ fn fanout_markdown(f: &Fanout) -> String {
 
 fn versus_markdown(v: &Versus) -> String {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    let (c, t, h) = (&v.cold_start, &v.feed_throughput, &v.hot_post);
+    let (c, h) = (&v.cold_start, &v.hot_post);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -313,16 +313,22 @@ fn versus_markdown(v: &Versus) -> String {
         num(c.bare.p99_ms),
         c.ratio
     );
-    let _ = writeln!(
-        out,
-        "| `GET /api/feed` ({} items, {} bytes), {} clients, requests/s | {:.0} | {:.0} | {:.2} |",
-        t.items,
-        t.body_bytes,
-        t.concurrency,
-        t.product.requests_per_second,
-        t.bare.requests_per_second,
-        t.ratio
-    );
+    for (t, read) in [
+        (&v.feed_throughput, "`GET /api/feed`"),
+        (&v.post_throughput, "`GET /api/posts/{id}`"),
+    ] {
+        let _ = writeln!(
+            out,
+            "| **[{}]** {read} ({} items, {} bytes), {} clients, requests/s | {:.0} | {:.0} | {:.2} |",
+            t.request,
+            t.items,
+            t.body_bytes,
+            t.concurrency,
+            t.product.requests_per_second,
+            t.bare.requests_per_second,
+            t.ratio
+        );
+    }
     let _ = writeln!(
         out,
         "| peak RSS after {} clients commented on one post for {:.1} s ({:.0} comments/s), MiB | {:.1} | {:.1} | {:.2} |",

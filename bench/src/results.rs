@@ -317,7 +317,10 @@ pub struct Versus {
     pub handler_packaged: bool,
     pub bare_bytes: u64,
     pub cold_start: ColdStart,
-    pub feed_throughput: FeedThroughput,
+    /// Q6 (`GET /api/feed`), product and bare.
+    pub feed_throughput: ReadThroughput,
+    /// Q2 (`GET /api/posts/{id}`), product and bare.
+    pub post_throughput: ReadThroughput,
     pub hot_post: HotPost,
 }
 
@@ -340,7 +343,10 @@ pub struct Load {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FeedThroughput {
+pub struct ReadThroughput {
+    /// The read (`Q6`, `Q2`).
+    pub request: &'static str,
+    /// Posts in the answer.
     pub items: usize,
     pub body_bytes: usize,
     pub concurrency: usize,

@@ -3,9 +3,10 @@
 //!
 //! - cold start: exec → the first 200 on `GET /api/feed` (the product on a fresh database), the
 //!   two binaries alternating, `--cold-starts` times each;
-//! - feed throughput: `--concurrency` clients of this process (a bounded load generator) repeat
-//!   `GET /api/feed?limit=<feed limit>` for `--seconds` against each; the product's feed holds
-//!   that many posts and `bare` serves the very bytes the product answers;
+//! - read throughput: `--concurrency` clients of this process (a bounded load generator) repeat
+//!   `GET /api/feed?limit=<feed limit>` (Q6), then `GET /api/posts/{id}` (Q2), for `--seconds`
+//!   against each; the product's feed holds that many posts and `bare` serves the very bytes
+//!   the product answers;
 //! - peak memory: the product's peak resident set (`VmHWM`) over its life, after a hot-post load
 //!   (`--concurrency` clients commenting on one post for `--seconds`);
 //! - size: the product binary's size on disk.
@@ -28,7 +29,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use crate::args::Args;
-use crate::results::{latency_of, ColdStart, FeedThroughput, HotPost, Load, Versus};
+use crate::results::{latency_of, ColdStart, HotPost, Load, ReadThroughput, Versus};
 use crate::scratch::Scratch;
 
 /// How long a process may take to answer its first 200.
@@ -276,14 +277,16 @@ pub async fn run(args: &Args, handler: &Path, bare: &Path) -> anyhow::Result<Ver
     let user_id = user["id"].as_str().context("a user id")?.to_string();
     let items = args.feed_limit as usize;
     let content = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(6);
+    let mut post_id = String::new();
     for i in 0..items {
         let body =
             json!({ "userId": user_id, "title": format!("Post number {i}"), "content": content });
-        post_json(&http, api("/posts"), body).await?;
+        let post = post_json(&http, api("/posts"), body).await?;
+        post_id = post["id"].as_str().context("a post id")?.to_string();
     }
     let feed_path = format!("/api/feed?limit={items}");
     let started = Instant::now();
-    let body = loop {
+    let feed_body = loop {
         let bytes = http
             .get(format!("{}{feed_path}", product.origin))
             .send()
@@ -299,46 +302,31 @@ pub async fn run(args: &Args, handler: &Path, bare: &Path) -> anyhow::Result<Ver
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    let body_file = work.0.join("feed.json");
-    std::fs::write(&body_file, &body)?;
+    let post_path = format!("/api/posts/{post_id}");
+    let post_body = http
+        .get(format!("{}{post_path}", product.origin))
+        .send()
+        .await?
+        .error_for_status()?
+        .bytes()
+        .await?;
+    let (feed_file, post_file) = (work.0.join("feed.json"), work.0.join("post.json"));
+    std::fs::write(&feed_file, &feed_body)?;
+    std::fs::write(&post_file, &post_body)?;
     let port = free_port()?;
+    let mut cmd = bare_command(bare, port, &feed_file);
     let bare_server = Server {
-        child: bare_command(bare, port, &body_file).spawn()?,
+        child: cmd.arg(&post_file).spawn()?,
         origin: format!("http://127.0.0.1:{port}"),
         _dir: None,
     };
     wait_ready(&http, &bare_server.origin).await?;
-    let same = http
-        .get(format!("{}{feed_path}", bare_server.origin))
-        .send()
-        .await?
-        .bytes()
-        .await?;
-    if same != body {
-        bail!("bare does not serve the product's bytes");
-    }
-
+    let servers = [&product.origin, &bare_server.origin];
     let (c, s) = (args.concurrency, args.seconds);
-    let feed: MakeRequest = {
-        let path = feed_path.clone();
-        Arc::new(move |h, o| h.get(format!("{o}{path}")))
-    };
-    let product_load = load(&http, &product.origin, c, s, feed.clone()).await?;
-    let bare_load = load(&http, &bare_server.origin, c, s, feed).await?;
-    let ratio = product_load.requests_per_second / bare_load.requests_per_second;
-    eprintln!(
-        "bench: feed throughput {:.0}/s, bare {:.0}/s ({ratio:.2})",
-        product_load.requests_per_second, bare_load.requests_per_second
-    );
-    let feed_throughput = FeedThroughput {
-        items,
-        body_bytes: body.len(),
-        concurrency: c,
-        seconds: s,
-        product: product_load,
-        bare: bare_load,
-        ratio,
-    };
+    let feed_throughput =
+        read_throughput(&http, servers, ("Q6", &feed_path), &feed_body, items, c, s).await?;
+    let post_throughput =
+        read_throughput(&http, servers, ("Q2", &post_path), &post_body, 1, c, s).await?;
 
     // A hot post: every client comments on the same post as fast as it can.
     let hot = post_json(
@@ -376,6 +364,50 @@ pub async fn run(args: &Args, handler: &Path, bare: &Path) -> anyhow::Result<Ver
         bare_bytes: std::fs::metadata(bare)?.len(),
         cold_start,
         feed_throughput,
+        post_throughput,
         hot_post,
+    })
+}
+
+/// `GET path` (the read `request`) by `concurrency` clients for `seconds`, against the product
+/// and then `bare`, which must answer the very bytes `body` the product does.
+async fn read_throughput(
+    http: &reqwest::Client,
+    [product, bare]: [&String; 2],
+    (request, path): (&'static str, &str),
+    body: &[u8],
+    items: usize,
+    concurrency: usize,
+    seconds: f64,
+) -> anyhow::Result<ReadThroughput> {
+    let same = http
+        .get(format!("{bare}{path}"))
+        .send()
+        .await?
+        .bytes()
+        .await?;
+    if same != body {
+        bail!("bare does not serve the product's bytes for {path}");
+    }
+    let get: MakeRequest = {
+        let path = path.to_string();
+        Arc::new(move |h, o| h.get(format!("{o}{path}")))
+    };
+    let product = load(http, product, concurrency, seconds, get.clone()).await?;
+    let bare = load(http, bare, concurrency, seconds, get).await?;
+    let ratio = product.requests_per_second / bare.requests_per_second;
+    eprintln!(
+        "bench: [{request}] throughput {:.0}/s, bare {:.0}/s ({ratio:.2})",
+        product.requests_per_second, bare.requests_per_second
+    );
+    Ok(ReadThroughput {
+        request,
+        items,
+        body_bytes: body.len(),
+        concurrency,
+        seconds,
+        product,
+        bare,
+        ratio,
     })
 }

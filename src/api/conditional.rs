@@ -194,9 +194,16 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for IfMatch {
 /// SHA-256, in hex), so it changes exactly when what a client sees changes, is the same on every
 /// instance, and tells nothing of other items or of how much was written.
 pub fn tag_of(body: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(body);
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("\"{hex}\"")
+    let mut tag = String::with_capacity(34);
+    tag.push('"');
+    for b in &digest[..16] {
+        tag.push(char::from(HEX[usize::from(b >> 4)]));
+        tag.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    tag.push('"');
+    tag
 }
 
 /// Add the `ETag` `tag` and `Cache-Control: no-cache` (cache, but revalidate every time).

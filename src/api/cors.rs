@@ -7,10 +7,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::Request;
-use axum::http::{header, HeaderName, HeaderValue, Method};
-use axum::middleware::Next;
-use axum::response::Response;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// Response headers a browser app may read besides the CORS-safelisted ones.
@@ -71,30 +68,27 @@ const HINT_INTERVAL: Duration = Duration::from_secs(60);
 /// With no origins allowed: a browser's preflight to the API (an `OPTIONS` with
 /// `Access-Control-Request-Method`) gets no CORS headers, so the browser refuses the call and
 /// says little about why. Log why, naming the setting that allows it (at most once a minute).
-pub async fn hint_when_refused(req: Request, next: Next) -> Response {
-    if req.method() == Method::OPTIONS
-        && req
-            .headers()
-            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
-        && covers(req.uri().path())
+/// Called where such a preflight ends up, the fallbacks for unknown routes and methods: with
+/// origins allowed, the CORS layer answers every preflight before routing.
+pub fn hint_when_refused(method: &Method, path: &str, headers: &HeaderMap) {
+    if method == Method::OPTIONS
+        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+        && covers(path)
     {
         static LAST: Mutex<Option<Instant>> = Mutex::new(None);
         let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
         if last.is_none_or(|at| at.elapsed() >= HINT_INTERVAL) {
             *last = Some(Instant::now());
-            let origin = req
-                .headers()
+            let origin = headers
                 .get(header::ORIGIN)
                 .and_then(|o| o.to_str().ok())
-                .unwrap_or("")
-                .to_string();
+                .unwrap_or("");
             tracing::warn!(
                 origin = %origin,
-                path = req.uri().path(),
+                path = path,
                 "a browser's cross-origin preflight was refused: no origin may call the API; \
                  set BLOG_CORS_ORIGINS to the app's origin (e.g. BLOG_CORS_ORIGINS={origin}) to allow it"
             );
         }
     }
-    next.run(req).await
 }

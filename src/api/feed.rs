@@ -4,12 +4,12 @@ use super::conditional::no_cache;
 use super::schema::PagingParams;
 use super::views::{PageView, PostSummaryPage, PostSummaryView};
 use super::{encode, json_response, AppState, Paging};
+use crate::compression::TakesGzip;
 use crate::domain::{Kind, FEED_PK, FEED_SIZE};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Container, Order, Page, Query};
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -36,7 +36,7 @@ use base64::Engine;
 )]
 pub async fn get_feed(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    TakesGzip(gzip): TakesGzip,
     paging: Paging,
 ) -> ApiResult<Response> {
     let limit = paging.limit;
@@ -44,7 +44,7 @@ pub async fn get_feed(
         None => {
             let body = first_page(&s, limit).await?;
             // A snapshot's compressed form is made once and sent to every reader taking gzip.
-            if crate::compression::takes_gzip(&headers) {
+            if gzip {
                 if let Some(gzip) = s.feed.gzipped(limit, &body) {
                     return Ok(no_cache(crate::compression::gzipped(
                         "application/json",

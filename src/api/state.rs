@@ -16,11 +16,32 @@ use super::{search_limit, write_limit};
 use crate::auth::Auth;
 use crate::store::Store;
 
-/// What every handler shares: the store, behind the trait so either implementation fits, and
-/// how callers are identified, and the snapshot of the feed's first pages. Routes outside the
-/// API take a part of it (axum's `FromRef`: the Functions triggers take the store).
-#[derive(Clone, axum::extract::FromRef)]
-pub struct AppState {
+/// What every handler shares ([`Shared`]), behind one reference count: a request's extractors
+/// clone the state, and one count taken and given back costs the same whatever the state holds,
+/// where a count per part costs one per part. Routes outside the API take a part of it (axum's
+/// `FromRef`: the Functions triggers take the store).
+#[derive(Clone)]
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl axum::extract::FromRef<AppState> for Arc<dyn Store> {
+    fn from_ref(s: &AppState) -> Self {
+        s.store.clone()
+    }
+}
+
+/// The parts of [`AppState`]: the store, behind the trait so either implementation fits, how
+/// callers are identified, the snapshots of the feed's first pages and of posts' counts, and the
+/// budgets callers spend.
+#[derive(Clone)]
+pub struct Shared {
     pub store: Arc<dyn Store>,
     pub auth: Arc<Auth>,
     pub feed: Arc<FeedCache>,
@@ -47,7 +68,7 @@ impl AppState {
     pub fn new(store: Arc<dyn Store>) -> Self {
         let feed = Arc::new(FeedCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
         let counts = Arc::new(CountsCache::new(&*store, feed_cache::DEFAULT_MAX_AGE));
-        AppState {
+        AppState(Arc::new(Shared {
             store,
             auth: Arc::new(Auth::none()),
             feed,
@@ -60,41 +81,39 @@ impl AppState {
             timelines: Arc::default(),
             progress: Arc::default(),
             accounts: Arc::default(),
-        }
+        }))
+    }
+
+    /// The parts, to be changed in place (copied first while a clone of the state is alive).
+    fn parts(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.0)
     }
 
     /// At most `per_minute` writes per caller, refilled evenly over the minute; 0: no limit.
-    pub fn with_write_limit(self, per_minute: u32) -> Self {
-        AppState {
-            writes: Arc::new(write_limit::WriteLimit::new(per_minute)),
-            ..self
-        }
+    pub fn with_write_limit(mut self, per_minute: u32) -> Self {
+        self.parts().writes = Arc::new(write_limit::WriteLimit::new(per_minute));
+        self
     }
 
     /// At most `per_minute` searches per client address, refilled evenly over the minute (0: no
     /// budget), and at most `in_flight` searches at once.
-    pub fn with_search_limit(self, per_minute: u32, in_flight: usize) -> Self {
-        AppState {
-            searches: Arc::new(search_limit::SearchLimit::new(per_minute, in_flight)),
-            ..self
-        }
+    pub fn with_search_limit(mut self, per_minute: u32, in_flight: usize) -> Self {
+        self.parts().searches = Arc::new(search_limit::SearchLimit::new(per_minute, in_flight));
+        self
     }
 
-    pub fn with_auth(self, auth: Auth) -> Self {
-        AppState {
-            auth: Arc::new(auth),
-            ..self
-        }
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.parts().auth = Arc::new(auth);
+        self
     }
 
     /// `feed_max_age`: how long a feed snapshot, and a snapshot of a post's counts for the
     /// timeline, holds on a store that does not signal its commits (`BLOG_FEED_CACHE_MS`); 0
     /// turns snapshots off.
-    pub fn with_feed_cache(self, feed_max_age: Duration) -> Self {
-        AppState {
-            feed: Arc::new(FeedCache::new(&*self.store, feed_max_age)),
-            counts: Arc::new(CountsCache::new(&*self.store, feed_max_age)),
-            ..self
-        }
+    pub fn with_feed_cache(mut self, feed_max_age: Duration) -> Self {
+        let parts = self.parts();
+        parts.feed = Arc::new(FeedCache::new(&*parts.store, feed_max_age));
+        parts.counts = Arc::new(CountsCache::new(&*parts.store, feed_max_age));
+        self
     }
 }

@@ -6,8 +6,47 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use super::part::{Finding, Found, Part, Pass, Tally};
 use crate::quarantine::{self, Entry};
 use crate::store::Store;
+
+/// `handler verify`'s part: a change kept in the quarantine is a finding while it is kept (no
+/// repair: `handler quarantine replay` applies it, `--repair` mends the copies it left behind).
+pub const PART: Part = Part {
+    name: "quarantine",
+    run: |store, _: &Pass| {
+        Box::pin(async move {
+            let entries = quarantine::list(store, None).await?;
+            Ok(Box::new(Quarantined(entries)) as Box<dyn Found>)
+        })
+    },
+};
+
+/// The changes a projection lane could not apply, as verify found them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quarantined(pub Vec<Entry>);
+
+impl Found for Quarantined {
+    fn tally(&self) -> Tally {
+        Tally {
+            quarantined: self.0.len() as u64,
+            ..Tally::default()
+        }
+    }
+
+    fn render(&self) -> String {
+        render(&self.0)
+    }
+
+    fn findings(&self) -> Vec<Finding> {
+        let found = self.0.iter().map(|e| Finding {
+            kind: "quarantined",
+            target: format!("{}/{}/{}", e.container, e.pk, e.item_id),
+            detail: e.error.clone(),
+        });
+        found.collect()
+    }
+}
 
 /// What to do with the quarantine (`super::cli`'s help pages describe each action).
 #[derive(Debug, Clone, PartialEq)]

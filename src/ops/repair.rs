@@ -11,10 +11,7 @@
 //!
 //! What the projection cannot reach is a copy whose post no longer exists; such a copy is
 //! deleted after the post's absence is confirmed by a fresh read (a feed entry also when its post
-//! is too old ever to rank among the newest again). A bookmarked post's copy that no live
-//! bookmark of a live post accounts for is handed to the bookmarks projection as its bookmark's
-//! change: it reads the bookmark and the post afresh and removes the copy (or, where both are
-//! live again, writes it as it should be).
+//! is too old ever to rank among the newest again).
 
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
@@ -24,8 +21,7 @@ use super::progress::Progress;
 use super::report::Report;
 use super::PARTITIONS_IN_FLIGHT;
 use crate::domain::{is_deleted, Authored, FEED_PK};
-use crate::projection::{self, bookmarks, INCREMENT_GRACE};
-use crate::store::metrics::{self, Usage};
+use crate::projection::{self, INCREMENT_GRACE};
 use crate::store::{retry, Container, Store, StoreError, StoreResult};
 
 /// What a repair did.
@@ -38,17 +34,10 @@ pub struct Repaired {
     pub deleted_feed: u64,
     /// What could not be repaired (`container/pk/id: why`).
     pub failed: Vec<String>,
-    pub usage: Usage,
 }
 
 /// Write the fixes for what `report` found.
 pub async fn repair(store: &dyn Store, report: &Report, progress: &Progress) -> Repaired {
-    let (mut done, usage) = metrics::scope(run(store, report, progress)).await;
-    done.usage = usage;
-    done
-}
-
-async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaired {
     let mut done = Repaired::default();
     let todo = &report.todo;
 
@@ -78,18 +67,6 @@ async fn run(store: &dyn Store, report: &Report, progress: &Progress) -> Repaire
         match result {
             Ok(deleted) => done.deleted_copies += u64::from(deleted),
             Err(e) => done.failed.push(format!("{target}: {e}")),
-        }
-        progress.inc(1);
-    }
-
-    for (user_id, post_id) in &todo.extra_bookmarks {
-        let change = [bookmarks::notification(post_id, Some(user_id))];
-        match bookmarks::project_posts(store, &change).await {
-            Ok(written) => done.deleted_copies += u64::from(written > 0),
-            Err(e) => {
-                let id = crate::domain::bookmarks::Bookmarked::id_of(post_id);
-                done.failed.push(format!("users/{user_id}/{id}: {e}"))
-            }
         }
         progress.inc(1);
     }

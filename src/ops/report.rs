@@ -8,12 +8,8 @@ use serde_json::{json, Value};
 
 use super::expected::{Drift, DriftKind};
 use super::newest::FeedKey;
-use crate::domain::bookmarks::Bookmarked;
+use super::part::EXAMPLES;
 use crate::domain::{Kind, Post};
-use crate::store::metrics::Usage;
-
-/// Examples kept per kind of drift.
-pub const EXAMPLES: usize = 5;
 /// The kinds of derived items counted in [`Report::checked`], in report order.
 pub const ITEM_KINDS: [&str; 5] = ["posts", "comments", "likes", "post copies", "feed entries"];
 
@@ -35,8 +31,6 @@ pub struct Report {
     pub lagging: u64,
     /// Whether lag was judged by the lanes' positions (`super::lag`); without them, by time alone.
     pub lag_known: bool,
-    /// The store operations and request units the run used (request units on Cosmos DB only).
-    pub usage: Usage,
     /// What `--repair` works from.
     pub(super) todo: Todo,
     /// Every finding recorded, for judging lag after a look ([`Report::without_lagging`]).
@@ -51,8 +45,6 @@ pub(super) struct Todo {
     pub replay: BTreeMap<String, Vec<Value>>,
     /// Copies in `users` (`userId`, `postId`) whose post is gone.
     pub extra_copies: Vec<(String, String)>,
-    /// Bookmarked posts' copies in `users` (`userId`, `postId`) whose bookmark or post is gone.
-    pub extra_bookmarks: Vec<(String, String)>,
     /// Feed entries that are not among the newest posts.
     pub extra_feed: Vec<String>,
     /// The oldest of the newest posts as gathered; an extra feed entry at or below it can
@@ -113,7 +105,6 @@ impl Report {
     pub(super) fn without_lagging(&self, lagging: impl Fn(&Drift) -> bool) -> Report {
         let mut out = Report {
             checked: self.checked.clone(),
-            usage: self.usage,
             lag_known: self.lag_known,
             ..Report::default()
         };
@@ -124,8 +115,6 @@ impl Report {
         let mut todo = self.todo.clone();
         todo.replay.retain(|id, _| !late.contains(id.as_str()));
         todo.extra_copies
-            .retain(|(_, id)| !late.contains(id.as_str()));
-        todo.extra_bookmarks
             .retain(|(_, id)| !late.contains(id.as_str()));
         todo.extra_feed.retain(|id| !late.contains(id.as_str()));
         out.todo = todo;
@@ -147,7 +136,6 @@ impl Report {
         self.found.extend(other.found);
         self.todo.replay.extend(other.todo.replay);
         self.todo.extra_copies.extend(other.todo.extra_copies);
-        self.todo.extra_bookmarks.extend(other.todo.extra_bookmarks);
         self.todo.extra_feed.extend(other.todo.extra_feed);
         if other.todo.oldest_newest.is_some() {
             self.todo.oldest_newest = other.todo.oldest_newest;
@@ -161,12 +149,10 @@ impl Report {
 }
 
 /// The post a finding is about: each derived item belongs to one (a comment or like by its
-/// partition, a copy or a feed entry by its id, a bookmarked post's copy by the id it names).
+/// partition, a copy or a feed entry by its id).
 pub fn post_of(d: &Drift) -> &str {
-    let bookmarked = Bookmarked::id_of("");
-    match (d.container, d.kind) {
-        (crate::store::Container::Posts, _) => &d.pk,
-        (_, DriftKind::BookmarkCopy) => d.id.strip_prefix(&bookmarked).unwrap_or(&d.id),
+    match d.container {
+        crate::store::Container::Posts => &d.pk,
         _ => &d.id,
     }
 }
@@ -210,61 +196,4 @@ pub fn render(r: &Report) -> String {
         }
     }
     out
-}
-
-/// A part of verify that looks and, with `--repair`, mends and looks again (the timelines, the
-/// tags): what a look found.
-pub trait Look {
-    fn is_clean(&self) -> bool;
-    fn render(&self) -> String;
-}
-
-/// What a part's repair did: its summary line, and what it could not mend.
-pub trait Mend {
-    fn summary(&self) -> String;
-    fn failed(&self) -> &[String];
-}
-
-/// A part's look, and with `--repair` its repair and the look after it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outcome<C, M> {
-    pub before: C,
-    pub repair: Option<(M, C)>,
-}
-
-impl<C: Look, M: Mend> Outcome<C, M> {
-    /// A part's `look`, and with `repair` and something found, its `mend` of what was found and
-    /// a second look.
-    pub async fn of<E>(
-        repair: bool,
-        look: impl AsyncFn() -> Result<C, E>,
-        mend: impl AsyncFnOnce(&C) -> M,
-    ) -> Result<Self, E> {
-        let before = look().await?;
-        let repair = if repair && !before.is_clean() {
-            let done = mend(&before).await;
-            Some((done, look().await?))
-        } else {
-            None
-        };
-        Ok(Outcome { before, repair })
-    }
-
-    /// The state the database was left in.
-    pub fn last(&self) -> &C {
-        self.repair.as_ref().map_or(&self.before, |(_, c)| c)
-    }
-
-    pub fn render(&self) -> String {
-        let mut out = self.before.render();
-        if let Some((done, after)) = &self.repair {
-            out.push_str(&format!("repair: {}\n", done.summary()));
-            for f in done.failed() {
-                out.push_str(&format!("  not repaired: {f}\n"));
-            }
-            out.push_str("after repair: ");
-            out.push_str(&after.render());
-        }
-        out
-    }
 }

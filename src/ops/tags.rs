@@ -29,12 +29,23 @@ use serde_json::Value;
 use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
 use crate::domain::{is_live, Kind, Meta, Post};
 use crate::projection::engine::{apply_one, query_all};
-use crate::projection::tags::{copied_of, post_of, set_tag_count, sync_post};
+use crate::projection::tags::{copied_of, post_of, set_tag_count, sync_post, wanted};
 use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 use super::lag::{Touched, Window};
+use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
 use super::TRAVERSAL_PAGE;
+
+pub const PART: Part = Part {
+    name: "tags",
+    run: |store, pass| Box::pin(run(store, pass)),
+};
+
+async fn run(store: &dyn Store, pass: &Pass<'_>) -> anyhow::Result<Box<dyn Found>> {
+    let outcome = verify_and_repair(store, pass.repair, pass.settle).await?;
+    Ok(part::found(outcome))
+}
 
 /// What a repair does about a finding.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -72,7 +83,7 @@ impl Check {
             self.findings.len(),
             self.lagging
         );
-        for (target, (detail, _)) in self.findings.iter().take(super::report::EXAMPLES) {
+        for (target, (detail, _)) in self.findings.iter().take(EXAMPLES) {
             out.push_str(&format!("  {target}: {detail}\n"));
         }
         out
@@ -92,19 +103,46 @@ pub struct Mended {
 }
 
 /// A check, and with `--repair` the repair and the check after it.
-pub type Outcome = super::report::Outcome<Check, Mended>;
+pub type Outcome = part::Outcome<Check, Mended>;
 
-impl super::report::Look for Check {
-    fn is_clean(&self) -> bool {
-        Check::is_clean(self)
+impl Look for Check {
+    fn tally(&self) -> Tally {
+        Tally {
+            checked: self.checked,
+            drifted: self.findings.len() as u64,
+            lagging: self.lagging,
+            quarantined: 0,
+        }
     }
 
     fn render(&self) -> String {
         Check::render(self)
     }
+
+    fn findings(&self) -> Vec<Finding> {
+        let found = self.findings.iter().take(EXAMPLES);
+        found
+            .map(|(target, (detail, fix))| Finding {
+                kind: fix.kind(),
+                target: target.clone(),
+                detail: detail.clone(),
+            })
+            .collect()
+    }
 }
 
-impl super::report::Mend for Mended {
+impl Fix {
+    /// The kind of finding it mends, as the report names it.
+    fn kind(&self) -> &'static str {
+        match self {
+            Fix::Post(_) => "tag copy or record",
+            Fix::Extra { .. } => "tag copy extra",
+            Fix::Count(_) => "tag count",
+        }
+    }
+}
+
+impl Mend for Mended {
     fn summary(&self) -> String {
         format!("{} tag copies, records and counts written", self.written)
     }
@@ -126,9 +164,6 @@ pub async fn verify_and_repair(
     })
     .await
 }
-
-/// Looks after the first at what drifted, each `settle` after the one before.
-const LATER_LOOKS: usize = super::verify::LATER_LOOKS;
 
 /// Check every tag copy, record and count, telling lag from drift (see the module's
 /// documentation). A first look that finds nothing is the answer (no window is needed to tell
@@ -270,16 +305,12 @@ async fn look(store: &dyn Store) -> StoreResult<Check> {
     Ok(check)
 }
 
-/// A live post's copies and record against its short form.
+/// A live post's copies and record against what the projection writes of it ([`wanted`]).
 async fn check_post(store: &dyn Store, stored: &Value, check: &mut Check) -> StoreResult<()> {
-    let Ok(post) = serde_json::from_value::<Post>(stored.clone()) else {
+    let Some(want) = wanted(Some(stored)) else {
         return Ok(());
     };
-    if post.tags.is_empty() {
-        return Ok(());
-    }
-    let want = post.as_copied();
-    let id = post.id.as_str();
+    let id = want.id.as_str();
     for t in &want.tags {
         let place = tags::partition(t);
         check.checked += 1;

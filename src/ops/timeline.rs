@@ -44,6 +44,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::lag::{Touched, Window};
+use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
 use super::TRAVERSAL_PAGE;
 use crate::domain::Kind;
 use crate::projection;
@@ -53,8 +54,15 @@ use check::check_user;
 use read::{live_user, Live};
 pub use repair::{repair, Mended};
 
-/// Examples kept per kind of drift for the report.
-const EXAMPLES: usize = 5;
+pub const PART: Part = Part {
+    name: "follows and timelines",
+    run: |store, pass| Box::pin(run(store, pass)),
+};
+
+async fn run(store: &dyn Store, pass: &Pass<'_>) -> anyhow::Result<Box<dyn Found>> {
+    let outcome = verify_and_repair(store, pass.repair, pass.settle).await?;
+    Ok(part::found(outcome))
+}
 
 /// What the check found.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -200,9 +208,6 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
     Ok(check)
 }
 
-/// Looks after the first at what drifted, each `settle` after the one before.
-const LATER_LOOKS: usize = super::verify::LATER_LOOKS;
-
 fn lagging(touched: &Touched, user: &str, one: &Check) -> bool {
     let users = std::iter::once(user).chain(one.sources.iter().map(String::as_str));
     touched.users_lagging(users)
@@ -240,19 +245,43 @@ async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)
 }
 
 /// A check, and with `--repair` the repair and the check after it.
-pub type Outcome = super::report::Outcome<Check, Mended>;
+pub type Outcome = part::Outcome<Check, Mended>;
 
-impl super::report::Look for Check {
-    fn is_clean(&self) -> bool {
-        Check::is_clean(self)
+impl Look for Check {
+    fn tally(&self) -> Tally {
+        Tally {
+            checked: self.checked,
+            drifted: self.drifted(),
+            lagging: self.lagging,
+            quarantined: 0,
+        }
     }
 
     fn render(&self) -> String {
         Check::render(self)
     }
+
+    /// An example is its item, then (for some kinds) what is wrong with it.
+    fn findings(&self) -> Vec<Finding> {
+        let examples = self.examples.iter();
+        let each = examples.flat_map(|(kind, e)| e.iter().map(move |e| (*kind, e)));
+        each.map(|(kind, e)| {
+            let (target, detail) = e.split_once(' ').unwrap_or((e, ""));
+            Finding {
+                kind,
+                target: target.to_string(),
+                detail: detail.to_string(),
+            }
+        })
+        .collect()
+    }
+
+    fn lag_known(&self) -> bool {
+        self.lag_known
+    }
 }
 
-impl super::report::Mend for Mended {
+impl Mend for Mended {
     fn summary(&self) -> String {
         format!(
             "{} follow edges replayed through the projections, {} items written",

@@ -4,8 +4,7 @@
 //! 1. posts, page by page across partitions; for each post (a few at a time) its partition is
 //!    read (the post, its comments and likes: names and counters) and its copy in `users` is
 //!    point-read; the newest posts are kept for step 3;
-//! 2. users, page by page; each user's partition is read for copies whose post is gone, and
-//!    for bookmarked posts' copies whose bookmark or post is gone;
+//! 2. users, page by page; each user's partition is read for copies whose post is gone;
 //! 3. the feed's one partition, against the newest posts.
 //!
 //! Only the drifted items' ids are kept (for `--repair`), with a few examples per kind for the
@@ -25,23 +24,19 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::expected::{self, Drift, DriftKind};
+use super::expected::{self, Drift};
 use super::lag::Window;
 use super::newest::{self, Newest};
+use super::part::LATER_LOOKS;
 use super::progress::Progress;
 use super::report::{post_of, Report};
 use super::{PARTITIONS_IN_FLIGHT, TRAVERSAL_PAGE};
-use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
 use crate::domain::{is_deleted, Kind, Meta, User, FEED_PK};
-use crate::store::metrics;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 use post::{check_posts, Names, PostCheck};
 
-/// Looks after the first at what drifted, each `settle` after the one before.
-pub const LATER_LOOKS: usize = 3;
-
 /// Every page of a query, one after another.
-fn pages<'s>(
+pub fn pages<'s>(
     store: &'s dyn Store,
     c: Container,
     q: Query,
@@ -72,13 +67,6 @@ pub async fn verify(
     progress: &Progress,
     settle: Duration,
 ) -> StoreResult<Report> {
-    let (result, usage) = metrics::scope(run(store, progress, settle)).await;
-    let mut report = result?;
-    report.usage = usage;
-    Ok(report)
-}
-
-async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreResult<Report> {
     let mut first = Report::default();
     let mut newest = Newest::default();
     // The sources and the author of each post that drifted at the first look.
@@ -110,7 +98,7 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         absorb(&mut first, &mut newest, checks, true);
     }
 
-    // 2. Users: copies whose post (or, of a bookmarked post, bookmark) is gone.
+    // 2. Users: copies whose post is gone.
     progress.stage("users");
     let users = pages(
         store,
@@ -217,12 +205,6 @@ async fn run(store: &dyn Store, progress: &Progress, settle: Duration) -> StoreR
         let post = post.filter(|p| !is_deleted(p));
         found.extend(expected::extra_copy(user_id, id, post.as_ref()));
     }
-    // A copy of a post still lagging is counted with it.
-    for (user_id, post_id) in &first.todo.extra_bookmarks {
-        if !lagging.contains(post_id) {
-            found.extend(extra_bookmark(store, user_id, post_id).await?);
-        }
-    }
     let mut last = Report::default();
     record_extra_copies(&mut last, found);
     check_feed(store, &mut last, &newest, false, &lagging).await?;
@@ -273,11 +255,8 @@ fn absorb(report: &mut Report, newest: &mut Newest, checks: Vec<PostCheck>, coun
 
 fn record_extra_copies(report: &mut Report, found: Vec<Drift>) {
     for d in &found {
-        let extra = match d.kind {
-            DriftKind::BookmarkCopy => &mut report.todo.extra_bookmarks,
-            _ => &mut report.todo.extra_copies,
-        };
-        extra.push((d.pk.clone(), post_of(d).to_string()));
+        let extra = (d.pk.clone(), post_of(d).to_string());
+        report.todo.extra_copies.push(extra);
     }
     report.record(found);
 }
@@ -338,8 +317,7 @@ async fn check_feed(
     Ok(())
 }
 
-/// The copies in a user's partition whose post is gone, and the bookmarked posts' copies whose
-/// bookmark or post is gone ([`extra_bookmark`]).
+/// The copies in a user's partition whose post is gone.
 async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Drift>> {
     let mut found = Vec::new();
     let copies = pages(
@@ -361,44 +339,5 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
             found.extend(expected::extra_copy(&user_id, id, post.as_ref()));
         }
     }
-    let q = Query::partition(user_id.clone()).eq(Kind::FIELD, BOOKMARKED);
-    let copies = pages(store, Container::Users, q.limit(TRAVERSAL_PAGE));
-    futures::pin_mut!(copies);
-    while let Some(page) = copies.try_next().await? {
-        // The post a copy is of is the one its id names (the id a repair removes).
-        let prefix = Bookmarked::id_of("");
-        let ids = page.iter().filter_map(|c| Meta::of(c).id);
-        for post_id in ids.filter_map(|id| id.strip_prefix(&prefix)) {
-            found.extend(extra_bookmark(store, &user_id, post_id).await?);
-        }
-    }
     Ok(found)
-}
-
-/// `user_id`'s copy of bookmarked post `post_id` (each bookmark's own copy is checked with its
-/// post) is extra unless the user's bookmark of the post is live and so is the post.
-async fn extra_bookmark(
-    store: &dyn Store,
-    user_id: &str,
-    post_id: &str,
-) -> StoreResult<Option<Drift>> {
-    let mark = Bookmark::id_of(user_id);
-    let mark = retry(|| store.read(Container::Posts, post_id, &mark)).await?;
-    let detail = if mark.as_ref().and_then(Bookmark::live).is_none() {
-        "its bookmark does not exist"
-    } else {
-        let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
-        if post.is_some_and(|p| !is_deleted(&p)) {
-            return Ok(None);
-        }
-        "its post does not exist"
-    };
-    let (kind, id) = (DriftKind::BookmarkCopy, Bookmarked::id_of(post_id));
-    Ok(Some(Drift::new(
-        kind,
-        Container::Users,
-        user_id,
-        &id,
-        detail.into(),
-    )))
 }

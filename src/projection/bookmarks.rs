@@ -151,7 +151,7 @@ async fn bookmark_changed(
     let copy_id = Bookmarked::id_of(post_id);
     match (read.as_ref().and_then(Bookmark::live), post) {
         (Some(b), Some(p)) => {
-            let copy = to_value(&Bookmarked::new(user, &b.creation_date, p));
+            let copy = to_value(&copy(&b, p));
             apply_one(store, &Write::upsert(Container::Users, user, copy)).await?;
             Ok(1)
         }
@@ -162,6 +162,17 @@ async fn bookmark_changed(
         }
         (None, _) => delete_item(store, Container::Users, user, &copy_id).await,
     }
+}
+
+/// The copy of `post` (live, as stored) that its bookmarker keeps for `bookmark` (live): what a
+/// bookmark's change writes, and what `handler verify` expects of every copy.
+pub fn copy(bookmark: &Bookmark, post: &Post) -> Bookmarked {
+    Bookmarked::new(&bookmark.user_id, &bookmark.creation_date, post)
+}
+
+/// Post `post_id`'s live bookmarks: what its `bookmarkCount` counts.
+pub fn live_bookmarks(post_id: &str) -> Query {
+    Query::partition(post_id).eq(Kind::FIELD, BOOKMARK).live()
 }
 
 /// Attempts at setting a post's `bookmarkCount`: each lost to a write of the post landing
@@ -175,7 +186,7 @@ const COUNT_ATTEMPTS: usize = 16;
 /// recount to come), else counted again. So likes and comments pouring onto a hot post never
 /// fail the batch. Returns the writes made.
 pub async fn set_bookmark_count(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
-    let q = Query::partition(post_id).eq(Kind::FIELD, BOOKMARK).live();
+    let q = live_bookmarks(post_id);
     // The count made, and the stored count it was made against.
     let mut counted: Option<(Option<u64>, u64)> = None;
     for _ in 0..COUNT_ATTEMPTS {

@@ -290,9 +290,17 @@ impl Inner {
     }
 }
 
+/// Every connection keeps its prepared statements ([`Connection::prepare_cached`]): the point
+/// reads and writes that every request makes, and the queries, whose text repeats per shape.
+/// Preparing a statement (parsing, planning against every index of `items`, compiling the
+/// triggers a write sets off) costs more than running a point read, so it is done once per
+/// connection and shape, up to this many shapes.
+const STATEMENT_CACHE: usize = 64;
+
 fn configure(c: &Connection) -> rusqlite::Result<()> {
     c.pragma_update(None, "synchronous", "NORMAL")?;
     c.busy_timeout(std::time::Duration::from_secs(10))?;
+    c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(())
 }
 
@@ -323,11 +331,8 @@ fn parse_body(text: &str) -> StoreResult<Value> {
 
 fn read_item(conn: &Connection, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
     let body: Option<String> = conn
-        .query_row(
-            "SELECT body FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
-            params![c.name(), pk, id],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT body FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")
+        .and_then(|mut read| read.query_row(params![c.name(), pk, id], |r| r.get(0)))
         .optional()
         .map_err(sql)?;
     body.as_deref().map(parse_body).transpose()

@@ -9,7 +9,7 @@ use blog::ops::verify_and_repair;
 use blog::store::{Container, PatchOp};
 use serde_json::{json, Value};
 
-use crate::helpers::{id, next_millisecond, Fixture, TestApp};
+use crate::helpers::{id, next_millisecond, Fixture, Parts, TestApp};
 
 #[macro_export]
 macro_rules! bookmarks_suite {
@@ -381,7 +381,7 @@ pub async fn verify_finds_and_repair_mends_bookmarks(app: &TestApp) {
     let mended = verify_and_repair(&*app.store, true, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    let (_, after) = mended.repair.as_ref().expect("a repair ran");
+    let (_, after) = mended.bookmarks().repair.as_ref().expect("a repair ran");
     assert!(after.is_clean(), "{}", mended.render());
     let shown = &saved(app, &ana).await;
     assert_eq!(shown.iter().map(id).collect::<Vec<_>>(), owned(&[&p]));
@@ -433,8 +433,9 @@ pub async fn verify_finds_and_repair_removes_copies_of_no_bookmark_or_post(app: 
     let found = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert_eq!(found.before.drifted_items, 3, "{}", found.render());
-    assert_eq!(found.before.lagging, 1, "p: {}", found.render());
+    let bookmarks = &found.bookmarks().before;
+    assert_eq!(bookmarks.findings.len(), 3, "{}", found.render());
+    assert_eq!(bookmarks.lagging, 1, "p: {}", found.render());
     assert!(
         found.render().contains("bookmark copy: 3"),
         "{}",
@@ -447,9 +448,10 @@ pub async fn verify_finds_and_repair_removes_copies_of_no_bookmark_or_post(app: 
     let mended = verify_and_repair(&*app.store, true, settle, &Progress::hidden)
         .await
         .unwrap();
-    assert_eq!(mended.before.drifted_items, 3, "{}", mended.render());
-    assert_eq!(mended.before.lagging, 1, "p: {}", mended.render());
-    let (_, after) = mended.repair.as_ref().expect("a repair ran");
+    let bookmarks = &mended.bookmarks().before;
+    assert_eq!(bookmarks.findings.len(), 3, "{}", mended.render());
+    assert_eq!(bookmarks.lagging, 1, "p: {}", mended.render());
+    let (_, after) = mended.bookmarks().repair.as_ref().expect("a repair ran");
     assert!(after.is_clean(), "{}", mended.render());
     let copies = blog::store::Query::partition(ana.as_str()).eq("type", "bookmarked");
     assert_eq!(app.store.count(users, &copies).await.unwrap(), 1);

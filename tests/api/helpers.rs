@@ -361,3 +361,35 @@ pub fn client() -> reqwest::Client {
         .build()
         .expect("the tests' client builds")
 }
+
+/// A verification's parts, each by its outcome's type (`blog::ops::PARTS` lists them).
+pub trait Parts {
+    fn posts(&self) -> &blog::ops::posts::Outcome;
+    fn bookmarks(&self) -> &blog::ops::bookmarks::Outcome;
+    fn timelines(&self) -> &blog::ops::timeline::Outcome;
+    fn tags(&self) -> &blog::ops::tags::Outcome;
+    fn quarantined(&self) -> &[blog::quarantine::Entry];
+}
+
+impl Parts for blog::ops::Outcome {
+    fn posts(&self) -> &blog::ops::posts::Outcome {
+        self.get().expect("the posts part ran")
+    }
+
+    fn bookmarks(&self) -> &blog::ops::bookmarks::Outcome {
+        self.get().expect("the bookmarks part ran")
+    }
+
+    fn timelines(&self) -> &blog::ops::timeline::Outcome {
+        self.get().expect("the timelines part ran")
+    }
+
+    fn tags(&self) -> &blog::ops::tags::Outcome {
+        self.get().expect("the tags part ran")
+    }
+
+    fn quarantined(&self) -> &[blog::quarantine::Entry] {
+        let q: &blog::ops::quarantine::Quarantined = self.get().expect("the quarantine part ran");
+        &q.0
+    }
+}

@@ -15,7 +15,7 @@ use blog::store::{Container, Query, Store, StoreError};
 use futures::FutureExt as _;
 use serde_json::{json, Value};
 
-use crate::helpers::{id, Fixture, TestApp};
+use crate::helpers::{id, Fixture, Parts, TestApp};
 use crate::hooks::Hooked;
 
 #[macro_export]
@@ -507,12 +507,12 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
         .await
         .unwrap();
     assert_eq!(
-        mended.timelines.before.drift.get("merged copy missing"),
+        mended.timelines().before.drift.get("merged copy missing"),
         Some(&1),
         "{}",
         mended.render()
     );
-    assert!(mended.timelines.last().is_clean(), "{}", mended.render());
+    assert!(mended.timelines().last().is_clean(), "{}", mended.render());
     assert!(shared(p2.clone()).await.is_some());
     // A deleted post's item goes.
     let p3 = id(&app.create_post(&bob, "short-lived", "c").await);
@@ -529,7 +529,11 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
     let checked = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert!(checked.timelines.before.is_clean(), "{}", checked.render());
+    assert!(
+        checked.timelines().before.is_clean(),
+        "{}",
+        checked.render()
+    );
     assert_eq!(marker_etags(fans.clone()).await, merged, "markers kept");
 
     // At the limit and back over it: no marker moves, no post is copied.
@@ -565,7 +569,11 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
     let checked = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert!(checked.timelines.before.is_clean(), "{}", checked.render());
+    assert!(
+        checked.timelines().before.is_clean(),
+        "{}",
+        checked.render()
+    );
 }
 
 pub async fn a_follow_shows_in_followers_without_the_timeline_lane(fixture: Fixture) {
@@ -832,7 +840,11 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
     let outcome = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert!(outcome.timelines.last().is_clean(), "{}", outcome.render());
+    assert!(
+        outcome.timelines().last().is_clean(),
+        "{}",
+        outcome.render()
+    );
 }
 
 /// A removal that takes an item out of `users` between the move's read of it and the move's

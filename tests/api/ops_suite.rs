@@ -19,7 +19,7 @@ use futures::FutureExt as _;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use crate::helpers::{id, Fixture, TestApp};
+use crate::helpers::{id, Fixture, Parts, TestApp};
 use crate::hooks::Hooked;
 
 /// Instantiate the suite over stores made by `$fixture`.
@@ -186,21 +186,31 @@ pub async fn verify_finds_and_repair_mends(fixture: Fixture) {
     let store = &*d.store;
 
     let clean = run(store, false).await;
-    assert!(clean.before.is_clean(), "{}", clean.render());
+    assert!(clean.posts().before.is_clean(), "{}", clean.render());
     // 3 posts, 1 comment, 2 likes, 3 post copies, 3 feed entries; and 2 users' follows.
-    assert_eq!(clean.before.total_checked(), 12, "{}", clean.render());
+    assert_eq!(
+        clean.posts().before.total_checked(),
+        12,
+        "{}",
+        clean.render()
+    );
     assert!(clean
         .render()
         .ends_with("verify: 14 items checked, 0 drifted, 0 lagging, 0 quarantined\n"));
 
     let expected = corrupt(&d).await;
     let drifted = run(store, false).await;
-    assert_eq!(found(&drifted.before), expected, "{}", drifted.render());
-    assert_eq!(drifted.before.drifted_items, 6);
+    assert_eq!(
+        found(&drifted.posts().before),
+        expected,
+        "{}",
+        drifted.render()
+    );
+    assert_eq!(drifted.posts().before.drifted_items, 6);
     let text = drifted.render();
     assert!(text.contains("likeCount: 7, expected 1"), "{text}");
     // Request units are reported where the store charges them.
-    let charged = drifted.before.usage.request_charge > 0.0;
+    let charged = drifted.usage.request_charge > 0.0;
     assert_eq!(charged, store.kind() == "cosmos", "{text}");
     assert_eq!(text.contains("\nrequest units: "), charged, "{text}");
     assert!(
@@ -209,8 +219,8 @@ pub async fn verify_finds_and_repair_mends(fixture: Fixture) {
     );
 
     let repaired = run(store, true).await;
-    assert_eq!(found(&repaired.before), expected);
-    let (done, after) = repaired.repair.as_ref().expect("a repair ran");
+    assert_eq!(found(&repaired.posts().before), expected);
+    let (done, after) = repaired.posts().repair.as_ref().expect("a repair ran");
     assert!(done.failed.is_empty(), "{:?}", done.failed);
     assert!(after.is_clean(), "{}", repaired.render());
     assert!(repaired
@@ -218,7 +228,7 @@ pub async fn verify_finds_and_repair_mends(fixture: Fixture) {
         .ends_with("verify: 14 items checked, 0 drifted, 0 lagging, 0 quarantined\n"));
 
     let again = run(store, false).await;
-    assert!(again.before.is_clean(), "{}", again.render());
+    assert!(again.posts().before.is_clean(), "{}", again.render());
     // What a client sees is right again.
     let p2 = store
         .read(Container::Posts, &d.posts[1], &d.posts[1])
@@ -282,7 +292,7 @@ pub async fn verify_while_writing(fixture: Fixture) {
     .expect("verify runs");
     writing.store(false, Ordering::Relaxed);
     writer.await.unwrap();
-    let report = &outcome.before;
+    let report = &outcome.posts().before;
     assert_eq!(
         found(report),
         BTreeSet::from([(DriftKind::LikeCount, format!("posts/{p2}/{p2}"))]),
@@ -387,6 +397,106 @@ async fn the_binary_exits_1_on_drift_repairs_it_and_then_exits_0() {
     assert_eq!(
         last_line(&lag),
         "verify: 15 items checked, 0 drifted, 1 lagging, 0 quarantined"
+    );
+}
+
+/// Verify is a table of parts (`blog::ops::PARTS`), and the report, its summary and the exit
+/// code are made from every row alike. With something wrong for each part to find (a post's
+/// counter, a bookmark's copy, an edge's name, a tag's count, a quarantined change), every part
+/// of the table finds it, shows each finding in its lines of the report, and counts in the
+/// summary; `--repair` mends what each one found. A new row is held to the same without more
+/// ado, once this data set gives it something to find.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_part_of_the_table_finds_reports_sums_and_mends_its_findings() {
+    let app = TestApp::spawn(crate::helpers::embedded_fixture().await, false).await;
+    let d = write_data(&app).await;
+    let [_, p2, p3] = d.posts.clone();
+    let (ana, bob) = (d.ana.clone(), d.bob.clone());
+    for path in [
+        format!("/api/users/{bob}/following/{ana}"),
+        format!("/api/users/{ana}/bookmarks/{p3}"),
+    ] {
+        let r = app.put(&path, Value::Null).await;
+        assert_eq!(r.status, 204, "{path}: {:?}", r.body);
+    }
+    let tagged = json!({ "userId": ana, "title": "tagged", "content": "c", "tags": ["rust"] });
+    assert_eq!(app.post("/api/posts", tagged).await.status, 201);
+    app.settle().await;
+    let _dir = app.stop().await;
+    let s = &*d.store;
+    set(s, Container::Posts, &p2, &p2, "likeCount", json!(7)).await;
+    let copy = format!("bookmarked-{p3}");
+    set(s, Container::Users, &ana, &copy, "post/title", json!("x")).await;
+    let edge = format!("following-{ana}");
+    set(s, Container::Users, &bob, &edge, "userUsername", json!("x")).await;
+    set(
+        s,
+        Container::Feed,
+        "tagCount",
+        "rust",
+        "postCount",
+        json!(5),
+    )
+    .await;
+    let entry = "quarantine.main.posts.gone.gone";
+    let kept = json!({ "id": entry, "type": "quarantine", "lane": "main", "container": "posts",
+                       "pk": "gone", "itemId": "gone", "error": "it always fails",
+                       "firstFailure": "2026-01-01T00:00:00.000Z",
+                       "lastFailure": "2026-01-01T00:00:01.000Z", "attempts": 5 });
+    s.upsert(Container::Leases, entry, kept).await.unwrap();
+    past_the_change_feed(s).await;
+
+    let outcome = verify_and_repair(s, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    let text = outcome.render();
+    let names: Vec<&str> = outcome.parts.iter().map(|(n, _)| *n).collect();
+    let table: Vec<&str> = blog::ops::PARTS.iter().map(|p| p.name).collect();
+    assert_eq!(names, table, "every row runs, in order");
+    for (name, part) in &outcome.parts {
+        assert!(!part.tally().is_clean(), "{name} found nothing: {text}");
+        let shown = part.render();
+        assert!(
+            text.contains(&shown),
+            "{name}'s lines are in the report: {text}"
+        );
+        let findings = part.findings();
+        assert!(!findings.is_empty(), "{name}: {text}");
+        for f in findings {
+            assert!(
+                shown.contains(&f.target),
+                "{name}: {f:?} not shown: {shown}"
+            );
+            assert!(
+                shown.contains(&f.detail),
+                "{name}: {f:?} not shown: {shown}"
+            );
+        }
+    }
+    let s_ = outcome.summary();
+    let summed: blog::ops::Summary = outcome.parts.iter().map(|(_, p)| p.tally()).sum();
+    assert_eq!(s_, summed, "{text}");
+    assert_eq!((s_.drifted, s_.quarantined), (4, 1), "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "verify: {} items checked, 4 drifted, 0 lagging, 1 quarantined\n",
+            s_.checked
+        )),
+        "{text}"
+    );
+    assert!(!outcome.is_clean());
+
+    let mended = verify_and_repair(s, true, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap();
+    let text = mended.render();
+    for (name, part) in &mended.parts {
+        assert_eq!(part.tally().drifted, 0, "{name}: {text}");
+    }
+    assert_eq!(
+        mended.summary().quarantined,
+        1,
+        "kept until replayed or dropped: {text}"
     );
 }
 
@@ -495,8 +605,13 @@ pub async fn stale_name_everywhere(fixture: Fixture) {
         (DriftKind::FeedStale, format!("feed/post/{p3}")),
     ]);
     let repaired = run(s, true).await;
-    assert_eq!(found(&repaired.before), expected, "{}", repaired.render());
-    assert!(repaired.last().is_clean(), "{}", repaired.render());
+    assert_eq!(
+        found(&repaired.posts().before),
+        expected,
+        "{}",
+        repaired.render()
+    );
+    assert!(repaired.posts().last().is_clean(), "{}", repaired.render());
     let copy = s.read(Container::Feed, "post", p3).await.unwrap().unwrap();
     assert_eq!(copy["userUsername"], "bob");
 }
@@ -552,7 +667,7 @@ async fn drift_mended_before_the_second_look_is_not_reported() {
     let first = verify_and_repair(&store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert_eq!(first.before.drifted_items, 1, "{}", first.render());
+    assert_eq!(first.posts().before.drifted_items, 1, "{}", first.render());
     set(
         &*d.store,
         Container::Users,
@@ -565,7 +680,7 @@ async fn drift_mended_before_the_second_look_is_not_reported() {
     // With one, it is seen mended and not reported.
     arm();
     let second = run(&store, false).await;
-    assert!(second.before.is_clean(), "{}", second.render());
+    assert!(second.posts().before.is_clean(), "{}", second.render());
     assert!(pending.lock().unwrap().is_none(), "the change was written");
 }
 
@@ -596,8 +711,8 @@ pub async fn repair_beside_the_service(fixture: Fixture) {
         .beside_the_pump(async { tokio::join!(comments, run(s, true)) })
         .await;
     assert_eq!(acked, 20);
-    assert!(!repaired.before.is_clean(), "{}", repaired.render());
-    if let Some((done, _)) = &repaired.repair {
+    assert!(!repaired.posts().before.is_clean(), "{}", repaired.render());
+    if let Some((done, _)) = &repaired.posts().repair {
         assert!(done.failed.is_empty(), "{:?}", done.failed);
     }
 
@@ -606,7 +721,7 @@ pub async fn repair_beside_the_service(fixture: Fixture) {
     })
     .await;
     let after = run(s, false).await;
-    assert!(after.before.is_clean(), "{}", after.render());
+    assert!(after.posts().before.is_clean(), "{}", after.render());
     let post = app.get(&format!("/api/posts/{p1}")).await.body;
     assert_eq!(post["commentCount"], 21, "{post}");
     assert_eq!(post["title"], "first");
@@ -673,13 +788,13 @@ pub async fn lag_is_not_drift(fixture: Fixture) {
             .unwrap();
         let text = outcome.render();
         assert_eq!(
-            found(&outcome.before),
+            found(&outcome.posts().before),
             BTreeSet::from([(DriftKind::LikeCount, format!("posts/{p2}/{p2}"))]),
             "{text}"
         );
-        assert_eq!(outcome.before.lagging, 1, "p3: {text}");
+        assert_eq!(outcome.posts().before.lagging, 1, "p3: {text}");
         assert!(text.contains("lagging: 1 posts"), "{text}");
-        let timelines = &outcome.timelines.before;
+        let timelines = &outcome.timelines().before;
         assert_eq!(timelines.drift.get("edge name"), Some(&1), "{text}");
         assert_eq!(timelines.drifted(), 1, "{text}");
         assert_eq!(timelines.lagging, 1, "cy's mirror: {text}");
@@ -691,7 +806,7 @@ pub async fn lag_is_not_drift(fixture: Fixture) {
         );
         assert_eq!(
             summary.checked,
-            outcome.before.total_checked() + timelines.checked,
+            outcome.posts().before.total_checked() + timelines.checked,
             "{text}"
         );
         assert!(
@@ -791,8 +906,17 @@ pub async fn earlier_items_read(fixture: Fixture) {
     assert_eq!(followers.items()[0]["username"], "bo2");
 
     let outcome = run(&*app.store, false).await;
-    assert!(outcome.before.is_clean(), "{}", outcome.render());
-    assert!(outcome.timelines.last().is_clean(), "{}", outcome.render());
+    assert!(outcome.posts().before.is_clean(), "{}", outcome.render());
+    assert!(
+        outcome.timelines().last().is_clean(),
+        "{}",
+        outcome.render()
+    );
     // The post, its comment and like, its copy and its feed entry.
-    assert_eq!(outcome.before.total_checked(), 5, "{}", outcome.render());
+    assert_eq!(
+        outcome.posts().before.total_checked(),
+        5,
+        "{}",
+        outcome.render()
+    );
 }

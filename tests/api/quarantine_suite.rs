@@ -13,7 +13,7 @@ use blog::quarantine;
 use blog::store::{Container, Store, StoreError};
 use serde_json::Value;
 
-use crate::helpers::{eventually, id, Fixture, TestApp};
+use crate::helpers::{eventually, id, Fixture, Parts, TestApp};
 use crate::hooks::Hooked;
 
 #[macro_export]
@@ -85,7 +85,7 @@ async fn replay_then_drop(app: &TestApp, poison: &Mutex<Option<String>>, bad: &s
         .await
         .unwrap();
     assert!(!checked.is_clean(), "{}", checked.render());
-    assert_eq!(checked.quarantined.len(), 1, "{}", checked.render());
+    assert_eq!(checked.quarantined().len(), 1, "{}", checked.render());
     assert!(
         checked
             .render()

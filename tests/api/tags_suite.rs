@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{id, next_millisecond, TestApp};
+use crate::helpers::{id, next_millisecond, Parts, TestApp};
 
 /// Instantiate every suite test as a `#[tokio::test]` over an app (no pump: the tests settle
 /// the change feed where they mean "once it was projected").
@@ -452,7 +452,7 @@ pub async fn verify_judges_tag_changes_in_flight_as_lag(app: &TestApp) {
             .await
             .unwrap();
         let text = found.render();
-        assert!(found.tags.before.is_clean(), "{settle:?}: {text}");
+        assert!(found.tags().before.is_clean(), "{settle:?}: {text}");
         assert!(found.is_clean(), "{settle:?}: {text}");
     }
     app.settle().await;
@@ -520,7 +520,7 @@ pub async fn verify_finds_and_repairs_broken_tag_copies_and_counts(app: &TestApp
         .await
         .unwrap();
     assert!(!found.is_clean());
-    let targets: Vec<&String> = found.tags.before.findings.keys().collect();
+    let targets: Vec<&String> = found.tags().before.findings.keys().collect();
     for t in [
         format!("feed/tag:rust/{p1}"),
         format!("feed/tag:web/{p1}"),
@@ -535,7 +535,7 @@ pub async fn verify_finds_and_repairs_broken_tag_copies_and_counts(app: &TestApp
     let mended = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert!(mended.tags.repair.is_some());
+    assert!(mended.tags().repair.is_some());
     assert!(mended.is_clean(), "{}", mended.render());
     assert_eq!(tagged(app, "web").await, std::slice::from_ref(&p1));
     assert_eq!(tagged(app, "rust").await, [p2, p1]);

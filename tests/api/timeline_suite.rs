@@ -12,7 +12,7 @@ use blog::store::{Container, PatchOp, Query};
 use serde_json::{json, Value};
 
 use crate::api_suite::url_encode;
-use crate::helpers::{id, next_millisecond, Fixture, TestApp};
+use crate::helpers::{id, next_millisecond, Fixture, Parts, TestApp};
 
 #[macro_export]
 macro_rules! timeline_suite {
@@ -475,7 +475,7 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
     let clean = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert!(clean.timelines.last().is_clean(), "{}", clean.render());
+    assert!(clean.timelines().last().is_clean(), "{}", clean.render());
     assert_eq!(timeline_ids(app, &ana).await, vec![p.clone()]);
 
     // Drift nothing in the change feed would bring back: a mirror and an entry lost, an entry
@@ -520,7 +520,7 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
     let found = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    let drift = &found.timelines.before.drift;
+    let drift = &found.timelines().before.drift;
     for kind in [
         "mirror missing or stale",
         "timeline entry missing",
@@ -534,7 +534,7 @@ pub async fn verify_finds_and_repair_mends_follows_and_timelines(app: &TestApp) 
     let mended = verify_and_repair(&*app.store, true, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    let (_, after) = mended.timelines.repair.as_ref().expect("a repair ran");
+    let (_, after) = mended.timelines().repair.as_ref().expect("a repair ran");
     assert!(after.is_clean(), "{}", mended.render());
     assert_eq!(timeline_ids(app, &ana).await, vec![p.clone()]);
     assert_eq!(
@@ -601,7 +601,11 @@ pub async fn a_timeline_keeps_its_newest_entries(app: &TestApp) {
     let checked = verify_and_repair(&*app.store, false, Duration::ZERO, &Progress::hidden)
         .await
         .unwrap();
-    assert!(checked.timelines.last().is_clean(), "{}", checked.render());
+    assert!(
+        checked.timelines().last().is_clean(),
+        "{}",
+        checked.render()
+    );
 }
 
 /// Followers enough that their partitions are almost surely not all in one partition key range:

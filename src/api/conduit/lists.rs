@@ -9,7 +9,7 @@
 //! `offset` < 100.
 
 use axum::extract::{Query as QueryParams, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
@@ -189,7 +189,11 @@ pub async fn list(
         (posts, count(&s, Container::Feed, &q).await?)
     } else {
         let posts = read_list(want, |paging| {
-            crate::api::feed::get_feed(State(s.clone()), HeaderMap::new(), paging)
+            crate::api::feed::get_feed(
+                State(s.clone()),
+                crate::compression::TakesGzip(false),
+                paging,
+            )
         })
         .await?;
         let q = Query::partition(Kind::Post.as_str()).of_kind(Kind::Post);

@@ -11,12 +11,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::pages;
-use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
 use crate::domain::{is_deleted, Authored, Kind, Meta, Post, User};
-use crate::ops::expected::{self, Drift, DriftKind};
+use crate::ops::expected::{self, Drift};
 use crate::ops::report::notification;
 use crate::ops::PARTITIONS_IN_FLIGHT;
-use crate::projection::bookmarks;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
@@ -115,7 +113,6 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
     let (mut post, mut stored) = (post, stored);
     let mut sources = Fingerprint::default();
     let mut users = Vec::new();
-    let mut bookmarks = Vec::new();
     let items = pages(
         store,
         Container::Posts,
@@ -137,10 +134,8 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
                     }
                     continue;
                 }
-                _ => {
-                    bookmarks.extend(Bookmark::live(&item));
-                    continue;
-                }
+                // Bookmarks and the counters' bookkeeping: not the posts projection's sources.
+                _ => continue,
             }
             let Ok(authored) = Authored::deserialize(&item) else {
                 continue;
@@ -160,13 +155,7 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
         findings.extend(expected::author_drift(&a, author.as_deref()));
     }
     findings.extend(expected::count_drift(&post, &stored, comments, likes));
-    let mut should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
-    should_be.bookmark_count = bookmarks.len() as u64;
-    let drift = check_bookmarks(store, &should_be, post.bookmark_count, &bookmarks).await?;
-    for (d, doc) in drift {
-        findings.push(d);
-        replay_items.push(doc);
-    }
+    let should_be = expected::expected_post(&post, author.as_deref(), comments, likes);
     let copy = retry(|| store.read(Container::Users, user_id, post_id)).await?;
     findings.extend(expected::copy_drift(
         Container::Users,
@@ -188,59 +177,6 @@ async fn check_post(store: &dyn Store, names: &Names<'_>, stored: Value) -> Stor
         sources: sources.0,
         users,
     })
-}
-
-/// Post `post`'s (as it should be) bookmarks: its stored `count`, and each bookmark's copy (one
-/// query across `users`, on a post with bookmarks); each finding with the notification that has
-/// the projection mend it. A copy no bookmark accounts for is found in its user's partition
-/// (`super::extra_bookmarks`).
-async fn check_bookmarks(
-    store: &dyn Store,
-    post: &Post,
-    count: u64,
-    bookmarks: &[Bookmark],
-) -> StoreResult<Vec<(Drift, Value)>> {
-    let (p, n, mut out) = (post.post_id.as_str(), bookmarks.len() as u64, Vec::new());
-    if count != n {
-        let detail = format!("bookmarkCount: {count}, expected {n}");
-        let d = Drift::new(DriftKind::BookmarkCount, Container::Posts, p, p, detail);
-        out.push((d, bookmarks::notification(p, None)));
-    }
-    let mut found = HashMap::new();
-    if n > 0 {
-        let q = Query::cross_partition()
-            .eq("type", BOOKMARKED)
-            .eq("postId", p);
-        for c in crate::projection::engine::query_all(store, Container::Users, q.live()).await? {
-            found.insert(Meta::of(&c).user_id.unwrap_or_default().to_string(), c);
-        }
-    }
-    let id = Bookmarked::id_of(p);
-    for b in bookmarks {
-        let (owner, s) = (
-            &b.user_id,
-            Bookmarked::new(&b.user_id, &b.creation_date, post),
-        );
-        let detail = match found.remove(owner).map(|f| Bookmarked::deserialize(&f)) {
-            // Counts a copy of an earlier release holds are never shown: not compared.
-            Some(Ok(f)) if f.as_written() == s => continue,
-            None => "no copy".to_string(),
-            Some(Ok(f)) => {
-                let (found, date) = (&f.creation_date, &s.creation_date);
-                let dated =
-                    (found != date).then(|| format!("creationDate: {found}, expected {date}"));
-                let d = expected::differences(&f.as_written().post, &s.post)
-                    .into_iter()
-                    .chain(dated);
-                d.collect::<Vec<_>>().join("; ")
-            }
-            Some(Err(e)) => format!("does not read as a bookmarked post: {e}"),
-        };
-        let (kind, c) = (DriftKind::BookmarkCopy, Container::Users);
-        let d = Drift::new(kind, c, owner, &id, detail);
-        out.push((d, bookmarks::notification(p, Some(owner))));
-    }
-    Ok(out)
 }
 
 pub(super) async fn check_posts(

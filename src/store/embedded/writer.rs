@@ -51,11 +51,8 @@ impl Writer<'_> {
 
     pub(super) fn next_lsn(&self) -> StoreResult<i64> {
         self.tx
-            .query_row(
-                "UPDATE meta SET value = value + 1 WHERE key = 'lsn' RETURNING value",
-                [],
-                |r| r.get(0),
-            )
+            .prepare_cached("UPDATE meta SET value = value + 1 WHERE key = 'lsn' RETURNING value")
+            .and_then(|mut next| next.query_row([], |r| r.get(0)))
             .map_err(sql)
     }
 
@@ -88,7 +85,7 @@ impl Writer<'_> {
             .map(|ttl| now.saturating_add(ttl));
         let body = serde_json::to_string(&item).map_err(|e| StoreError::Other(e.to_string()))?;
         self.tx
-            .execute(
+            .prepare_cached(
                 "INSERT INTO items
                    (container, pk, id, type, creation_date, user_id, lsn, body, deleted, expires)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -96,8 +93,21 @@ impl Writer<'_> {
                    type = excluded.type, creation_date = excluded.creation_date,
                    user_id = excluded.user_id, lsn = excluded.lsn, body = excluded.body,
                    deleted = excluded.deleted, expires = excluded.expires",
-                params![c.name(), pk, id, ty, cd, user, lsn, body, deleted, expires],
             )
+            .and_then(|mut write| {
+                write.execute(params![
+                    c.name(),
+                    pk,
+                    id,
+                    ty,
+                    cd,
+                    user,
+                    lsn,
+                    body,
+                    deleted,
+                    expires
+                ])
+            })
             .map_err(sql)?;
         if let Some(at) = expires {
             self.next_expiry.fetch_min(at, Ordering::Relaxed);
@@ -134,10 +144,8 @@ impl Writer<'_> {
     pub(super) fn delete(&self, c: Container, pk: &str, id: &str) -> StoreResult<()> {
         let n = self
             .tx
-            .execute(
-                "DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
-                params![c.name(), pk, id],
-            )
+            .prepare_cached("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")
+            .and_then(|mut delete| delete.execute(params![c.name(), pk, id]))
             .map_err(sql)?;
         if n == 0 {
             return Err(StoreError::NotFound);
