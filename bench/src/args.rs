@@ -96,6 +96,10 @@ pub struct Args {
     /// Posts Q6 asks for (the article's x); also the page of the searches (S1, S2).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub feed_limit: u32,
+    /// SL: clients searching at once from one address for `--seconds`, while a user at another
+    /// address reads, comments and posts.
+    #[arg(long, default_value_t = 32, value_parser = workers)]
+    pub searchers: usize,
     /// Followers of the author whose post is fanned out (F1, F2): the threshold off copies it
     /// into each timeline; on, the limit is a tenth of this.
     #[arg(long, default_value_t = 10_000, value_parser = positive)]

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::dataset::{self, bar};
-use crate::measure::{self, Req};
+use crate::measure::{self, Client, Req};
 use blog::store::{BatchOp, Container, Query};
 
 use crate::results::{latency_of, Lag, LagDuringDelete, LagUnderLoad};
@@ -29,6 +29,34 @@ pub async fn pause(d: Duration) {
         .expect("a sleep does not panic");
 }
 
+/// Create a post (C2) by `author` through `client` and poll Q6 until it is the newest entry: the
+/// time from the 201 (at most `limit`).
+pub async fn post_and_wait(
+    client: &Client,
+    author: &str,
+    (title, content): (String, String),
+    limit: Duration,
+) -> anyhow::Result<Duration> {
+    let created = client
+        .send(&Req::post(
+            "/api/posts",
+            json!({ "userId": author, "title": title, "content": content }),
+        ))
+        .await?;
+    let acked = Instant::now();
+    let id = created.body["id"].clone();
+    loop {
+        let feed = client.send(&Req::get("/api/feed?limit=1")).await?;
+        if feed.body["items"][0]["id"] == id {
+            return Ok(acked.elapsed());
+        }
+        if acked.elapsed() > limit {
+            bail!("post {id} never showed in the feed");
+        }
+        pause(LAG_POLL).await;
+    }
+}
+
 impl Bench {
     /// Create a post (C2) and poll Q6 until it is the newest entry: the time from the 201 (at
     /// most `limit`).
@@ -37,26 +65,8 @@ impl Bench {
         limit: Duration,
     ) -> anyhow::Result<Duration> {
         let author = self.users(1).remove(0);
-        let (title, content) = dataset::post_text(&mut self.rng);
-        let created = self
-            .client
-            .send(&Req::post(
-                "/api/posts",
-                json!({ "userId": author.id, "title": title, "content": content }),
-            ))
-            .await?;
-        let acked = Instant::now();
-        let id = created.body["id"].clone();
-        loop {
-            let feed = self.client.send(&Req::get("/api/feed?limit=1")).await?;
-            if feed.body["items"][0]["id"] == id {
-                return Ok(acked.elapsed());
-            }
-            if acked.elapsed() > limit {
-                bail!("post {id} never showed in the feed");
-            }
-            pause(LAG_POLL).await;
-        }
+        let text = dataset::post_text(&mut self.rng);
+        post_and_wait(&self.client, &author.id, text, limit).await
     }
 
     /// C2 acknowledged → the post visible as the newest entry of Q6.

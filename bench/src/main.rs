@@ -43,6 +43,8 @@
 //!   many likes, each at a scale its own options set (docs/scale.md builds on them).
 //! - Search ([`search`]): S1, searches across the partitions of `posts` on the data as loaded,
 //!   and S2, the same searches once the posts are ten times as many (the run's last row).
+//! - Search under load ([`search_load`]): SL, `--searchers` clients searching from one address
+//!   while a user at another reads, comments and posts, after S2 on its posts.
 //! - A tag's page ([`tags`]): G1, one query of the tag's partition, before S2.
 //! - The RealWorld API ([`conduit`]): RW, register, follow, post, favorite, the lists, the feed
 //!   and an article through `/api/conduit` (or at `--conduit-base`, any RealWorld server on this
@@ -69,6 +71,7 @@ mod runner;
 mod scale;
 mod scratch;
 mod search;
+mod search_load;
 mod snapshot;
 mod stores;
 mod tags;
@@ -345,6 +348,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         // Last: every row after it would read ten times the posts.
         let (s2, search_growth) = bench.search_growth(&searches, &s1).await?;
         phases.done("search with 10× the posts");
+        // On those posts, with S1's searches; its posts and comments change no figure after it.
+        let search_load = bench.search_load(&searches).await?;
+        phases.done("search load");
         // After every other row: its users and articles change no figure before it.
         let conduit = conduit::run(&conduit_plan(&args, Some(&origin))?).await?;
         phases.done("the RealWorld API");
@@ -355,6 +361,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             baseline,
             rows,
             search_growth,
+            search_load,
             lag,
             lag_under_load,
             lag_during_large_delete,
@@ -373,6 +380,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         http_baseline,
         rows,
         search_growth,
+        search_load,
         change_feed_lag,
         change_feed_lag_under_load,
         change_feed_lag_during_large_delete,
@@ -430,6 +438,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         http_baseline,
         rows,
         search_growth,
+        search_load,
         change_feed_lag,
         change_feed_lag_under_load,
         change_feed_lag_under_load_skipped,

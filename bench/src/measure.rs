@@ -251,6 +251,34 @@ impl Client {
         }
     }
 
+    /// The same client sending from `ip`, a local address of this machine (on Linux every
+    /// address of 127.0.0.0/8 is one), so that the server sees another client address.
+    pub fn sending_from(&self, ip: std::net::IpAddr) -> anyhow::Result<Client> {
+        Ok(Client {
+            http: reqwest::Client::builder().local_address(ip).build()?,
+            ..self.clone()
+        })
+    }
+
+    /// Send `req` over HTTP and read the whole answer, whatever its status: the status and the
+    /// client's latency.
+    pub async fn status(&self, req: &Req) -> anyhow::Result<(u16, Duration)> {
+        let mut rb = self
+            .http
+            .request(req.method.clone(), format!("{}{}", self.origin, req.path));
+        if let Some(body) = &req.body {
+            rb = rb.json(body);
+        }
+        let started = Instant::now();
+        let resp = rb
+            .send()
+            .await
+            .with_context(|| format!("{} failed", req.describe()))?;
+        let status = resp.status().as_u16();
+        resp.bytes().await?;
+        Ok((status, started.elapsed()))
+    }
+
     /// Send `req` over HTTP; the latency is the client's: send, then read the whole body.
     pub async fn send(&self, req: &Req) -> anyhow::Result<Answer> {
         let mut rb = self

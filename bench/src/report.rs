@@ -9,7 +9,7 @@ pub use conduit::markdown as conduit_markdown;
 use std::fmt::Write as _;
 
 use crate::measure::{Spread, Stats};
-use crate::results::{Fanout, Report, Versus};
+use crate::results::{Fanout, Latency, Report, SearchLoad, Versus};
 
 fn num(x: f64) -> String {
     if x < 10.0 {
@@ -114,6 +114,7 @@ pub fn markdown(r: &Report) -> String {
         );
     }
     out.push_str(&search_markdown(r));
+    out.push_str(&search_load_markdown(&r.search_load));
     out.push_str(&full_price_markdown(r));
     let lag = &r.change_feed_lag;
     let _ = writeln!(
@@ -247,6 +248,60 @@ fn search_markdown(r: &Report) -> String {
          were written and projected in {:.1} s).\n",
         g.posts_before, g.posts_after, g.operations_ratio, g.p50_ratio, g.setup_seconds
     )
+}
+
+/// `p50 / p99 / max` of `l`.
+fn spread(l: &Latency) -> String {
+    format!("{} / {} / {}", num(l.p50_ms), num(l.p99_ms), num(l.max_ms))
+}
+
+/// SL: one line per search budget.
+fn search_load_markdown(s: &SearchLoad) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nSearch under load ([SL]): {} clients at one address send searches back to back for \
+         {:.1} s ({} live posts, {} of them found by the first search), while a user at another \
+         address reads posts (Q2), comments (C3) and posts (C2), each post awaited in the feed \
+         (Q6); at most {} searches run at once in the server:\n\n\
+         | searches a minute per address | searches 200 / 429 / 503 | search 200 p50 / p99 (ms) \
+         | other address: Q2 p50 / p99 / max (ms) | C3 p50 / p99 / max (ms) \
+         | feed lag p50 / p99 / max (ms) |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: |",
+        s.searchers,
+        s.seconds,
+        s.posts,
+        s.posts_found,
+        s.runs.first().map_or(0, |r| r.searches_in_flight)
+    );
+    for r in &s.runs {
+        let budget = if r.searches_per_minute == 0 {
+            "none".to_string()
+        } else {
+            r.searches_per_minute.to_string()
+        };
+        let other = if r.answered_other > 0 {
+            format!(" (+{} other)", r.answered_other)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "| {budget} | {} / {} / {}{other} | {} / {} | {} ({}) | {} ({}) | {} ({}) |",
+            r.answered_ok,
+            r.answered_too_many,
+            r.answered_unavailable,
+            num(r.search_latency.p50_ms),
+            num(r.search_latency.p99_ms),
+            spread(&r.point_read),
+            r.point_read.samples,
+            spread(&r.write),
+            r.write.samples,
+            spread(&r.feed_lag.latency),
+            r.feed_lag.latency.samples
+        );
+    }
+    out
 }
 
 fn fanout_markdown(f: &Fanout) -> String {

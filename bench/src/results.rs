@@ -45,6 +45,8 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// S2 against S1: the price of a search as the posts grow.
     pub search_growth: SearchGrowth,
+    /// SL: searches from one address against another address's reads, writes and feed lag.
+    pub search_load: SearchLoad,
     pub change_feed_lag: Lag,
     /// `None` where the run skips it (the emulated store), with the reason in the next field.
     pub change_feed_lag_under_load: Option<LagUnderLoad>,
@@ -147,6 +149,47 @@ pub struct SearchGrowth {
     pub operations_ratio: f64,
     pub request_charge_ratio: Option<f64>,
     pub p50_ratio: f64,
+}
+
+/// SL: searches sent from one client address, as fast as its clients can, while a user at
+/// another address reads a post, comments and waits for their posts in the feed.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchLoad {
+    /// Clients searching at once from the one address.
+    pub searchers: usize,
+    pub seconds: f64,
+    /// Live posts the searches ran over.
+    pub posts: u64,
+    /// Live posts the first search finds (one count across the partitions of `posts`).
+    pub posts_found: u64,
+    /// One run per search budget: the default `BLOG_SEARCHES_PER_MINUTE`, then none (the cap
+    /// on searches in flight alone).
+    pub runs: Vec<SearchLoadRun>,
+}
+
+/// One run of SL, with one search budget.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchLoadRun {
+    /// Searches a minute per client address; 0: none.
+    pub searches_per_minute: u32,
+    /// Searches that may run at once in the server.
+    pub searches_in_flight: usize,
+    /// The searches' answers by status: 200, 429, 503, and any other.
+    pub answered_ok: u64,
+    pub answered_too_many: u64,
+    pub answered_unavailable: u64,
+    pub answered_other: u64,
+    /// Searches answered 200, and those answered 429.
+    pub search_latency: Latency,
+    pub refused_latency: Latency,
+    /// The other address's user: Q2, a post read.
+    pub point_read: Latency,
+    /// C3, a comment.
+    pub write: Latency,
+    /// C2 acknowledged → visible as the newest entry of Q6.
+    pub feed_lag: Lag,
 }
 
 #[derive(Debug, Clone, Serialize)]

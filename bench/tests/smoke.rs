@@ -102,6 +102,8 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "5",
         "--conduit-concurrency",
         "2",
+        "--searchers",
+        "3",
     ]);
     let rows = report["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows
@@ -172,6 +174,29 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         table.contains(&format!("with {before} live posts, then {after}")),
         "{table}"
     );
+
+    // SL: searches from one address, with the default budget per address and without one,
+    // each answered; the other address's reads, comments and posts all measured.
+    let sl = &report["searchLoad"];
+    assert_eq!(sl["searchers"], 3, "{sl}");
+    assert!(sl["postsFound"].as_u64().unwrap() > 0, "{sl}");
+    let runs = sl["runs"].as_array().expect("SL runs");
+    let budgets: Vec<u64> = runs
+        .iter()
+        .map(|r| r["searchesPerMinute"].as_u64().unwrap())
+        .collect();
+    assert_eq!(budgets, [60, 0], "{sl}");
+    for r in runs {
+        let answered = ["answeredOk", "answeredTooMany", "answeredUnavailable"]
+            .iter()
+            .map(|k| r[k].as_u64().unwrap())
+            .sum::<u64>();
+        assert!(answered >= 1 && r["answeredOther"] == 0, "{r}");
+        for k in ["pointRead", "write", "feedLag"] {
+            assert!(r[k]["samples"].as_u64().unwrap() >= 1, "{k}: {r}");
+        }
+    }
+    assert!(table.contains("Search under load ([SL])"), "{table}");
 
     // V1 fans out where the article says it does.
     for q in [4, 9] {
@@ -647,6 +672,8 @@ fn the_emulated_store_reports_request_units_everywhere() {
         "2",
         "--price-likes",
         "50",
+        "--searchers",
+        "2",
     ]);
     assert!(report["store"].as_str().unwrap().contains("emulator"));
     // A large delete of a few sweep pages is measured there.
