@@ -41,6 +41,12 @@ use crate::store::Store;
 use part::{Found, Part, Pass, Tally};
 use progress::Progress;
 
+/// Items per page of the queries the checks walk the containers with (`verify`'s traversal, the
+/// timelines', the tags' and the bookmarks' checks).
+pub const TRAVERSAL_PAGE: u32 = 100;
+/// Partitions `verify` (and the bookmarks' check) reads, and `--repair` mends, at the same time.
+pub const PARTITIONS_IN_FLIGHT: usize = 8;
+
 /// An operations command, as `cli` parses it (its help pages describe each one).
 #[derive(Debug, PartialEq)]
 pub enum Command {

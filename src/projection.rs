@@ -10,10 +10,10 @@
 //! [`Unit`]); the lanes run them in the order of one table, [`UNITS`]:
 //! - [`posts`]: counters, names, the post copies in `users` and the feed (posts feed);
 //! - [`rename`]: a user's name carried to their posts and copies (users feed);
-//! - [`erase`]: what a deletion implies, shared with the requests that delete, and an
+//! - [`cascade`]: what a deletion implies, shared with the requests that delete, and an
 //!   account's erasure (users feed);
 //! - [`follows`]: follow mirrors and counts (users feed);
-//! - [`timeline`]: the personal timelines (both feeds), with the merged authors ([`merged`])
+//! - [`timeline`]: the personal timelines (both feeds), with the merged authors ([`over_limit`])
 //!   and the move of timeline items ([`relocation`]);
 //! - [`bookmarks`]: bookmarks' copies in the bookmarkers' partitions, and `bookmarkCount`.
 //! - [`tags`]: each tag's copies of its posts and the tags' counts (posts feed).
@@ -35,11 +35,11 @@
 //! it, once per lane; [`project`] runs both lanes on one batch, one after the other.
 
 pub mod bookmarks;
+pub mod cascade;
 pub mod engine;
-pub mod erase;
 pub mod fanout;
 pub mod follows;
-pub mod merged;
+pub mod over_limit;
 pub mod posts;
 pub mod relocation;
 pub mod rename;
@@ -49,7 +49,7 @@ pub mod write;
 
 use serde_json::Value;
 
-pub use erase::ERASED;
+pub use cascade::ERASED;
 pub use posts::counters::{recheck, recheck_later, INCREMENT_GRACE};
 pub use posts::{plan_posts, posts_needs, PostsFacts};
 pub use write::Write;
@@ -105,7 +105,7 @@ impl Lane {
 pub const UNITS: &[(Lane, &Unit)] = &[
     (Lane::Main, &posts::UNIT),
     (Lane::Main, &rename::UNIT),
-    (Lane::Main, &erase::ACCOUNTS),
+    (Lane::Main, &cascade::ACCOUNTS),
     (Lane::Main, &follows::UNIT),
     (Lane::Timeline, &timeline::POSTS),
     (Lane::Timeline, &timeline::USERS),

@@ -11,22 +11,25 @@
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 use blog::domain::FEED_PK;
-use blog::domain::{self, Comment, Kind, Like, Post, User};
+use blog::domain::{self, Kind, User};
 use blog::projection::posts::counters::Counted;
 use blog::projection::{self, PostsFacts, Write};
-use blog::store::{BatchOp, Container, Query, Store};
+use blog::store::{BatchOp, Container, Store};
 use indicatif::{ProgressBar, ProgressStyle};
-use rand::seq::index;
-use rand::seq::IndexedRandom;
-use rand::{RngExt, SeedableRng};
-use rand_pcg::Pcg64;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::task::JoinSet;
+
+mod check;
+mod generate;
+
+pub use check::{ensure_empty, settle, verify, Verification};
+pub use generate::{comment_text, post_text};
+use generate::{Generator, PostData};
 
 /// Cosmos DB's limit on the operations of one transactional batch.
 const MAX_BATCH: usize = 100;
@@ -65,226 +68,6 @@ pub struct DatasetSummary {
     pub batches: usize,
     pub load_seconds: f64,
     pub items_per_second: f64,
-}
-
-/// Texts and names: a mix of scripts, so the short form is cut in more than ASCII.
-const WORDS: &[&str] = &[
-    "cosmos",
-    "partition",
-    "latency",
-    "request",
-    "unit",
-    "feed",
-    "post",
-    "comment",
-    "like",
-    "model",
-    "query",
-    "index",
-    "container",
-    "item",
-    "change",
-    "denormalize",
-    "copy",
-    "scale",
-    "throughput",
-    "the",
-    "a",
-    "of",
-    "and",
-    "to",
-    "in",
-    "is",
-    "that",
-    "for",
-    "on",
-    "with",
-    "data",
-    "write",
-    "read",
-    "fast",
-    "cheap",
-    "user",
-    "blog",
-    "café",
-    "naïve",
-    "über",
-    "Grüße",
-    "façade",
-    "日本語",
-    "データ",
-    "блог",
-    "данные",
-    "δεδομένα",
-    "مدونة",
-    "ब्लॉग",
-    "🙂",
-    "👩‍💻",
-];
-const NAMES: &[&str] = &[
-    "ana",
-    "ben",
-    "chloé",
-    "dmitri",
-    "eun-ji",
-    "fatima",
-    "gao",
-    "hana",
-    "ivan",
-    "jürgen",
-    "kofi",
-    "lucía",
-    "mei",
-    "noor",
-    "olaf",
-    "priya",
-    "quinn",
-    "raúl",
-    "sven",
-    "tomás",
-    "uma",
-    "vera",
-    "wei",
-    "xóchitl",
-    "yuki",
-    "zoë",
-    "łukasz",
-    "ανδρέας",
-    "мария",
-    "明",
-];
-
-fn new_id(rng: &mut Pcg64) -> String {
-    uuid::Builder::from_random_bytes(rng.random())
-        .into_uuid()
-        .to_string()
-}
-
-fn words(rng: &mut Pcg64, min_chars: usize, max_chars: usize) -> String {
-    let target = rng.random_range(min_chars..=max_chars);
-    let mut s = String::new();
-    while s.chars().count() < target {
-        if !s.is_empty() {
-            s.push(' ');
-        }
-        s.push_str(WORDS.choose(rng).expect("words"));
-    }
-    s
-}
-
-fn date(ms: i64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .expect("a date in range");
-    domain::format_time(t)
-}
-
-/// Everything in one post's partition.
-struct PostData {
-    post: Post,
-    comments: Vec<Comment>,
-    likes: Vec<Like>,
-}
-
-/// Generates users, then each user's posts with their comments and likes.
-struct Generator {
-    rng: Pcg64,
-    users: Vec<UserRef>,
-    /// Creation dates lie in `[from_ms, to_ms]`.
-    from_ms: i64,
-    to_ms: i64,
-}
-
-impl Generator {
-    fn new(seed: u64, n_users: usize, now_ms: i64) -> Self {
-        let mut rng = Pcg64::seed_from_u64(seed);
-        let users = (0..n_users)
-            .map(|i| UserRef {
-                id: new_id(&mut rng),
-                username: format!("{}{}", NAMES.choose(&mut rng).expect("names"), i + 1),
-            })
-            .collect();
-        // A year of history ending a second ago: anything the bench creates is newer.
-        let to_ms = now_ms - 1_000;
-        Generator {
-            rng,
-            users,
-            from_ms: to_ms - 365 * 24 * 3600 * 1000,
-            to_ms,
-        }
-    }
-
-    fn posts_of(&mut self, author: usize) -> Vec<PostData> {
-        let n_posts = self.rng.random_range(5..=50);
-        let author = self.users[author].clone();
-        (0..n_posts)
-            .map(|_| {
-                let rng = &mut self.rng;
-                let post_id = new_id(rng);
-                let post_ms = rng.random_range(self.from_ms..=self.to_ms);
-                let n_comments = rng.random_range(0..=25usize);
-                let comments: Vec<Comment> = (0..n_comments)
-                    .map(|_| {
-                        let by = self.users.choose(rng).expect("users");
-                        Comment {
-                            id: new_id(rng),
-                            kind: Kind::Comment,
-                            post_id: post_id.clone(),
-                            user_id: by.id.clone(),
-                            user_username: by.username.clone(),
-                            content: words(rng, 10, 300),
-                            creation_date: date(rng.random_range(post_ms..=self.to_ms)),
-                        }
-                    })
-                    .collect();
-                // A like's id is its user's (`like-<userId>`): at most one per user and post.
-                let n_likes = rng.random_range(0..=100usize).min(self.users.len());
-                let likes: Vec<Like> = index::sample(rng, self.users.len(), n_likes)
-                    .into_iter()
-                    .map(|i| {
-                        let by = &self.users[i];
-                        Like {
-                            id: Like::id_of(&by.id),
-                            kind: Kind::Like,
-                            post_id: post_id.clone(),
-                            user_id: by.id.clone(),
-                            user_username: by.username.clone(),
-                            creation_date: date(rng.random_range(post_ms..=self.to_ms)),
-                        }
-                    })
-                    .collect();
-                let post = Post {
-                    id: post_id.clone(),
-                    kind: Kind::Post,
-                    post_id,
-                    user_id: author.id.clone(),
-                    user_username: author.username.clone(),
-                    title: words(rng, 10, 80),
-                    description: None,
-                    content: words(rng, 50, 1500),
-                    comment_count: comments.len() as u64,
-                    like_count: likes.len() as u64,
-                    creation_date: date(post_ms),
-                    updated_at: None,
-                    bookmark_count: 0,
-                    tags: Vec::new(),
-                };
-                PostData {
-                    post,
-                    comments,
-                    likes,
-                }
-            })
-            .collect()
-    }
-}
-
-/// Item bodies for a new post, comment or like as a client would send them.
-pub fn post_text(rng: &mut Pcg64) -> (String, String) {
-    (words(rng, 10, 80), words(rng, 50, 1500))
-}
-
-pub fn comment_text(rng: &mut Pcg64) -> String {
-    words(rng, 10, 300)
 }
 
 /// The feed being built: the newest posts' short forms by `(creationDate, id)`.
@@ -513,122 +296,10 @@ pub async fn load(store: Arc<dyn Store>, n_users: usize, seed: u64) -> anyhow::R
     })
 }
 
-/// An empty store, or a clear error: the bench loads its own dataset and must not mix it with
-/// (or count requests against) someone else's data.
-pub async fn ensure_empty(store: &dyn Store) -> anyhow::Result<()> {
-    for c in [Container::Users, Container::Posts, Container::Feed] {
-        let n = store.count(c, &Query::cross_partition()).await?;
-        if n > 0 {
-            bail!(
-                "container `{}` already holds {n} items; the bench needs an empty database",
-                c.name()
-            );
-        }
-    }
-    Ok(())
-}
-
-fn without_system_properties(mut v: Value) -> Value {
-    if let Some(o) = v.as_object_mut() {
-        o.retain(|k, _| !k.starts_with('_'));
-    }
-    v
-}
-
-/// What `--verify` found.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Verification {
-    pub changes_replayed: usize,
-    pub writes_planned: usize,
-    pub seconds: f64,
-}
-
-/// Replay the whole `posts` change feed through the product's planner, reading the facts the
-/// way the pump does, and require that everything it would write is already stored as is (and
-/// no patch or delete is due); then require that no item carries a stale username. This is the
-/// evidence that the loaded data equals what the change feed would have converged to.
-pub async fn verify(store: &dyn Store) -> anyhow::Result<Verification> {
-    let started = Instant::now();
-    let mut out = Verification::default();
-    let mut continuation: Option<String> = None;
-    loop {
-        let page = store
-            .changes(Container::Posts, continuation.as_deref(), 500)
-            .await?;
-        if page.items.is_empty() {
-            break;
-        }
-        out.changes_replayed += page.items.len();
-        let needs = projection::posts_needs(&page.items);
-        let facts = projection::posts::gather::posts_facts(store, &page.items, &needs).await?;
-        for w in projection::plan_posts(&page.items, &facts) {
-            out.writes_planned += 1;
-            let Write::Upsert {
-                container,
-                pk,
-                item,
-            } = &w
-            else {
-                bail!("not converged: the projection still plans {w:?}");
-            };
-            let stored = store
-                .read(*container, pk, str_of(item, "id"))
-                .await?
-                .map(without_system_properties);
-            if stored.as_ref() != Some(item) {
-                bail!(
-                    "not converged: {} is {stored:?}, the projection writes {item}",
-                    w.target()
-                );
-            }
-        }
-        continuation = Some(page.continuation);
-    }
-    let mut users = Vec::new();
-    let mut q = Query::cross_partition().eq("type", "user").limit(1000);
-    loop {
-        let page = store.query(Container::Users, &q).await?;
-        users.extend(page.items);
-        match page.continuation {
-            Some(t) => q.continuation = Some(t),
-            None => break,
-        }
-    }
-    for u in &users {
-        let (id, name) = (str_of(u, "userId"), str_of(u, "username"));
-        for (c, q) in [
-            (Container::Posts, Query::cross_partition().eq("userId", id)),
-            (Container::Users, Query::partition(id).eq("type", "post")),
-        ] {
-            let stale = store.count(c, &q.ne("userUsername", name)).await?;
-            if stale > 0 {
-                bail!(
-                    "not converged: {stale} items in {} carry a stale name of user {id}",
-                    c.name()
-                );
-            }
-        }
-    }
-    out.seconds = started.elapsed().as_secs_f64();
-    Ok(out)
-}
-
-/// Wait until the pump has applied every change, or fail after `limit`.
-pub async fn settle(store: &dyn Store, limit: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + limit;
-    while !blog::pump::caught_up(store).await? {
-        if Instant::now() > deadline {
-            bail!("the change-feed pump did not catch up within {limit:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blog::domain::Like;
 
     #[test]
     fn the_same_seed_generates_the_same_data() {

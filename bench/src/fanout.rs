@@ -26,7 +26,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use blog::domain::follows::{Edge, FollowKind, TIMELINE};
 use blog::domain::{self, Kind, User};
-use blog::projection::timeline::recount;
+use blog::projection::timeline::set_follow_counts_and_cross;
 use blog::store::{metrics, Container, Query};
 use serde_json::json;
 
@@ -74,7 +74,7 @@ impl Bench {
             // Over the limit: the recount that sees it writes each follower's marker.
             let on = n as u64 / 10;
             limit::set(&*self.store, on).await?;
-            recount(&*self.store, &author).await?;
+            set_follow_counts_and_cross(&*self.store, &author).await?;
             self.settle().await?;
             let merged = self.fanout_post(&author, on).await?;
             let merged_read = self

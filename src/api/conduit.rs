@@ -37,7 +37,7 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::write_limit::{WriteLimit, Writer};
+use super::write_limit::Writer;
 use super::AppState;
 use crate::auth::{Caller, Identity};
 use crate::domain::{Id, Invalid};
@@ -46,25 +46,6 @@ use crate::error::ApiError;
 /// The longest a write waits for the change feed to carry it into the lists its caller reads
 /// next (see the module's documentation).
 pub const OWN_WRITES_WAIT: Duration = Duration::from_secs(2);
-
-/// Sign-in attempts allowed per account (its email) and per client address, a minute each.
-pub const LOGINS_PER_ACCOUNT_PER_MINUTE: u32 = 10;
-pub const LOGINS_PER_ADDRESS_PER_MINUTE: u32 = 60;
-
-/// Local accounts' sign-in attempts' budgets (their tokens' key is [`crate::auth::Auth`]'s).
-pub struct Accounts {
-    per_account: WriteLimit,
-    per_address: WriteLimit,
-}
-
-impl Default for Accounts {
-    fn default() -> Accounts {
-        Accounts {
-            per_account: WriteLimit::new(LOGINS_PER_ACCOUNT_PER_MINUTE),
-            per_address: WriteLimit::new(LOGINS_PER_ADDRESS_PER_MINUTE),
-        }
-    }
-}
 
 /// The Functions host's HTTP functions of the Conduit API (`functions/<name>/function.json`):
 /// name, route (under the host's `api` prefix) and methods. Deployed with every other function;

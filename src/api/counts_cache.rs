@@ -31,7 +31,7 @@ use crate::store::{ChangeNotifier, Container, Store, StoreResult};
 /// The most posts the snapshot holds (some 100 bytes each).
 pub const MAX_POSTS: usize = 10_000;
 /// Point reads of one page in flight at once.
-const CONCURRENCY: usize = 16;
+const READS_IN_FLIGHT: usize = 16;
 
 /// A post's counts as the post holds them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +137,7 @@ impl CountsCache {
             .map(|(i, id)| read_counts(store, i, id.clone()))
             .collect();
         let read: Vec<(usize, Option<Counts>)> = stream::iter(reads)
-            .buffered(CONCURRENCY)
+            .buffered(READS_IN_FLIGHT)
             .try_collect()
             .await?;
         if !read.is_empty() && !self.max_age.is_zero() {

@@ -15,7 +15,7 @@ use crate::auth::Caller;
 use crate::domain::{is_live, tags, to_value, Authored, Id, Kind, Post, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::erase;
+use crate::projection::cascade;
 use crate::store::{Container, PatchOp, Store, StoreError};
 
 /// A new post, or a post's new title and content (and tags).
@@ -237,7 +237,7 @@ pub async fn delete_post(
     caller.may_act_for(&[author], || {
         format!("only the author may delete post `{post_id}`")
     })?;
-    erase::post(store, post_id.as_str(), author).await?;
+    cascade::post(store, post_id.as_str(), author).await?;
     crate::projection::tags::remove_copies_now(store, &post).await?;
     s.feed.forget();
     s.counts.forget();

@@ -16,7 +16,8 @@ use crate::domain::tombstone_ops;
 use crate::domain::{is_deleted, is_live, to_value, Kind, User, Username};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::erase;
+use crate::projection::cascade;
+use crate::projection::engine::PAGE;
 use crate::store::{Container, Order, PatchOp, Query, StoreError};
 
 /// A new user, or a user's new name.
@@ -258,7 +259,7 @@ pub async fn delete_user(
     // The first steps, a page's worth of writes (most accounts are gone after them); the users
     // projection takes the rest a step at a time, so an account of any size holds up no one
     // else's changes.
-    erase::user_steps(store, uid, erase::PAGE as usize).await?;
+    cascade::user_steps(store, uid, PAGE as usize).await?;
     release_guards(store, &user).await?;
     s.feed.forget();
     s.counts.forget();

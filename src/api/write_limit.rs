@@ -11,6 +11,9 @@
 //! - **Bounded memory**: one entry per caller that wrote in about the last minute. Entries whose
 //!   bucket has refilled are indistinguishable from a new caller and are dropped by a sweep once
 //!   a minute, or at once (at most once a second) when more than [`SWEEP_ABOVE`] callers are held.
+//!
+//! The same buckets hold the Conduit API's sign-in attempts, per account and per client address
+//! ([`Accounts`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
@@ -109,6 +112,25 @@ impl WriteLimit {
         if let Some(limiter) = &self.limiter {
             limiter.retain_recent();
             limiter.shrink_to_fit();
+        }
+    }
+}
+
+/// Sign-in attempts allowed per account (its email) and per client address, a minute each.
+pub const LOGINS_PER_ACCOUNT_PER_MINUTE: u32 = 10;
+pub const LOGINS_PER_ADDRESS_PER_MINUTE: u32 = 60;
+
+/// Local accounts' sign-in attempts' budgets (their tokens' key is [`crate::auth::Auth`]'s).
+pub struct Accounts {
+    pub(super) per_account: WriteLimit,
+    pub(super) per_address: WriteLimit,
+}
+
+impl Default for Accounts {
+    fn default() -> Accounts {
+        Accounts {
+            per_account: WriteLimit::new(LOGINS_PER_ACCOUNT_PER_MINUTE),
+            per_address: WriteLimit::new(LOGINS_PER_ADDRESS_PER_MINUTE),
         }
     }
 }

@@ -34,15 +34,13 @@ use super::expected::differences;
 use super::lag::Window;
 use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
 use super::progress::Progress;
-use super::verify::{pages, CONCURRENCY};
+use super::verify::pages;
+use super::{PARTITIONS_IN_FLIGHT, TRAVERSAL_PAGE};
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
 use crate::domain::{is_deleted, Kind, Meta, Post, User};
 use crate::projection::bookmarks;
 use crate::projection::engine::query_all;
 use crate::store::{retry, Container, Query, Store, StoreResult};
-
-/// Items per page of the traversal's queries.
-const PAGE: u32 = 100;
 
 pub const PART: Part = Part {
     name: "bookmarks",
@@ -251,12 +249,12 @@ async fn look(store: &dyn Store, progress: &Progress) -> StoreResult<Check> {
     let mut check = Check::default();
     progress.stage("bookmarks");
     let q = Query::cross_partition().of_kind(Kind::Post).live();
-    let posts = pages(store, Container::Posts, q.limit(PAGE));
+    let posts = pages(store, Container::Posts, q.limit(TRAVERSAL_PAGE));
     futures::pin_mut!(posts);
     while let Some(page) = posts.try_next().await? {
         let looked: Vec<(u64, Vec<Drift>)> = stream::iter(page)
             .map(|p| check_post(store, p))
-            .buffered(CONCURRENCY)
+            .buffered(PARTITIONS_IN_FLIGHT)
             .try_collect()
             .await?;
         progress.inc(looked.len() as u64);
@@ -267,13 +265,13 @@ async fn look(store: &dyn Store, progress: &Progress) -> StoreResult<Check> {
     }
     progress.stage("bookmarked copies");
     let q = Query::cross_partition().of_kind(Kind::User).live();
-    let users = pages(store, Container::Users, q.limit(PAGE));
+    let users = pages(store, Container::Users, q.limit(TRAVERSAL_PAGE));
     futures::pin_mut!(users);
     while let Some(page) = users.try_next().await? {
         let ids = page.iter().filter_map(|u| User::deserialize(u).ok());
         let extra: Vec<Vec<Drift>> = stream::iter(ids.map(|u| u.user_id))
             .map(|u| extra_copies(store, u))
-            .buffered(CONCURRENCY)
+            .buffered(PARTITIONS_IN_FLIGHT)
             .try_collect()
             .await?;
         progress.inc(extra.len() as u64);
@@ -371,7 +369,7 @@ async fn check_post(store: &dyn Store, stored: Value) -> StoreResult<(u64, Vec<D
 async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Drift>> {
     let mut found = Vec::new();
     let q = Query::partition(user_id.clone()).eq(Kind::FIELD, BOOKMARKED);
-    let copies = pages(store, Container::Users, q.limit(PAGE));
+    let copies = pages(store, Container::Users, q.limit(TRAVERSAL_PAGE));
     futures::pin_mut!(copies);
     // The post a copy is of is the one its id names (the id a repair removes).
     let prefix = Bookmarked::id_of("");

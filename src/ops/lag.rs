@@ -27,8 +27,8 @@ use crate::store::{retry, Container, Store, StoreResult};
 /// Changes read from one position at most; a lane further behind counts as behind on every
 /// item of its feed (all of it lagging), so memory stays bounded.
 const MAX_SCAN: usize = 100_000;
-/// Changes per page of the scans.
-const PAGE: u32 = 1000;
+/// Changes per read of a change feed in the scans.
+const CHANGES_PER_READ: u32 = 1000;
 
 /// What changed beyond one follower's checkpoint, or during a look, in one feed.
 #[derive(Debug, Default, Clone)]
@@ -72,7 +72,7 @@ async fn scan(
     let mut at = from;
     let mut seen = 0;
     loop {
-        let page = retry(|| store.changes(c, at.as_deref(), PAGE)).await?;
+        let page = retry(|| store.changes(c, at.as_deref(), CHANGES_PER_READ)).await?;
         let done = page.items.is_empty();
         seen += page.items.len();
         for item in &page.items {
@@ -89,7 +89,7 @@ async fn scan(
             };
             // The end is still needed for the changes during the look: read on, keeping nothing.
             loop {
-                let page = retry(|| store.changes(c, at.as_deref(), PAGE)).await?;
+                let page = retry(|| store.changes(c, at.as_deref(), CHANGES_PER_READ)).await?;
                 let done = page.items.is_empty();
                 at = Some(page.continuation);
                 if done {

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::newest::{feed_key, FeedKey};
 use super::progress::Progress;
 use super::report::Report;
-use super::verify::CONCURRENCY;
+use super::PARTITIONS_IN_FLIGHT;
 use crate::domain::{is_deleted, Authored, FEED_PK};
 use crate::projection::{self, INCREMENT_GRACE};
 use crate::store::{retry, Container, Store, StoreError, StoreResult};
@@ -44,7 +44,7 @@ pub async fn repair(store: &dyn Store, report: &Report, progress: &Progress) -> 
     progress.stage("replaying posts");
     let mut results = stream::iter(&todo.replay)
         .map(|(post_id, docs)| async move { (post_id, replay(store, post_id, docs).await) })
-        .buffer_unordered(CONCURRENCY);
+        .buffer_unordered(PARTITIONS_IN_FLIGHT);
     while let Some((post_id, result)) = results.next().await {
         match result {
             Ok(()) => done.replayed += 1,

@@ -29,12 +29,13 @@ use serde_json::Value;
 use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
 use crate::domain::{is_live, Kind, Meta, Post};
 use crate::projection::engine::{apply_one, query_all};
-use crate::projection::tags::{copied_of, post_of, recount, sync_post, wanted};
+use crate::projection::tags::{copied_of, post_of, set_tag_count, sync_post, wanted};
 use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 use super::lag::{Touched, Window};
 use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
+use super::TRAVERSAL_PAGE;
 
 pub const PART: Part = Part {
     name: "tags",
@@ -45,9 +46,6 @@ async fn run(store: &dyn Store, pass: &Pass<'_>) -> anyhow::Result<Box<dyn Found
     let outcome = verify_and_repair(store, pass.repair, pass.settle).await?;
     Ok(part::found(outcome))
 }
-
-/// Items per page of the traversal's queries.
-const PAGE: u32 = 100;
 
 /// What a repair does about a finding.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -277,7 +275,7 @@ async fn look(store: &dyn Store) -> StoreResult<Check> {
     let mut q = Query::cross_partition()
         .of_kind(Kind::Post)
         .live()
-        .limit(PAGE);
+        .limit(TRAVERSAL_PAGE);
     loop {
         let page = retry(|| store.query(Container::Posts, &q)).await?;
         for stored in &page.items {
@@ -288,7 +286,12 @@ async fn look(store: &dyn Store) -> StoreResult<Check> {
             None => break,
         }
     }
-    let counts = query_all(store, Container::Feed, Query::partition(COUNTS).limit(PAGE)).await?;
+    let counts = query_all(
+        store,
+        Container::Feed,
+        Query::partition(COUNTS).limit(TRAVERSAL_PAGE),
+    )
+    .await?;
     for counted in counts {
         match TagCount::read(&counted) {
             Ok(c) => check_tag(store, &c, &mut check).await?,
@@ -340,7 +343,12 @@ async fn check_post(store: &dyn Store, stored: &Value, check: &mut Check) -> Sto
 async fn check_tag(store: &dyn Store, counted: &TagCount, check: &mut Check) -> StoreResult<()> {
     let tag = counted.tag.as_str();
     let place = tags::partition(tag);
-    let copies = query_all(store, Container::Feed, Query::partition(&place).limit(PAGE)).await?;
+    let copies = query_all(
+        store,
+        Container::Feed,
+        Query::partition(&place).limit(TRAVERSAL_PAGE),
+    )
+    .await?;
     for copy in &copies {
         let Some(id) = Meta::of(copy).id else {
             continue;
@@ -401,11 +409,11 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
                         &Write::delete(Container::Feed, tags::partition(tag), id),
                     )
                     .await?;
-                    Ok(1 + recount(store, tag).await?)
+                    Ok(1 + set_tag_count(store, tag).await?)
                 }
                 .await
             }
-            Fix::Count(tag) => recount(store, tag).await,
+            Fix::Count(tag) => set_tag_count(store, tag).await,
         };
         match result {
             Ok(n) => done.written += n as u64,

@@ -20,7 +20,7 @@
 //!
 //! - a merged author's [`TIMELINE_SIZE`] newest posts are in the shared partition (`feed`,
 //!   partition `merged`), as their copies are, by their current name, and no post of an author
-//!   who is not merged (`projection::merged`).
+//!   who is not merged (`projection::over_limit`).
 //!
 //! The timeline lane's job items (`type: timelineJob`) are its own bookkeeping, not drift.
 //!
@@ -45,6 +45,7 @@ use serde_json::Value;
 
 use super::lag::{Touched, Window};
 use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
+use super::TRAVERSAL_PAGE;
 use crate::domain::Kind;
 use crate::projection;
 use crate::projection::write::Write;
@@ -52,9 +53,6 @@ use crate::store::{retry, Container, Query, Store, StoreResult};
 use check::check_user;
 use read::{live_user, Live};
 pub use repair::{repair, Mended};
-
-/// Items per page of the traversal's queries.
-const PAGE: u32 = 100;
 
 pub const PART: Part = Part {
     name: "follows and timelines",
@@ -225,7 +223,7 @@ async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)
         .live()
-        .limit(PAGE);
+        .limit(TRAVERSAL_PAGE);
     loop {
         let page = retry(|| store.query(Container::Users, &q)).await?;
         for item in &page.items {

@@ -27,17 +27,13 @@ use serde_json::Value;
 use super::expected::{self, Drift};
 use super::lag::Window;
 use super::newest::{self, Newest};
+use super::part::LATER_LOOKS;
 use super::progress::Progress;
 use super::report::{post_of, Report};
+use super::{PARTITIONS_IN_FLIGHT, TRAVERSAL_PAGE};
 use crate::domain::{is_deleted, Kind, Meta, User, FEED_PK};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 use post::{check_posts, Names, PostCheck};
-
-/// Partitions read at the same time.
-pub const CONCURRENCY: usize = 8;
-/// Items per page of the traversal's queries.
-const PAGE: u32 = 100;
-use super::part::LATER_LOOKS;
 
 /// Every page of a query, one after another.
 pub fn pages<'s>(
@@ -87,7 +83,7 @@ pub async fn verify(
         Query::cross_partition()
             .of_kind(Kind::Post)
             .live()
-            .limit(PAGE),
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(posts);
     while let Some(page) = posts.try_next().await? {
@@ -110,7 +106,7 @@ pub async fn verify(
         Query::cross_partition()
             .of_kind(Kind::User)
             .live()
-            .limit(PAGE),
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(users);
     while let Some(page) = users.try_next().await? {
@@ -120,7 +116,7 @@ pub async fn verify(
             .collect();
         let extras: Vec<Vec<Drift>> = stream::iter(user_ids)
             .map(|u| extra_copies(store, u))
-            .buffered(CONCURRENCY)
+            .buffered(PARTITIONS_IN_FLIGHT)
             .try_collect()
             .await?;
         progress.inc(extras.len() as u64);
@@ -170,7 +166,7 @@ pub async fn verify(
         let mut moving = HashMap::new();
         let window = Window::open(store).await?;
         let mut looked = Vec::new();
-        for ids in ids.chunks(PAGE as usize) {
+        for ids in ids.chunks(TRAVERSAL_PAGE as usize) {
             let mut page = Vec::new();
             for id in ids {
                 let post = retry(|| store.read(Container::Posts, id, id)).await?;
@@ -278,7 +274,9 @@ async fn check_feed(
     let entries = pages(
         store,
         Container::Feed,
-        Query::partition(FEED_PK).of_kind(Kind::Post).limit(PAGE),
+        Query::partition(FEED_PK)
+            .of_kind(Kind::Post)
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(entries);
     while let Some(page) = entries.try_next().await? {
@@ -327,7 +325,7 @@ async fn extra_copies(store: &dyn Store, user_id: String) -> StoreResult<Vec<Dri
         Container::Users,
         Query::partition(user_id.clone())
             .of_kind(Kind::Post)
-            .limit(PAGE),
+            .limit(TRAVERSAL_PAGE),
     );
     futures::pin_mut!(copies);
     while let Some(page) = copies.try_next().await? {

@@ -1,6 +1,6 @@
 //! Bookmarks: a user's saved posts, two kinds of item (their types in `crate::domain::bookmarks`).
 //! - [`Bookmark`] `bookmark-<U>` in post P's partition of `posts` (U bookmarked P), written by
-//!   the request, marked when taken back; its post's deletion marks it (`super::erase`).
+//!   the request, marked when taken back; its post's deletion marks it (`super::cascade`).
 //! - [`Bookmarked`] `bookmarked-<P>` in U's partition of `users`: the copy of P that U's list
 //!   shows (short form, dated by the bookmark, no counts: the list reads them from the post),
 //!   so a page is one query and a point read per post shown.
@@ -106,7 +106,7 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
             written += bookmark_changed(store, changes, post_id, user, post.as_ref()).await?;
         }
         if post.is_some() {
-            written += recount(store, post_id).await?;
+            written += set_bookmark_count(store, post_id).await?;
         }
     }
     for (post_id, delivered) in posts {
@@ -185,7 +185,7 @@ const COUNT_ATTEMPTS: usize = 16;
 /// counted against (no other recount set it meanwhile; a bookmark changed since has its own
 /// recount to come), else counted again. So likes and comments pouring onto a hot post never
 /// fail the batch. Returns the writes made.
-pub async fn recount(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
+pub async fn set_bookmark_count(store: &dyn Store, post_id: &str) -> StoreResult<usize> {
     let q = live_bookmarks(post_id);
     // The count made, and the stored count it was made against.
     let mut counted: Option<(Option<u64>, u64)> = None;

@@ -94,7 +94,7 @@ pub async fn apply_all(store: &dyn Store, writes: &[Write], concurrency: usize) 
 // The shape of a projection.
 
 /// A projection: what it watches, reads and writes, and how it projects a batch. Each is one
-/// module (`posts`, `rename`, `erase`, `follows`, `timeline`, ...) exporting its `Unit`; the
+/// module (`posts`, `rename`, `cascade`, `follows`, `timeline`, ...) exporting its `Unit`; the
 /// lanes run them in the order of their table (`super::UNITS`).
 pub struct Unit {
     pub name: &'static str,
@@ -248,9 +248,10 @@ pub async fn query_all(store: &dyn Store, c: Container, mut q: Query) -> StoreRe
     }
 }
 
-/// Items read and written per page of a paging helper.
+/// Items read and written per step of a projection (a page of its query), for every projection:
+/// memory, and the time one step holds its lane, stay bounded whatever the number of items.
 pub const PAGE: u32 = 200;
-/// Writes in flight at once.
+/// Writes of one step in flight at once, for every projection.
 pub const CONCURRENCY: usize = 8;
 
 /// A query swept by [`sweep`]: each page's writes make its items stop matching.

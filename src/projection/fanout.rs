@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::engine::{apply_all, delete_item, query_all, read_job, save_job};
+use super::engine::{apply_all, delete_item, query_all, read_job, save_job, CONCURRENCY};
 use super::write::{str_field, Write};
 use crate::domain::jobs::{Job, Work};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
@@ -164,9 +164,6 @@ pub struct Step {
     /// Where the next page starts (`None`: this was the last, or the post is gone).
     pub next: Option<String>,
 }
-
-/// Writes in flight at once.
-pub const CONCURRENCY: usize = 8;
 
 /// One step of a fan-out: the page of `owners` from `cursor` each given their copy; then, if
 /// the post went meanwhile (its deletion's removal may have run before these copies landed),

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::engine::{
     apply_one, delete_matching, failed, live_user, newest, read_not_older, sweep, wrote, Sweep,
-    Unit,
+    Unit, CONCURRENCY, PAGE,
 };
 use super::write::{content, str_field, Write};
 use crate::domain::follows::{
@@ -44,11 +44,6 @@ pub const UNIT: Unit = Unit {
         })
     },
 };
-
-/// Items read and written per step.
-pub const PAGE: u32 = 200;
-/// Writes in flight at once.
-pub const CONCURRENCY: usize = 8;
 
 /// The users feed: the edges and users in `changes`. Returns the writes made.
 pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
@@ -77,7 +72,7 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
         }
     }
     for u in &recount_users {
-        written += recount(store, u).await?;
+        written += set_follow_counts(store, u).await?;
     }
     Ok(written)
 }
@@ -147,7 +142,7 @@ async fn count_edges(store: &dyn Store, user_id: &str, kind: &str) -> StoreResul
 /// Set `user_id`'s `followerCount` and `followingCount` to the numbers of their live edges, if
 /// they differ, and only if the user is still at the version read. The timeline lane reads the
 /// count this writes to decide whether the user's posts are copied or merged.
-pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
+pub async fn set_follow_counts(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
     let Some(user) = live_user(store, user_id).await? else {
         return Ok(0);
     };

@@ -2,7 +2,7 @@
 //! or a pending count implies for the post's counters ([`counters`]), the author's name on each
 //! item, the post's short-form copy in its author's partition of `users`, and the feed
 //! ([`feed`]). A deleted post's copies go, and its comments and likes are swept a page at a time
-//! ([`super::erase`]).
+//! ([`super::cascade`]).
 //!
 //! Watches the `posts` feed (posts, comments, likes, pending counts, rechecks); reads the posts,
 //! their pending counts and items, the authors, the feed and the stored copies ([`gather`]);
@@ -20,9 +20,9 @@ use serde_json::Value;
 
 use self::counters::{answered, counter_fix, is_recheck, Counted, CounterFix, PendingCount};
 use self::feed::{plan_feed, FeedEntry};
+use super::cascade::{self, remove_copies};
 use super::engine::apply;
 use super::engine::{failed, Unit};
-use super::erase::{self, remove_copies};
 use super::write::Write;
 use super::{ProjectionError, Report};
 use crate::domain::pending::{is_pending_count, PENDING_COUNT};
@@ -340,7 +340,7 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> Result<Report, Pro
         {
             continue;
         }
-        marked += erase::sweep_post(store, doc)
+        marked += cascade::sweep_post(store, doc)
             .await
             .map_err(|e| failed(Container::Posts, changes, e))?;
     }

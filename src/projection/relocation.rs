@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use futures::future::BoxFuture;
 
-use super::engine::save_job;
+use super::engine::{save_job, CONCURRENCY, PAGE};
 use super::write::{content, str_field};
 use crate::domain::follows::{following_id, is_marker, Edge, FollowKind, REF_USER, TIMELINE};
 use crate::domain::is_deleted;
@@ -43,10 +43,6 @@ use crate::store::{
 pub const JOB_PARTITION: &str = "store.move";
 /// The move's job item (`type: timelineJob`, `job: move`).
 pub const JOB_ID: &str = MOVE_JOB;
-/// Items moved per step.
-pub const PAGE: u32 = 200;
-/// Items moved at once.
-const CONCURRENCY: usize = 8;
 
 /// Whether new followers of an author get a merge marker rather than copies (the timeline
 /// lane's side of the fan-out limit, `timeline::LimitState::marks`), for judging a marker.

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::engine::{apply_one, apply_unordered, user, wrote, Unit};
+use super::engine::{apply_one, apply_unordered, user, wrote, Unit, PAGE};
 use super::write::{str_field, Write};
 use super::ProjectionError;
 use crate::domain::{Kind, Meta, User};
@@ -26,11 +26,9 @@ pub const UNIT: Unit = Unit {
     project: |store, changes| Box::pin(async move { project(store, changes).await.map(wrote) }),
 };
 
-/// Items read and patched per step of a rename: memory stays bounded by this whatever the
-/// number of items.
-pub const PAGE: u32 = 200;
-/// Patches of a rename in flight at once.
-pub const CONCURRENCY: usize = 4;
+/// Patches of one page of a rename in flight at once: a limit of its own, below the other
+/// projections' writes in flight ([`CONCURRENCY`](super::engine::CONCURRENCY)).
+pub const PATCHES_IN_FLIGHT: usize = 4;
 /// Passes over a user's items before a rename gives up (and its batch is retried).
 const MAX_PASSES: u32 = 8;
 
@@ -59,7 +57,7 @@ async fn carry_name(
     let Some(user) = user(store, changes, user_id).await? else {
         return Ok(0);
     };
-    // An erased user's items go instead (`super::erase`).
+    // An erased user's items go instead (`super::cascade`).
     if crate::domain::is_deleted(&user) {
         return Ok(0);
     }
@@ -95,7 +93,7 @@ async fn carry_name(
             loop {
                 let page = crate::store::retry(|| store.query(container, &page_q)).await?;
                 let writes = plan_rename(container, owed.username, &page.items);
-                apply_unordered(store, &writes, CONCURRENCY)
+                apply_unordered(store, &writes, PATCHES_IN_FLIGHT)
                     .await
                     .map_err(|(_, e)| e)?;
                 patched += writes.len();

@@ -15,7 +15,7 @@
 //!   copies in the tag's partition (a `COUNT` of that partition, set only when a post joined or
 //!   left the tag), and `creationDate`, which the stores' ordered queries order by: here the
 //!   count, zero-padded, so the most used tags come first. A count that reaches zero is deleted
-//!   ([`recount`]), so the items are as many as the tags in use.
+//!   ([`set_tag_count`]), so the items are as many as the tags in use.
 //!
 //! Each change of a post is a notification: the post is read as it is now (never older than
 //! the change), and its copies are brought in line with it: written when they differ from the
@@ -177,7 +177,7 @@ pub async fn sync_post(store: &dyn Store, id: &str, post: Option<&Value>) -> Sto
     apply_all(store, &writes, CONCURRENCY).await?;
     let mut written = writes.len();
     for t in old_tags.symmetric_difference(&new_tags) {
-        written += recount(store, t).await?;
+        written += set_tag_count(store, t).await?;
     }
     let last = match &want {
         Some(p) => Write::upsert(Container::Feed, TAGGED, item(p, TAGGED)),
@@ -216,7 +216,7 @@ pub async fn count_copies(store: &dyn Store, tag: &str) -> StoreResult<u64> {
 /// counting (else again); a tag no copy is left in has no count item: it is deleted, again only
 /// if still as read, so a post taking the tag meanwhile (whose recount replaces or creates the
 /// item) wins over the delete. Returns the writes made (0 when the count was right).
-pub async fn recount(store: &dyn Store, tag: &str) -> StoreResult<usize> {
+pub async fn set_tag_count(store: &dyn Store, tag: &str) -> StoreResult<usize> {
     for _ in 0..COUNT_ATTEMPTS {
         let stored = retry(|| store.read(Container::Feed, COUNTS, tag)).await?;
         let version = stored

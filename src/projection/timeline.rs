@@ -43,7 +43,7 @@
 //! `timelineJob-limit`: going over, the markers are written (a page a step) and only then does
 //! copying stop; coming back, copying resumes first, then each follower's marker is removed and
 //! the posts copied. A merged author's newest posts are kept in one shared partition
-//! ([`merged`]): each change of one of their posts upserts its item there (one write), crossing
+//! ([`over_limit`]): each change of one of their posts upserts its item there (one write), crossing
 //! up copies their [`TIMELINE_SIZE`](crate::domain::follows::TIMELINE_SIZE) newest there before any marker is written, crossing down
 //! removes them once every follower's posts are copied back; a deleted post and an erased
 //! author take theirs out, and a rename reaches them with the post copies' changes.
@@ -61,8 +61,9 @@ use serde_json::Value;
 
 use super::engine::{
     compare_versions, current_job, failed, live_user, read_job, sweep, wrote, Sweep, Unit,
+    CONCURRENCY, PAGE,
 };
-use super::merged;
+use super::over_limit;
 use super::posts::counters::is_recheck;
 use super::relocation;
 use super::write::{str_field, Write};
@@ -75,8 +76,8 @@ use crate::store::{Container, Order, Query, Store, StoreResult};
 /// lane then owes the user: a crossing of the fan-out limit is run step after step to its end
 /// (for tools and repairs that want the timelines in line when they return, rather than a step
 /// per change of the job item). Returns the writes made.
-pub async fn recount(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
-    let mut written = super::follows::recount(store, user_id).await?;
+pub async fn set_follow_counts_and_cross(store: &dyn Store, user_id: &str) -> StoreResult<usize> {
+    let mut written = super::follows::set_follow_counts(store, user_id).await?;
     let mut batch = Batch::default();
     written += user_changed(store, &[], user_id, &mut batch).await?;
     let mut last: Option<String> = None;
@@ -134,14 +135,9 @@ impl Batch {
     }
 }
 
-/// Followers (or entries) read and written per step: memory and the time one step holds the
-/// lane stay bounded whatever the audience.
-pub const PAGE: u32 = 200;
 /// Followers per step of a crossing back under the limit: each is a backfill of up to
 /// [`TIMELINE_SIZE`](crate::domain::follows::TIMELINE_SIZE) entries, so a step writes at most `BACKFILL_PAGE × TIMELINE_SIZE`.
 pub const BACKFILL_PAGE: u32 = 20;
-/// Writes in flight at once.
-pub const CONCURRENCY: usize = 8;
 
 /// `type` of a job item (internal, in `users`, in the partition of the user it works for: its
 /// changes are what carries a job on, through the users feed).
@@ -224,7 +220,7 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         if !is_deleted(doc) || !seen.insert(post_id) {
             continue;
         }
-        written += merged::remove_post(store, post_id).await?;
+        written += over_limit::remove_post(store, post_id).await?;
         let job = read_job(store, author, &delete_job_id(post_id)).await?;
         let places = batch.places(store).await?;
         written += copies::delete_step(store, places, author, post_id, job.as_ref()).await?;

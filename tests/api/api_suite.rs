@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use blog::store::{BatchOp, Container, PatchOp};
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, id, next_millisecond, TestApp};
+use crate::helpers::{id, next_millisecond, TestApp};
 
 #[macro_export]
 macro_rules! api_suite {
@@ -23,8 +23,9 @@ macro_rules! api_suite {
             counters_heal_after_a_crash_between_writes, errors_are_problem_json,
             system_properties_are_not_returned,
             a_like_is_read_by_its_user);
-        // Races of requests with the projections: the pump runs alongside.
-        $crate::api_suite!(@tests $fixture, true;
+        // Races of requests with the projections: each runs its requests beside the pump
+        // (`TestApp::beside_the_pump`), then settles.
+        $crate::api_suite!(@tests $fixture;
             a_rename_racing_new_items_converges,
             concurrent_comments_and_likes_count_exactly, concurrent_repeat_likes_count_once);
     };
@@ -691,38 +692,41 @@ pub async fn a_rename_racing_new_items_converges(app: &TestApp) {
     let a = id(&ana);
     let p = id(&post);
     // Renames interleaved with new posts, comments and likes by the same user.
-    let mut tasks = Vec::new();
-    for i in 0..10 {
-        let (app_url, author, on) = (app.origin.clone(), a.clone(), p.clone());
-        let client = app.client.clone();
-        tasks.push(tokio::spawn(async move {
-            let send = |path: String, body: Value| {
-                client.post(format!("{app_url}{path}")).json(&body).send()
-            };
-            send(
-                "/api/posts".into(),
-                json!({ "userId": author, "title": format!("t{i}"), "content": "c" }),
+    app.beside_the_pump(async {
+        let mut tasks = Vec::new();
+        for i in 0..10 {
+            let (app_url, author, on) = (app.origin.clone(), a.clone(), p.clone());
+            let client = app.client.clone();
+            tasks.push(tokio::spawn(async move {
+                let send = |path: String, body: Value| {
+                    client.post(format!("{app_url}{path}")).json(&body).send()
+                };
+                send(
+                    "/api/posts".into(),
+                    json!({ "userId": author, "title": format!("t{i}"), "content": "c" }),
+                )
+                .await
+                .unwrap();
+                send(
+                    format!("/api/posts/{on}/comments"),
+                    json!({ "userId": author, "content": "c" }),
+                )
+                .await
+                .unwrap();
+            }));
+            app.put(
+                &format!("/api/users/{a}"),
+                json!({ "username": format!("name{i}") }),
             )
-            .await
-            .unwrap();
-            send(
-                format!("/api/posts/{on}/comments"),
-                json!({ "userId": author, "content": "c" }),
-            )
-            .await
-            .unwrap();
-        }));
-        app.put(
-            &format!("/api/users/{a}"),
-            json!({ "username": format!("name{i}") }),
-        )
-        .await;
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
-    app.like(&p, &a).await;
-    eventually("every item carries the last name", || async {
+            .await;
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        app.like(&p, &a).await;
+    })
+    .await;
+    app.settled("every item carries the last name", || async {
         let copies = app.get(&format!("/api/users/{a}/posts?limit=100")).await;
         let comments = app.get(&format!("/api/posts/{p}/comments?limit=100")).await;
         let likes = app.get(&format!("/api/posts/{p}/likes")).await;
@@ -746,31 +750,34 @@ pub async fn concurrent_comments_and_likes_count_exactly(app: &TestApp) {
         users.push(id(&app.create_user(&format!("fan{i}")).await));
     }
     let p = id(&post);
-    let mut tasks = Vec::new();
-    for u in &users {
-        for kind in ["comments", "likes"] {
-            let url = app.url(&format!("/api/posts/{p}/{kind}"));
-            let body = json!({ "userId": u, "content": "me too" });
-            let client = app.client.clone();
-            tasks.push(tokio::spawn(async move {
-                client
-                    .post(url)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-                    .as_u16()
-            }));
+    app.beside_the_pump(async {
+        let mut tasks = Vec::new();
+        for u in &users {
+            for kind in ["comments", "likes"] {
+                let url = app.url(&format!("/api/posts/{p}/{kind}"));
+                let body = json!({ "userId": u, "content": "me too" });
+                let client = app.client.clone();
+                tasks.push(tokio::spawn(async move {
+                    client
+                        .post(url)
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap()
+                        .status()
+                        .as_u16()
+                }));
+            }
         }
-    }
-    for t in tasks {
-        assert_eq!(t.await.unwrap(), 201);
-    }
-    let now = post_of(app, &p).await;
-    assert_eq!(now["commentCount"], N, "fresh at once");
-    assert_eq!(now["likeCount"], N);
-    eventually("exact counters on the post and its copies", || async {
+        for t in tasks {
+            assert_eq!(t.await.unwrap(), 201);
+        }
+        let now = post_of(app, &p).await;
+        assert_eq!(now["commentCount"], N, "fresh at once");
+        assert_eq!(now["likeCount"], N);
+    })
+    .await;
+    app.settled("exact counters on the post and its copies", || async {
         let post = post_of(app, &p).await;
         let feed = app.get("/api/feed?limit=1").await;
         post["commentCount"] == N
@@ -811,37 +818,40 @@ async fn all_pages(app: &TestApp, path: &str) -> Vec<Value> {
 pub async fn concurrent_repeat_likes_count_once(app: &TestApp) {
     let user = app.create_user("ana").await;
     let post = app.create_post(&id(&user), "t", "c").await;
-    let tasks: Vec<_> = (0..20)
-        .map(|_| {
-            let url = app.url(&format!("/api/posts/{}/likes", id(&post)));
-            let body = json!({ "userId": id(&user) });
-            let client = app.client.clone();
-            tokio::spawn(async move {
-                client
-                    .post(url)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap()
-                    .status()
-                    .as_u16()
+    app.beside_the_pump(async {
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let url = app.url(&format!("/api/posts/{}/likes", id(&post)));
+                let body = json!({ "userId": id(&user) });
+                let client = app.client.clone();
+                tokio::spawn(async move {
+                    client
+                        .post(url)
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap()
+                        .status()
+                        .as_u16()
+                })
             })
-        })
-        .collect();
-    let mut statuses = Vec::new();
-    for t in tasks {
-        statuses.push(t.await.unwrap());
-    }
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 201).count(),
-        1,
-        "{statuses:?}"
-    );
-    assert!(
-        statuses.iter().all(|s| *s == 201 || *s == 200),
-        "{statuses:?}"
-    );
-    eventually("one like", || async {
+            .collect();
+        let mut statuses = Vec::new();
+        for t in tasks {
+            statuses.push(t.await.unwrap());
+        }
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 201).count(),
+            1,
+            "{statuses:?}"
+        );
+        assert!(
+            statuses.iter().all(|s| *s == 201 || *s == 200),
+            "{statuses:?}"
+        );
+    })
+    .await;
+    app.settled("one like", || async {
         post_of(app, &id(&post)).await["likeCount"] == 1
     })
     .await;

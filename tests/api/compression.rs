@@ -7,7 +7,7 @@ use std::io::Read as _;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, id, spawn_app, TestApp};
+use crate::helpers::{id, spawn_app, spawn_settling_app, TestApp};
 
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -36,13 +36,13 @@ async fn get(app: &TestApp, path: &str, encoding: Option<&str>) -> reqwest::Resp
 
 #[tokio::test]
 async fn the_feed_goes_gzipped_to_a_client_that_asks_and_plain_to_one_that_does_not() {
-    let app = spawn_app().await;
+    let app = spawn_settling_app().await;
     let ana = app.create_user("ana").await;
     for i in 0..5 {
         app.create_post(&id(&ana), &format!("post {i}"), &"words ".repeat(40))
             .await;
     }
-    eventually("the posts reach the feed", || async {
+    app.settled("the posts reach the feed", || async {
         app.get("/api/feed").await.items().len() == 5
     })
     .await;
@@ -156,13 +156,13 @@ async fn the_compressed_forms_tag_differs_and_either_tag_serves_a_condition() {
 /// plain one.
 #[tokio::test]
 async fn the_feed_snapshot_is_compressed_once_and_never_stale() {
-    let app = spawn_app().await;
+    let app = spawn_settling_app().await;
     let ana = app.create_user("ana").await;
     for i in 0..3 {
         app.create_post(&id(&ana), &format!("post {i}"), &"words ".repeat(40))
             .await;
     }
-    eventually("the posts reach the feed", || async {
+    app.settled("the posts reach the feed", || async {
         app.get("/api/feed").await.items().len() == 3
     })
     .await;
@@ -184,7 +184,7 @@ async fn the_feed_snapshot_is_compressed_once_and_never_stale() {
 
     app.create_post(&id(&ana), "post 3", &"words ".repeat(40))
         .await;
-    eventually("the new post in the gzip'd feed", || async {
+    app.settled("the new post in the gzip'd feed", || async {
         let r = get(&app, "/api/feed", Some("gzip")).await;
         let page: Value = serde_json::from_slice(&gunzip(&r.bytes().await.unwrap())).unwrap();
         page["items"].as_array().unwrap().len() == 4

@@ -248,7 +248,7 @@ async fn sign_in_attempts_are_limited_per_account_with_retry_after() {
     let app = TestApp::spawn(embedded_fixture().await, false).await;
     assert_eq!(register(&app, "bo", "bo@x.org").await.status, 201);
     let attempt = |password: &str| json!({"user": {"email": "BO@x.org", "password": password}});
-    let limit = blog::api::conduit::LOGINS_PER_ACCOUNT_PER_MINUTE;
+    let limit = blog::api::write_limit::LOGINS_PER_ACCOUNT_PER_MINUTE;
     for _ in 0..limit {
         let r = send(
             &app,

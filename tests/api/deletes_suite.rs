@@ -7,7 +7,7 @@ use std::sync::Arc;
 use blog::store::{Container, Query};
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, id, next_millisecond, Fixture, TestApp};
+use crate::helpers::{id, next_millisecond, Fixture, TestApp};
 
 #[macro_export]
 macro_rules! deletes_suite {
@@ -237,7 +237,7 @@ struct Gate {
 
 impl Gate {
     /// Marks let through once the gate is on: a page.
-    const FREE: usize = blog::projection::erase::PAGE as usize;
+    const FREE: usize = blog::projection::engine::PAGE as usize;
 
     /// A gate (closed, on no partition yet) and the fixture's store behind it.
     fn around(fixture: Fixture) -> (Self, Fixture) {
@@ -356,50 +356,53 @@ pub async fn a_large_erasure_does_not_hold_up_other_posts(fixture: Fixture) {
 
     const N: usize = 2000;
     let (gate, fixture) = Gate::around(fixture);
-    let app = &TestApp::spawn(fixture, true).await;
+    let app = &TestApp::spawn(fixture, false).await;
     let spam = id(&app.create_user("spam").await);
     let bo = id(&app.create_user("bo").await);
     let his = id(&app.create_post(&bo, "his", "c").await);
-    many_comments(app, &his, &spam, N).await;
-    caught_up(app, "the comments").await;
-    let live = Query::cross_partition().eq("userId", spam.clone()).live();
-    let live_of_spam = || async { app.store.count(Container::Posts, &live).await.unwrap() };
+    app.beside_the_pump(async {
+        many_comments(app, &his, &spam, N).await;
+        caught_up(app, "the comments").await;
+        let live = Query::cross_partition().eq("userId", spam.clone()).live();
+        let live_of_spam = || async { app.store.count(Container::Posts, &live).await.unwrap() };
 
-    assert_eq!(app.delete(&format!("/api/users/{spam}")).await.status, 204);
-    gate.on(&his);
-    app.get(&format!("/api/users/{spam}"))
-        .await
-        .assert_problem(404);
-    let other = id(&app.create_post(&bo, "meanwhile", "c").await);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let left = loop {
-        if ids(&app.get("/api/feed").await).contains(&other) {
-            break live_of_spam().await;
-        }
-        assert!(Instant::now() < deadline, "the other post never showed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    gate.open();
-    assert!(
-        left > 0,
-        "the other post waited for all {N} comments of the erased account to be marked"
-    );
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let user = app
-            .store
-            .read(Container::Users, &spam, &spam)
+        assert_eq!(app.delete(&format!("/api/users/{spam}")).await.status, 204);
+        gate.on(&his);
+        app.get(&format!("/api/users/{spam}"))
             .await
-            .unwrap()
-            .unwrap();
-        if live_of_spam().await == 0 && user["erased"] == true {
-            break;
+            .assert_problem(404);
+        let other = id(&app.create_post(&bo, "meanwhile", "c").await);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let left = loop {
+            if ids(&app.get("/api/feed").await).contains(&other) {
+                break live_of_spam().await;
+            }
+            assert!(Instant::now() < deadline, "the other post never showed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        gate.open();
+        assert!(
+            left > 0,
+            "the other post waited for all {N} comments of the erased account to be marked"
+        );
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let user = app
+                .store
+                .read(Container::Users, &spam, &spam)
+                .await
+                .unwrap()
+                .unwrap();
+            if live_of_spam().await == 0 && user["erased"] == true {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the erasure never completed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(Instant::now() < deadline, "the erasure never completed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // The pump runs here: polled.
-    eventually("the copies' counters", || copies_hold(app, &bo, &his, 0, 0)).await;
+    })
+    .await;
+    app.settled("the copies' counters", || copies_hold(app, &bo, &his, 0, 0))
+        .await;
 }
 
 pub async fn erase_an_account(app: &TestApp) {

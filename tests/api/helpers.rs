@@ -15,10 +15,13 @@
 //! never enters a test. `settle` on an app whose pump runs refuses (the two would apply the same
 //! changes at once).
 //!
+//! A test whose requests race the projections runs them [`TestApp::beside_the_pump`], then
+//! settles: the end state is asserted once, after the pump stopped and the rest was drained.
+//!
 //! [`eventually`] (polling with a deadline) stays for what only a live pump or a clock can show:
 //! that the pump wakes on a commit, resumes after a restart, moves past a quarantined change,
-//! lets other posts through during a large sweep, converges while requests race its
-//! projections, and the like.
+//! lets other posts through during a large sweep, replays its quarantine on its own, and the
+//! like.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -207,6 +210,18 @@ impl TestApp {
             self.state.feed.forget();
             self.state.counts.forget();
         }
+    }
+
+    /// Run `work` beside a running change-feed pump, as the service runs it, so that the
+    /// projections race its requests; the pump is stopped once `work` is done, and
+    /// [`TestApp::settled`] then finishes what it left and checks the end state. For an app
+    /// started with the pump off.
+    pub async fn beside_the_pump<T>(&self, work: impl Future<Output = T>) -> T {
+        assert!(!self.pump, "the app runs a pump of its own");
+        let pump = blog::pump::spawn(self.store.clone());
+        let out = work.await;
+        pump.stop().await;
+        out
     }
 
     /// [`TestApp::settle`], then assert `check`: what the projections leave once they are done.

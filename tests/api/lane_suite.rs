@@ -10,7 +10,7 @@ use std::time::Duration;
 use blog::domain::follows;
 use blog::ops::progress::Progress;
 use blog::ops::verify_and_repair;
-use blog::projection::{self, timeline, Lane};
+use blog::projection::{self, engine, timeline, Lane};
 use blog::store::{Container, Query, Store, StoreError};
 use futures::FutureExt as _;
 use serde_json::{json, Value};
@@ -255,7 +255,7 @@ async fn big_author(
 ) -> (String, Vec<String>, String, [LaneFollower; 2], LaneFollower) {
     let store = &*app.store;
     let bob = id(&app.create_user("bob").await);
-    let fans = audience(app, &bob, timeline::PAGE as usize + 10).await;
+    let fans = audience(app, &bob, engine::PAGE as usize + 10).await;
     app.settle().await;
     let mut main = [
         LaneFollower::at_end(store, Lane::Main, Container::Posts).await,
@@ -273,7 +273,7 @@ pub async fn a_fan_out_over_more_than_a_page_runs_a_page_a_step_and_resumes_afte
     let app = TestApp::spawn(fixture, false).await;
     let store = app.store.clone();
     let (bob, fans, p, _, _) = big_author(&app).await;
-    let page = timeline::PAGE as usize;
+    let page = engine::PAGE as usize;
 
     // The copy's change: one page of followers, and the job item records where it stopped.
     let report = projection::project_lane(
@@ -370,7 +370,7 @@ pub async fn a_newer_edit_supersedes_a_fan_out_under_way(fixture: Fixture) {
     )
     .await
     .unwrap();
-    let page = timeline::PAGE as usize;
+    let page = engine::PAGE as usize;
     assert_eq!(holding(&app, &fans, &p, "second").await, page);
 
     // The old fan-out's step, delivered late, does nothing.
@@ -473,7 +473,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
         let app = &app;
         async move {
             app.store
-                .read(Container::Feed, projection::merged::PARTITION, &post)
+                .read(Container::Feed, projection::over_limit::PARTITION, &post)
                 .await
                 .unwrap()
         }
@@ -500,7 +500,7 @@ pub async fn the_limit_has_hysteresis_and_is_kept_in_the_store(fixture: Fixture)
 
     // A shared item lost is drift that repair mends.
     store
-        .delete(Container::Feed, projection::merged::PARTITION, &p2)
+        .delete(Container::Feed, projection::over_limit::PARTITION, &p2)
         .await
         .unwrap();
     let mended = verify_and_repair(store, true, Duration::ZERO, &Progress::hidden)
@@ -638,17 +638,12 @@ pub async fn the_timeline_lane_starts_where_an_earlier_release_left_off(fixture:
     }
     let mark = feed_end(&*store, Container::Users).await;
 
-    let pump = blog::pump::spawn(store.clone());
+    // Settling starts the followers from their checkpoints, as the pump starts them.
     let q = id(&app.create_post(&bob, "after", "c").await);
-    crate::helpers::eventually("the new post reaches the followers", || async {
+    app.settled("the new post reaches the followers", || async {
         holding(&app, &fans, &q, "after").await == fans.len()
     })
     .await;
-    crate::helpers::eventually("the pump catches up", || async {
-        blog::pump::caught_up(&*store).await.unwrap()
-    })
-    .await;
-    pump.stop().await;
     let replayed: Vec<Value> = users_changes_since(&*store, &mark)
         .await
         .into_iter()

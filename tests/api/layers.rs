@@ -109,7 +109,7 @@ fn cycle_in(files: &[(&str, &str)]) -> Option<String> {
 
 /// The checker finds what it is for: a cycle through a re-export of the crate root (as
 /// `crate::AppState` is), one between files of one module (as `projection::posts` and
-/// `projection::erase` could make), one through `super::`; and nothing once the edge closing
+/// `projection::cascade` could make), one through `super::`; and nothing once the edge closing
 /// each is gone, nor in comments, strings or unit tests.
 #[test]
 fn a_planted_cycle_is_found() {

@@ -19,7 +19,7 @@ use futures::FutureExt as _;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use crate::helpers::{eventually, id, Fixture, Parts, TestApp};
+use crate::helpers::{id, Fixture, Parts, TestApp};
 use crate::hooks::Hooked;
 
 /// Instantiate the suite over stores made by `$fixture`.
@@ -88,11 +88,15 @@ pub async fn data(fixture: Fixture) -> Data {
     d
 }
 
-/// The same data set, the service and its pump still running.
+/// The same data set, projected, the service still running (without a pump: a test runs one
+/// beside its requests, `TestApp::beside_the_pump`, and settles).
 pub async fn live(fixture: Fixture) -> (TestApp, Data) {
-    let app = TestApp::spawn(fixture, true).await;
+    let app = TestApp::spawn(fixture, false).await;
     let d = write_data(&app).await;
-    converged(&app).await;
+    app.settled("the data set reaches the feed", || async {
+        app.get("/api/feed").await.items().len() == 3
+    })
+    .await;
     (app, d)
 }
 
@@ -114,14 +118,6 @@ async fn write_data(app: &TestApp) -> Data {
         posts: [p1, p2, p3],
         comment: id(&comment.body),
     }
-}
-
-async fn converged(app: &TestApp) {
-    eventually("the pump caught up", || async {
-        blog::pump::caught_up(&*app.store).await.unwrap_or(false)
-            && app.get("/api/feed").await.items().len() == 3
-    })
-    .await;
 }
 
 async fn set(store: &dyn Store, c: Container, pk: &str, id: &str, field: &str, v: Value) {
@@ -532,9 +528,12 @@ async fn a_backup_under_write_load_holds_every_write_acknowledged_before_it() {
     let store = fixture.store.clone();
     let acked = Arc::new(Mutex::new(Vec::<String>::new()));
     let stop = Arc::new(AtomicBool::new(false));
+    // A permit per acknowledged write: the backup starts once 300 are in.
+    let written = Arc::new(tokio::sync::Semaphore::new(0));
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let (store, acked, stop) = (store.clone(), acked.clone(), stop.clone());
+            let written = written.clone();
             tokio::spawn(async move {
                 let mut i = 0;
                 while !stop.load(Ordering::Relaxed) {
@@ -542,15 +541,17 @@ async fn a_backup_under_write_load_holds_every_write_acknowledged_before_it() {
                     let user = json!({"id": id, "type": "user", "userId": id, "username": "x"});
                     store.create(Container::Users, &id, user).await.unwrap();
                     acked.lock().unwrap().push(id);
+                    written.add_permits(1);
                     i += 1;
                 }
             })
         })
         .collect();
-    eventually("some writes", || async {
-        acked.lock().unwrap().len() >= 300
-    })
-    .await;
+    tokio::time::timeout(Duration::from_secs(20), written.acquire_many(300))
+        .await
+        .expect("300 writes within 20 s")
+        .unwrap()
+        .forget();
 
     let before: Vec<String> = acked.lock().unwrap().clone();
     let target = dir.join("backup.db");
@@ -696,11 +697,9 @@ pub async fn repair_beside_the_service(fixture: Fixture) {
     set(s, Container::Users, &d.ana, p1, "title", json!("old title")).await;
     s.delete(Container::Feed, "post", p3).await.unwrap();
     set(s, Container::Posts, p2, p2, "likeCount", json!(7)).await;
-    // The change feed goes past the corruption (drift, not lag), then comments flow.
-    eventually("the pump caught up", || async {
-        blog::pump::caught_up(s).await.unwrap_or(false)
-    })
-    .await;
+    // The change feed goes past the corruption (drift, not lag), then comments flow beside the
+    // pump and the repair.
+    app.settle().await;
 
     let comments = async {
         let mut acked = 0;
@@ -712,14 +711,19 @@ pub async fn repair_beside_the_service(fixture: Fixture) {
         }
         acked
     };
-    let (acked, repaired) = tokio::join!(comments, run(s, true));
+    let (acked, repaired) = app
+        .beside_the_pump(async { tokio::join!(comments, run(s, true)) })
+        .await;
     assert_eq!(acked, 20);
     assert!(!repaired.posts().before.is_clean(), "{}", repaired.render());
     if let Some((done, _)) = &repaired.posts().repair {
         assert!(done.failed.is_empty(), "{:?}", done.failed);
     }
 
-    converged(&app).await;
+    app.settled("the feed holds the three posts", || async {
+        app.get("/api/feed").await.items().len() == 3
+    })
+    .await;
     let after = run(s, false).await;
     assert!(after.posts().before.is_clean(), "{}", after.render());
     let post = app.get(&format!("/api/posts/{p1}")).await.body;
@@ -745,9 +749,8 @@ pub async fn lag_is_not_drift(fixture: Fixture) {
             .await;
         assert_eq!(r.status, 204, "{:?}", r.body);
     }
-    eventually("the follows are applied", || async {
-        blog::pump::caught_up(&*app.store).await.unwrap_or(false)
-            && app.get(&format!("/api/users/{}", d.ana)).await.body["followerCount"] == 2
+    app.settled("the follows are applied", || async {
+        app.get(&format!("/api/users/{}", d.ana)).await.body["followerCount"] == 2
     })
     .await;
     d.dir = app.stop().await;

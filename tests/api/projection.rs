@@ -366,7 +366,7 @@ pub async fn a_large_fan_out_goes_page_by_page(fixture: Fixture) {
     assert!(log.iter().filter(|e| **e == "patch").count() >= ITEMS);
     let max = seen.max_patching.load(Ordering::SeqCst);
     assert!(
-        (1..=projection::rename::CONCURRENCY).contains(&max),
+        (1..=projection::rename::PATCHES_IN_FLIGHT).contains(&max),
         "{max} patches at once"
     );
     let q = Query::partition(p.as_str()).ne("userUsername", "bea");

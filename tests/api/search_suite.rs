@@ -191,7 +191,8 @@ pub async fn follows_edits_and_deletes(app: &TestApp) {
 /// request, three a post; the change feed takes the rest): none is ever found, before the
 /// change feed has marked the rest or after.
 pub async fn an_erased_accounts_posts_are_never_found(app: &TestApp) {
-    use blog::projection::erase::{PAGE, POSTS_PER_STEP};
+    use blog::projection::cascade::POSTS_PER_STEP;
+    use blog::projection::engine::PAGE;
     let ana = id(&app.create_user("ana-to-erase").await);
     let bo = id(&app.create_user("bo").await);
     // More than the request marks.

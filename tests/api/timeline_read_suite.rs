@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use blog::domain::follows::{self, MergeMarker, MAX_FOLLOWING, REF_USER, TIMELINE};
 use blog::domain::{to_value, Kind, Post};
-use blog::projection::merged;
+use blog::projection::over_limit;
 use blog::store::{Container, Query, Store};
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
@@ -152,7 +152,11 @@ pub async fn a_reader_of_many_merged_authors_pays_two_queries_and_a_read_per_pos
             reader.into(),
             MergeMarker::new(reader, &author).to_item(),
         ));
-        seeded.push((Container::Feed, merged::PARTITION.into(), merged::item(&p)));
+        seeded.push((
+            Container::Feed,
+            over_limit::PARTITION.into(),
+            over_limit::item(&p),
+        ));
         // The author's own copy of the post, where a timeline read looked before.
         seeded.push((Container::Users, author.clone(), to_value(&p.summary())));
         seeded.push((Container::Posts, p.id.clone(), to_value(&p)));

@@ -209,7 +209,7 @@ pub(super) async fn check_user(
     Ok(())
 }
 
-/// A merged author's newest posts in the shared partition (`projection::merged`), as their
+/// A merged author's newest posts in the shared partition (`projection::over_limit`), as their
 /// post copies are now, by their current name; nothing of an author who is not merged.
 async fn check_merged(
     store: &dyn Store,
@@ -218,8 +218,8 @@ async fn check_merged(
     merged: bool,
     check: &mut Check,
 ) -> StoreResult<()> {
-    use projection::merged as shared;
-    let q = shared::of_author(u).limit(TIMELINE_SIZE as u32 + shared::PAGE);
+    use projection::over_limit as shared;
+    let q = shared::of_author(u).limit(TIMELINE_SIZE as u32 + projection::engine::PAGE);
     let held = retry(|| store.query(Container::Feed, &q)).await?.items;
     check.checked += held.len() as u64;
     let mut wanted: BTreeMap<String, MergedPost> = BTreeMap::new();
@@ -285,14 +285,14 @@ mod tests {
             &Text::post_content(&"c".repeat(300)).unwrap(),
         );
         p.like_count = 4;
-        let written = projection::merged::item(&p);
+        let written = projection::over_limit::item(&p);
         assert_eq!(written, MergedPost::new(&p).to_item());
         assert_eq!(
             MergedPost::deserialize(&written).unwrap(),
             MergedPost::new(&p)
         );
         assert_eq!(
-            projection::merged::PARTITION,
+            projection::over_limit::PARTITION,
             crate::domain::follows::MERGED
         );
     }

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::PAGE;
 use crate::domain::follows::{Edge, FollowKind, TimelineItem, TIMELINE, TIMELINE_SIZE};
 use crate::domain::{is_live, Kind, Post, User};
+use crate::ops::TRAVERSAL_PAGE;
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
 /// Every live item of `type` `kind` in `user`'s partition of `c`.
@@ -18,7 +18,10 @@ pub(super) async fn all_of(
     user: &str,
     kind: &str,
 ) -> StoreResult<Vec<Value>> {
-    let q = Query::partition(user).eq("type", kind).live().limit(PAGE);
+    let q = Query::partition(user)
+        .eq("type", kind)
+        .live()
+        .limit(TRAVERSAL_PAGE);
     crate::projection::engine::query_all(store, c, q).await
 }
 

@@ -32,7 +32,7 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
         }
     }
     for (u, name) in &check.merged_sync {
-        match projection::merged::copy_author(store, u, name).await {
+        match projection::over_limit::copy_author(store, u, name).await {
             Ok(n) => done.written += n,
             Err(e) => done.failed.push(format!("feed/merged ({u}): {e}")),
         }
@@ -60,7 +60,7 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
         }
     }
     for u in &check.recount {
-        match projection::timeline::recount(store, u).await {
+        match projection::timeline::set_follow_counts_and_cross(store, u).await {
             Ok(n) => done.written += n,
             Err(e) => done.failed.push(format!("users/{u}/{u}: {e}")),
         }

@@ -10,10 +10,11 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{pages, CONCURRENCY};
+use super::pages;
 use crate::domain::{is_deleted, Authored, Kind, Meta, Post, User};
 use crate::ops::expected::{self, Drift};
 use crate::ops::report::notification;
+use crate::ops::PARTITIONS_IN_FLIGHT;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// Usernames remembered between posts (cleared when full, so memory stays bounded).
@@ -185,7 +186,7 @@ pub(super) async fn check_posts(
 ) -> StoreResult<Vec<PostCheck>> {
     stream::iter(posts)
         .map(|p| check_post(store, names, p))
-        .buffered(CONCURRENCY)
+        .buffered(PARTITIONS_IN_FLIGHT)
         .try_collect()
         .await
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::limit::{limit_state, LimitState};
-use super::{trim, Batch, CONCURRENCY, PAGE};
+use super::{trim, Batch};
 use crate::domain::follows::{
     following_id, marker_id, Edge, FollowKind, MergeMarker, TimelineEntry, TimelineItem, REF_USER,
     TIMELINE, TIMELINE_KEEP, TIMELINE_SIZE,
@@ -15,6 +15,7 @@ use crate::domain::{Kind, Post};
 use crate::projection::engine::{
     apply_all, apply_one, delete_item, delete_matching, live_user, query_all, read_not_older,
 };
+use crate::projection::engine::{CONCURRENCY, PAGE};
 use crate::projection::follows::newest_edge;
 use crate::projection::write::Write;
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};

@@ -8,15 +8,16 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::limit::limit_state;
-use super::{trim, PAGE};
+use super::trim;
 use crate::domain::follows::{
     entry_content, following_id, timeline_id, trims, TimelineEntry, FOLLOWER, REF_USER, TIMELINE,
 };
 use crate::domain::jobs::{delete_job_id, post_job_id, Job, Work};
 use crate::domain::{is_deleted, Kind, Post};
+use crate::projection::engine::PAGE;
 use crate::projection::engine::{delete_item, delete_matching, live_user, read_job, save_job};
 use crate::projection::fanout::{self, Audience, Copies, Owners, Paged};
-use crate::projection::merged;
+use crate::projection::over_limit;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
 /// One page of deleted post `post_id`'s entries deleted; the job item records that more may be
@@ -132,7 +133,7 @@ impl Audience for Followers<'_> {
             // A marker makes a reader look in the shared partition: while any may be there, the
             // post is kept there too.
             let mut written = if state.marks() {
-                merged::upsert_post(store, post).await?
+                over_limit::upsert_post(store, post).await?
             } else {
                 0
             };

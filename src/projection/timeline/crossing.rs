@@ -7,11 +7,12 @@ use serde_json::Value;
 
 use super::backfill::copy_or_mark;
 use super::limit::{limit_state, merges, unmerges, LimitState};
-use super::{Batch, BACKFILL_PAGE, PAGE};
+use super::{Batch, BACKFILL_PAGE};
 use crate::domain::follows::{FOLLOWER, REF_USER};
 use crate::domain::jobs::{Job, Work};
+use crate::projection::engine::PAGE;
 use crate::projection::engine::{live_user, save_job};
-use crate::projection::merged;
+use crate::projection::over_limit;
 use crate::projection::write::str_field;
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
@@ -41,7 +42,7 @@ pub(super) async fn user_changed(
         // in the shared partition before the first one; coming back, copying resumes at once
         // (the markers then go, and the posts are copied, a page of followers a step).
         if target {
-            written += merged::copy_author(store, user_id, &typed.username).await?;
+            written += over_limit::copy_author(store, user_id, &typed.username).await?;
         }
         let work = Work::Limit {
             merged: target && state.merged,
@@ -84,7 +85,7 @@ pub(super) async fn limit_step(
     if target && state.cursor.is_none() {
         // Going over: their newest posts in the shared partition before the first marker.
         let name = &crate::projection::engine::as_user(&user)?.username;
-        written += merged::copy_author(store, user_id, name).await?;
+        written += over_limit::copy_author(store, user_id, name).await?;
     }
     let page = retry(|| store.query(Container::Users, &q)).await?;
     for m in &page.items {
@@ -94,7 +95,7 @@ pub(super) async fn limit_step(
     }
     if !target && page.continuation.is_none() {
         // Coming back: every follower holds the posts again; the shared copies go.
-        written += merged::remove_author(store, user_id).await?;
+        written += over_limit::remove_author(store, user_id).await?;
     }
     let done = page.continuation.is_none();
     let work = Work::Limit {

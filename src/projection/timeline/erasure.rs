@@ -4,7 +4,7 @@
 use crate::domain::follows::TIMELINE;
 use crate::domain::jobs::{Job, Work, ERASE_JOB, JOB};
 use crate::projection::engine::{delete_item, delete_matching, read_job, save_job};
-use crate::projection::merged;
+use crate::projection::over_limit;
 use crate::store::{Container, Query, Store, StoreResult};
 
 /// User `user_id` is erased: the next step of their timeline's removal. Returns the writes
@@ -32,7 +32,7 @@ pub(super) async fn erase_step(
     more |= m;
     if job.is_none() {
         // At most TIMELINE_SIZE items of theirs in the shared partition.
-        written += merged::remove_author(store, user_id).await?;
+        written += over_limit::remove_author(store, user_id).await?;
     }
     if more {
         let steps = job.map_or(0, |j| j.steps) + 1;

@@ -1,11 +1,11 @@
 //! Renames in the timeline lane: a user's new name carried to the edges and timeline entries in
 //! other users' partitions that name them, a page a step, recorded in their rename job item.
 
-use super::{CONCURRENCY, PAGE};
 use crate::domain::follows::REF_USER;
 use crate::domain::jobs::{Job, Work, RENAME_JOB};
 use crate::projection::engine::{apply_all, read_job, save_job};
-use crate::projection::merged;
+use crate::projection::engine::{CONCURRENCY, PAGE};
+use crate::projection::over_limit;
 use crate::projection::rename::plan_rename;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
@@ -49,7 +49,7 @@ pub(super) async fn rename_step(
     if renaming != Some(version) {
         // The first step of this rename: the author's items in the shared partition too (at
         // most TIMELINE_SIZE, so one page).
-        let (c, q) = merged::naming(user_id);
+        let (c, q) = over_limit::naming(user_id);
         let q = q.ne("userUsername", name).limit(PAGE);
         let stale = retry(|| store.query(c, &q)).await?;
         writes.extend(plan_rename(c, name, &stale.items));

@@ -1,7 +1,7 @@
 //! The Functions app definition (`host.json`, `functions/*/function.json`) against the protocol
-//! `docs/functions-host.md` describes, and against the router: an HTTP
-//! function without a route, a route without a function, or a trigger the handler does not
-//! answer fails here.
+//! `docs/functions-host.md` describes, against that page's table of functions, and against the
+//! router: an HTTP function without a route, a route without a function, a function the table
+//! leaves out or states otherwise, or a trigger the handler does not answer fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -186,6 +186,131 @@ fn every_http_function_matches_a_route_and_every_route_has_a_function() {
         no_function.is_empty(),
         "routes no function forwards: {no_function:?}"
     );
+}
+
+/// The one route under `/api` that no function forwards: `GET /api`, the index of links. A
+/// function's route is relative to the host's `api` prefix, and without one the host routes the
+/// function at its own name, so no function can be the prefix itself; `docs/functions-host.md`
+/// says so. Every other route under `/api` is one of [`router_requests`].
+const NOT_FORWARDED: (&str, &str) = ("", "GET");
+
+/// A row of the table of functions in `docs/functions-host.md`: the functions it names, its
+/// trigger, its route or container column and its methods column.
+struct DocRow {
+    names: Vec<String>,
+    trigger: String,
+    route: String,
+    methods: String,
+}
+
+/// The backticked spans of `cell`, in order.
+fn quoted(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+fn doc_table() -> Vec<DocRow> {
+    let page = std::fs::read_to_string(repo().join("docs/functions-host.md")).unwrap();
+    let rows: Vec<DocRow> = page
+        .lines()
+        .skip_while(|l| !l.starts_with("| function | trigger |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
+            assert_eq!(cells.len(), 4, "a row of four cells: {l}");
+            DocRow {
+                names: quoted(cells[0]),
+                trigger: cells[1].to_string(),
+                route: cells[2].to_string(),
+                methods: cells[3].to_string(),
+            }
+        })
+        .collect();
+    assert!(
+        !rows.is_empty(),
+        "no table of functions in docs/functions-host.md"
+    );
+    rows
+}
+
+/// The upper-cased methods of an HTTP function.
+fn methods_of(f: &Value) -> Vec<String> {
+    f["bindings"][0]["methods"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| m.as_str().unwrap_or_default().to_uppercase())
+        .collect()
+}
+
+#[test]
+fn the_docs_table_lists_every_function_as_declared() {
+    let functions = functions();
+    let rows = doc_table();
+    let listed: BTreeSet<String> = rows.iter().flat_map(|r| r.names.clone()).collect();
+    let declared: BTreeSet<String> = functions.keys().cloned().collect();
+    assert_eq!(
+        declared.difference(&listed).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "functions docs/functions-host.md does not list"
+    );
+    assert_eq!(
+        listed.difference(&declared).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "functions docs/functions-host.md lists but functions/ does not declare"
+    );
+    for row in &rows {
+        let first = quoted(&row.route);
+        for (i, name) in row.names.iter().enumerate() {
+            let f = &functions[name];
+            let input = &f["bindings"][0];
+            if row.trigger == "HTTP" {
+                assert_eq!(trigger_type(f), "httpTrigger", "{name}");
+                // The Conduit row sums up its functions (`conduit/api/...`, "as the RealWorld
+                // API"); `api::conduit::FUNCTIONS` lists them one by one, checked above.
+                let route = &first[0];
+                if !route.ends_with("...") {
+                    assert_eq!(input["route"], route.as_str(), "{name}: the docs' route");
+                }
+                let methods: Vec<&str> = row.methods.split(", ").collect();
+                if methods.len() == row.names.len() {
+                    assert_eq!(methods_of(f), [methods[i]], "{name}: the docs' methods");
+                } else if row.names.len() == 1 {
+                    assert_eq!(methods_of(f), methods, "{name}: the docs' methods");
+                } else {
+                    assert!(row.methods.starts_with("as "), "{name}: {}", row.methods);
+                }
+            } else {
+                assert_eq!(trigger_type(f), "cosmosDBTrigger", "{name}");
+                assert_eq!(input["containerName"], first[0].as_str(), "{name}");
+                assert_eq!(input["leaseContainerPrefix"], first[1].as_str(), "{name}");
+                assert_eq!(row.methods, format!("host POSTs `/{name}`"), "{name}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_api_index_is_served_but_no_function_forwards_it() {
+    let (route, method) = NOT_FORWARDED;
+    for (name, f) in functions() {
+        if trigger_type(&f) == "httpTrigger" {
+            assert_ne!(f["bindings"][0]["route"], route, "{name}");
+        }
+    }
+    assert!(!router_requests().contains(&(route.to_string(), method.to_string())));
+    let page = std::fs::read_to_string(repo().join("docs/functions-host.md")).unwrap();
+    assert!(
+        page.contains("No function forwards `GET /api`"),
+        "docs/functions-host.md says which route under /api has no function"
+    );
+    let app = spawn_hosted().await;
+    let r = app.client.get(app.url("/api")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{method} /api/{route}");
 }
 
 #[test]

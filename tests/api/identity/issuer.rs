@@ -151,7 +151,8 @@ struct IssuerState {
     keys: Mutex<Vec<Value>>,
     up: AtomicBool,
     jwks_fetches: AtomicUsize,
-    jwks_answered: AtomicUsize,
+    /// JWKS requests answered so far, for a test to wait on.
+    jwks_answered: tokio::sync::watch::Sender<usize>,
     /// While `true`, a JWKS request waits before it is answered.
     held: tokio::sync::watch::Sender<bool>,
     /// Bytes of padding in the JWKS, and whether it is streamed (no `Content-Length`).
@@ -179,7 +180,7 @@ impl Issuer {
             keys: Mutex::new(Vec::new()),
             up: AtomicBool::new(true),
             jwks_fetches: AtomicUsize::new(0),
-            jwks_answered: AtomicUsize::new(0),
+            jwks_answered: tokio::sync::watch::Sender::new(0),
             held: tokio::sync::watch::Sender::new(false),
             padding: Mutex::new((0, false)),
         });
@@ -225,7 +226,17 @@ impl Issuer {
     /// How many JWKS requests were answered (a request whose client gave up while it was held
     /// back is not).
     pub fn jwks_answered(&self) -> usize {
-        self.state.jwks_answered.load(Ordering::SeqCst)
+        *self.state.jwks_answered.borrow()
+    }
+
+    /// Wait until `n` JWKS requests have been answered (20 s at most).
+    pub async fn jwks_answered_at_least(&self, n: usize) {
+        let mut answered = self.state.jwks_answered.subscribe();
+        let wait = answered.wait_for(|a| *a >= n);
+        tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+            .await
+            .unwrap_or_else(|_| panic!("{n} JWKS requests never answered"))
+            .unwrap();
     }
 
     /// How many times the JWKS was asked for (also while down).
@@ -287,7 +298,7 @@ async fn discovery(State(s): State<Arc<IssuerState>>) -> Response {
 async fn jwks(State(s): State<Arc<IssuerState>>) -> Response {
     s.jwks_fetches.fetch_add(1, Ordering::SeqCst);
     let _ = s.held.subscribe().wait_for(|held| !held).await;
-    s.jwks_answered.fetch_add(1, Ordering::SeqCst);
+    s.jwks_answered.send_modify(|a| *a += 1);
     if !s.up.load(Ordering::SeqCst) {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }

@@ -343,7 +343,7 @@ impl Imports {
     /// its own ancestor: a module's file is the namespace its submodules share, so it may use
     /// them and they what it defines (`super::Report`). What is checked is everything else:
     /// submodules of one module among themselves (`projection::posts` and
-    /// `projection::erase`), and whole subtrees among each other.
+    /// `projection::cascade`), and whole subtrees among each other.
     pub fn at_depth(&self, depth: usize) -> BTreeMap<String, BTreeSet<String>> {
         let cut = |m: &str| {
             split(m)

@@ -22,16 +22,13 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::engine::{CONCURRENCY, PAGE};
 use crate::domain::follows::{MergedPost, MERGED, TIMELINE_SIZE};
 use crate::domain::{Kind, Post};
 use crate::store::{retry, Container, Order, Query, Store, StoreError, StoreResult};
 
 /// The partition (and `type`) of the merged authors' posts in `feed`.
 pub const PARTITION: &str = MERGED;
-/// Items read and written per step.
-pub const PAGE: u32 = 200;
-/// Writes in flight at once.
-const CONCURRENCY: usize = 8;
 
 /// The stored item for `post` (any form; its content is cut to the short form): a
 /// [`MergedPost`].

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::engine::{apply_all, apply_one, user, wrote, Unit};
+use super::engine::{apply_all, apply_one, user, wrote, Unit, CONCURRENCY, PAGE};
 use super::follows;
 use super::write::{str_field, Write};
 use crate::domain::pending::{is_pending_count, pending_count};
@@ -37,11 +37,6 @@ pub const ACCOUNTS: Unit = Unit {
         Box::pin(async move { project_accounts(store, changes).await.map(wrote) })
     },
 };
-
-/// Items marked per step: memory stays bounded whatever the number of items.
-pub const PAGE: u32 = 200;
-/// Marks in flight at once.
-pub const CONCURRENCY: usize = 8;
 
 /// The write that marks `item` (an item of `container`) deleted; a pending count (see
 /// [`crate::domain::pending`]) is deleted outright: its post's counters go with the post.
