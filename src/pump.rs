@@ -3,7 +3,7 @@
 //! each with its own checkpoint, so a fan-out in the timeline lane never holds up the main
 //! lane; where the store has one writer, the timeline lane's writes also wait behind the main
 //! lane's, `store::WritePriority`), hands each batch to its lane's projections, then checkpoints in `leases` (at most every
-//! [`CHECKPOINT_EVERY`], and when it stops). It resumes from its checkpoint after a restart,
+//! [`CHECKPOINT_EVERY`] while its batches write, [`QUIET_CHECKPOINT_EVERY`] while they do not, and when it stops). It resumes from its checkpoint after a restart,
 //! replaying what came after it (harmless: the projections write the present state); an
 //! unapplied batch is retried, never skipped, until it has failed `quarantine::ATTEMPTS` times:
 //! then what still fails of it is quarantined (`crate::quarantine`) and the follower moves on. Posts whose counter a projection deferred are
@@ -47,6 +47,21 @@ const BATCH: u32 = 100;
 /// defers its posts again; most batches (a comment's, the `users` feed's change of a post copy)
 /// write nothing at all, so a checkpoint per batch was a store write per change.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+/// A follower whose batches since its last checkpoint wrote nothing (most of them: a like's
+/// change in the timeline lanes, the `users` feed's change of a post copy) checkpoints at most
+/// this often instead: replaying what it applied writes nothing either, so a checkpoint there
+/// buys only a shorter replay, at a store write each time.
+const QUIET_CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a follower checkpoints, given whether its batches since the last checkpoint wrote
+/// anything (or deferred a recheck, which the checkpoint keeps).
+fn checkpoint_every(wrote: bool) -> Duration {
+    if wrote {
+        CHECKPOINT_EVERY
+    } else {
+        QUIET_CHECKPOINT_EVERY
+    }
+}
 
 /// A follower that ran at least this long before failing is restarted at once (its backoff
 /// starts over); one failing sooner waits twice as long as the time before, up to `MAX_BACKOFF`.
@@ -239,6 +254,8 @@ async fn follow(
     // The position applied but not yet checkpointed, and when the last checkpoint was saved.
     let mut unsaved: Option<String> = None;
     let mut saved_at = Instant::now();
+    // Whether a batch applied since the last checkpoint wrote anything.
+    let mut wrote = false;
     tracing::info!(container = c.name(), checkpoint = ?continuation, "change-feed pump started");
     // Where the store can tell, a commit wakes the follower; the idle poll is the fallback.
     let mut wake = store.change_notifier(container);
@@ -297,10 +314,10 @@ async fn follow(
         if page.items.is_empty() {
             reporter.progress.caught_up(reporter.index, began);
             continuation = Some(page.continuation);
-            let due = CHECKPOINT_EVERY.saturating_sub(saved_at.elapsed());
+            let due = checkpoint_every(wrote).saturating_sub(saved_at.elapsed());
             if unsaved.is_some() && due.is_zero() {
                 flush(&*store, c, &mut unsaved, &rechecks).await;
-                saved_at = Instant::now();
+                (saved_at, wrote) = (Instant::now(), false);
             }
             let wait = match unsaved {
                 Some(_) => rechecks.idle(idle).min(due),
@@ -327,6 +344,7 @@ async fn follow(
         .await
         {
             Ok(quarantine::Projected { report, .. }) => {
+                wrote |= report.writes > 0 || !report.deferred.is_empty();
                 rechecks.settle(&report.settled);
                 rechecks.defer(report.deferred);
                 tracing::debug!(
@@ -336,9 +354,9 @@ async fn follow(
                     "batch projected"
                 );
                 unsaved = Some(page.continuation.clone());
-                if saved_at.elapsed() >= CHECKPOINT_EVERY {
+                if saved_at.elapsed() >= checkpoint_every(wrote) {
                     flush(&*store, c, &mut unsaved, &rechecks).await;
-                    saved_at = Instant::now();
+                    (saved_at, wrote) = (Instant::now(), false);
                 }
                 continuation = Some(page.continuation);
                 backoff = FIRST_BACKOFF;
