@@ -16,6 +16,7 @@ mod follows;
 mod identity;
 mod items;
 mod likes;
+pub mod middleware;
 pub mod openapi;
 mod posts;
 mod schema;
@@ -29,27 +30,23 @@ mod users;
 pub mod views;
 pub mod write_limit;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde::Serialize;
 use serde_json::Value;
-use tracing::Instrument as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use extract::{JsonBody, Paging, PathId, PathIds};
 pub use state::{AppState, Shared};
 
-use crate::auth::ActingUser;
 use crate::domain::Id;
-use crate::error::{ApiError, ApiResult, Failure};
-use crate::store::{metrics, Container, Page, Store, StoreResult};
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Container, Page, Store, StoreResult};
 use conditional::{no_cache, tagged, IfNoneMatch};
 use views::{PageView, View};
 
@@ -172,14 +169,7 @@ pub fn operations() -> Vec<Operation> {
 /// The API's routes as served: [`api_router`], each request answered within `request_timeout`
 /// (else 503 with `Retry-After`). `crate::app` puts them together with the rest.
 pub fn timed_routes(request_timeout: Duration) -> Router<AppState> {
-    api_router().route_layer(axum::middleware::from_fn(
-        move |req: Request, next: Next| async move {
-            match tokio::time::timeout(request_timeout, next.run(req)).await {
-                Ok(resp) => resp,
-                Err(_) => ApiError::TimedOut(request_timeout).into_response(),
-            }
-        },
-    ))
+    api_router().route_layer(middleware::TimeLimit(request_timeout))
 }
 
 /// `GET /api`: where a client starts, the links to the OpenAPI document, its rendered reference,
@@ -220,47 +210,6 @@ pub fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".into());
     ApiError::internal(format!("the request's handler panicked: {message}")).into_response()
-}
-
-/// Count the store operations (and request units) a request used into response headers, and log
-/// the request (with the user it acted as, never the token or principal that proved it).
-/// Everything a request logs (here and in the handlers) is in its span, with method and path;
-/// a server-side failure is logged here from the [`Failure`] the error response carries.
-pub async fn meter(mut req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    let span = tracing::info_span!("request", %method, %path);
-    let acting = ActingUser::default();
-    req.extensions_mut().insert(acting.clone());
-    let started = Instant::now();
-    let (mut resp, usage) = metrics::scope(next.run(req)).instrument(span.clone()).await;
-    let _in_span = span.enter();
-    if let Some(failure) = resp.extensions_mut().remove::<Failure>() {
-        failure.log();
-    }
-    let headers = resp.headers_mut();
-    // Error bodies echo parts of the request: never let a browser sniff them into HTML.
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert("x-store-operations", HeaderValue::from(usage.operations));
-    if usage.request_charge > 0.0 {
-        if let Ok(v) = HeaderValue::from_str(&format!("{:.2}", usage.request_charge)) {
-            headers.insert("x-request-charge", v);
-        }
-    }
-    tracing::info!(
-        %method,
-        %path,
-        status = resp.status().as_u16(),
-        user = acting.get(),
-        store_operations = usage.operations,
-        request_charge = usage.request_charge,
-        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
-        "request"
-    );
-    resp
 }
 
 /// A list response: the page of `P`'s views of the items a query found (`{"items": [...],

@@ -54,21 +54,18 @@ pub fn routes(config: &Config) -> Router<AppState> {
         .route("/api", axum::routing::get(api::index))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
-        .layer(DefaultBodyLimit::max(api::BODY_LIMIT))
-        // Inside `meter`, so that a panic is answered, counted and logged like any failure.
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            api::panicked,
-        ))
-        .layer(axum::middleware::from_fn(api::meter))
-        .layer(axum::middleware::from_fn(
-            |req: Request, next: Next| async move {
-                if is_trigger(req.uri().path()) {
-                    next.run(req).await
-                } else {
-                    crate::compression::compress(req, next).await
-                }
-            },
-        ));
+        // One stack, outermost first: each `Router::layer` call wraps every route in a service
+        // of its own, cloned and boxed again on every request.
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(crate::compression::Layer::except(is_trigger))
+                .layer(api::middleware::Metering)
+                // Inside `meter`, so that a panic is answered, counted and logged like any failure.
+                .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                    api::panicked,
+                ))
+                .layer(DefaultBodyLimit::max(api::BODY_LIMIT)),
+        );
     let Some(cors) = api::cors::layer(&config.cors_origins) else {
         return routes;
     };

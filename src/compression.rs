@@ -15,14 +15,18 @@
 //! to a client that takes gzip ([`takes_gzip`], [`gzipped`]); the layer leaves an answer that
 //! already has a `Content-Encoding` alone.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
-use tower::{Layer as _, ServiceExt as _};
-use tower_http::compression::predicate::{NotForContentType, Predicate as _, SizeAbove};
-use tower_http::compression::CompressionLayer;
+use tower::Service;
+use tower_http::compression::predicate::Predicate;
+use tower_http::compression::{Compression, CompressionBody, CompressionLayer};
 
 /// Bodies this size or smaller go uncompressed: gzip's header and trailer take 18 bytes, and a
 /// short JSON answer has too little repetition to gain more than that.
@@ -31,19 +35,196 @@ pub const MIN_SIZE: u16 = 256;
 /// The suffix an entity tag of a gzip-compressed answer carries inside its quotes.
 const GZIP_SUFFIX: &str = "-gzip";
 
-/// The middleware: compress the answer to `req` when its client takes gzip (see the module).
-pub async fn compress(mut req: Request, next: Next) -> Response {
-    let named = plain_conditions(req.headers_mut());
-    let predicate = SizeAbove::new(MIN_SIZE)
-        .and(NotForContentType::GRPC)
-        .and(NotForContentType::IMAGES)
-        .and(NotForContentType::SSE);
-    let layer = CompressionLayer::new().compress_when(predicate);
-    let resp = match layer.layer(next).oneshot(req).await {
-        Ok(resp) => resp.map(Body::new),
-        Err(never) => match never {},
-    };
-    tag_representation(resp, &named)
+/// Which answers are worth compressing: not already encoded or a range; of a type that gains
+/// (not an image other than SVG, not gRPC other than gRPC-Web, not an event stream, which must
+/// reach its reader event by event); over [`MIN_SIZE`] bytes, or of a size not known ahead.
+#[derive(Clone, Copy)]
+pub struct Worth;
+
+impl Predicate for Worth {
+    fn should_compress<B: axum::body::HttpBody>(&self, resp: &axum::http::Response<B>) -> bool {
+        let seen = Seen::of(resp.headers());
+        let ty = seen.content_type;
+        let kind = (ty.starts_with("image/svg+xml") || !ty.starts_with("image/"))
+            && (ty.starts_with("application/grpc-web") || !ty.starts_with("application/grpc"))
+            && !ty.starts_with("text/event-stream");
+        !seen.encoded
+            && !seen.ranged
+            && kind
+            && resp
+                .body()
+                .size_hint()
+                .exact()
+                .or(seen.length)
+                .is_none_or(|size| size >= u64::from(MIN_SIZE))
+    }
+}
+
+/// What an answer's headers say about compressing it, read in one pass (an answer has few).
+struct Seen<'a> {
+    content_type: &'a str,
+    length: Option<u64>,
+    encoded: bool,
+    ranged: bool,
+    varies: bool,
+}
+
+impl<'a> Seen<'a> {
+    fn of(headers: &'a HeaderMap) -> Self {
+        let mut seen = Seen {
+            content_type: "",
+            length: None,
+            encoded: false,
+            ranged: false,
+            varies: false,
+        };
+        for (name, value) in headers {
+            if name == header::CONTENT_TYPE {
+                seen.content_type = value.to_str().unwrap_or_default();
+            } else if name == header::CONTENT_LENGTH {
+                seen.length = value.to_str().ok().and_then(|v| v.parse().ok());
+            } else if name == header::CONTENT_ENCODING {
+                seen.encoded = true;
+            } else if name == header::CONTENT_RANGE {
+                seen.ranged = true;
+            } else if name == header::VARY {
+                seen.varies |= value.to_str().is_ok_and(|v| {
+                    v.split(',')
+                        .any(|n| n.trim().eq_ignore_ascii_case("accept-encoding"))
+                });
+            }
+        }
+        seen
+    }
+}
+
+/// The layer: compress the answers of the services it wraps (see the module), except to requests
+/// whose path `passes` names, which go through untouched.
+#[derive(Clone, Copy)]
+pub struct Layer {
+    passes: fn(&str) -> bool,
+}
+
+impl Layer {
+    /// Compress every answer except to requests whose path `passes` names.
+    pub fn except(passes: fn(&str) -> bool) -> Self {
+        Layer { passes }
+    }
+}
+
+impl<S> tower::Layer<S> for Layer {
+    type Service = Compress<S>;
+
+    fn layer(&self, inner: S) -> Compress<S> {
+        Compress {
+            gzip: CompressionLayer::new().compress_when(Worth).layer(inner),
+            passes: self.passes,
+        }
+    }
+}
+
+/// The service [`Layer`] makes. A request whose client does not take gzip goes straight to the
+/// service inside: nothing is boxed or wrapped on its way, only `Vary` and the 304's tag are set
+/// on the answer.
+#[derive(Clone)]
+pub struct Compress<S> {
+    gzip: Compression<S, Worth>,
+    passes: fn(&str) -> bool,
+}
+
+impl<S> Service<Request> for Compress<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Answer<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.gzip.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        if (self.passes)(req.uri().path()) {
+            return Answer::Passed {
+                inner: self.gzip.get_mut().call(req),
+            };
+        }
+        // One pass over the request's headers (a lookup each would cost more).
+        let (mut gzip, mut conditional) = (false, false);
+        for (name, value) in req.headers() {
+            if name == header::ACCEPT_ENCODING {
+                gzip |= value_takes_gzip(value);
+            } else if name == header::IF_NONE_MATCH || name == header::IF_MATCH {
+                conditional = true;
+            }
+        }
+        let named = if conditional {
+            plain_conditions(req.headers_mut())
+        } else {
+            Vec::new()
+        };
+        if gzip {
+            Answer::Gzip {
+                inner: self.gzip.call(req),
+                named,
+            }
+        } else {
+            Answer::Plain {
+                inner: self.gzip.get_mut().call(req),
+                named,
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The answer of [`Compress`], on its way.
+    #[project = AnswerProj]
+    pub enum Answer<F> {
+        /// Left alone.
+        Passed { #[pin] inner: F },
+        /// To a client that does not take gzip.
+        Plain { #[pin] inner: F, named: Vec<String> },
+        /// To a client that takes gzip.
+        Gzip { #[pin] inner: tower_http::compression::ResponseFuture<F, Worth>, named: Vec<String> },
+    }
+}
+
+impl<F> Future for Answer<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(Ok(match self.project() {
+            AnswerProj::Passed { inner } => return inner.poll(cx),
+            AnswerProj::Plain { inner, named } => {
+                let Ok(mut resp) = ready!(inner.poll(cx));
+                if Worth.should_compress(&resp) && !Seen::of(resp.headers()).varies {
+                    resp.headers_mut()
+                        .append(header::VARY, HeaderValue::from_static("accept-encoding"));
+                }
+                tag_representation(resp, named)
+            }
+            AnswerProj::Gzip { inner, named } => {
+                let Ok(resp) = ready!(inner.poll(cx));
+                tag_representation(resp.map(compressed_body), named)
+            }
+        }))
+    }
+}
+
+fn compressed_body(body: CompressionBody<Body>) -> Body {
+    Body::new(body)
+}
+
+/// Add `Vary: Accept-Encoding` unless the answer already varies by it.
+fn vary(headers: &mut HeaderMap) {
+    if !Seen::of(headers).varies {
+        headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
 }
 
 /// Whether a request's `Accept-Encoding` takes gzip (named, or `*`, without `q=0`): for an
@@ -52,19 +233,22 @@ pub fn takes_gzip(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT_ENCODING)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or("").trim();
-            let refused = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q == 0.0)
-            });
-            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-        })
+        .any(value_takes_gzip)
+}
+
+/// Whether one `Accept-Encoding` value takes gzip (see [`takes_gzip`]).
+fn value_takes_gzip(value: &HeaderValue) -> bool {
+    value.to_str().unwrap_or_default().split(',').any(|coding| {
+        let mut parts = coding.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        let refused = parts.any(|p| {
+            p.trim()
+                .strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .is_some_and(|q| q == 0.0)
+        });
+        (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+    })
 }
 
 /// Whether the request takes gzip ([`takes_gzip`]), as an extractor: read from the request's
@@ -143,6 +327,9 @@ fn tag_representation(mut resp: Response, named: &[String]) -> Response {
         .get(header::CONTENT_ENCODING)
         .is_some_and(|e| e.as_bytes().eq_ignore_ascii_case(b"gzip"));
     let not_modified = resp.status() == StatusCode::NOT_MODIFIED;
+    if !compressed && !not_modified {
+        return resp;
+    }
     let headers = resp.headers_mut();
     let Some(tag) = headers
         .get(header::ETAG)
@@ -158,7 +345,7 @@ fn tag_representation(mut resp: Response, named: &[String]) -> Response {
     let tag = if compressed {
         Some(gzip_form)
     } else if not_modified {
-        headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+        vary(headers);
         let plain_named = named.iter().any(|n| n == opaque(&tag));
         let gzip_named = named.iter().any(|n| n == opaque(&gzip_form));
         (gzip_named && !plain_named).then_some(gzip_form)
@@ -189,6 +376,47 @@ mod tests {
         assert!(!with("gzip;q=0"));
         assert!(!with("identity"));
         assert!(!takes_gzip(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn worth_compressing_by_type_size_and_encoding() {
+        let answer =
+            |ty: &'static str, len: usize, extra: Option<(header::HeaderName, &'static str)>| {
+                let mut resp = Response::new(Body::from(vec![b'a'; len]));
+                resp.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+                if let Some((name, value)) = extra {
+                    resp.headers_mut()
+                        .insert(name, HeaderValue::from_static(value));
+                }
+                Worth.should_compress(&resp)
+            };
+        let big = usize::from(MIN_SIZE);
+        assert!(answer("application/json", big, None));
+        assert!(!answer("application/json", big - 1, None));
+        assert!(answer("image/svg+xml", big, None));
+        assert!(!answer("image/png", big, None));
+        assert!(answer("application/grpc-web", big, None));
+        assert!(!answer("application/grpc", big, None));
+        assert!(!answer("text/event-stream", big, None));
+        assert!(!answer(
+            "text/html",
+            big,
+            Some((header::CONTENT_ENCODING, "br"))
+        ));
+        assert!(!answer(
+            "text/html",
+            big,
+            Some((header::CONTENT_RANGE, "bytes 0-9/99"))
+        ));
+        // A body of unknown size is worth it.
+        let stream = Body::from_stream(futures::stream::iter([Ok::<_, Infallible>(
+            Bytes::from_static(b"a"),
+        )]));
+        let mut resp = Response::new(stream);
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html"));
+        assert!(Worth.should_compress(&resp));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! service's own sentence (a parser's message never reaches it).
 //!
 //! Rendering never logs: a response for a server-side failure carries a [`Failure`] in its
-//! extensions, and the request middleware (`api::meter`) logs it inside the request's span, with
+//! extensions, and the request middleware (`api::middleware::Metering`) logs it inside the request's span, with
 //! its method and path.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -71,6 +71,12 @@ tokio::task_local! {
     static METER: Meter;
 }
 
+/// `fut` run with `meter` as its meter: [`scope`] as a future with a name, for a service that
+/// reads the meter itself once `fut` is done.
+pub fn metered<F: Future>(meter: Meter, fut: F) -> tokio::task::futures::TaskLocalFuture<Meter, F> {
+    METER.scope(meter, fut)
+}
+
 /// Run `fut` with a fresh meter; returns the meter to read once `fut` is done.
 pub async fn scope<F: Future>(fut: F) -> (F::Output, Usage) {
     let meter = Meter::default();
