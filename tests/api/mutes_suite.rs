@@ -252,7 +252,12 @@ pub async fn only_the_signed_in_user_reads_and_changes_their_mutes(fixture: Fixt
         made.push(id(&r.body));
     }
     let (ana_id, bob_id, cy_id) = (&made[0], &made[1], &made[2]);
-    let r = as_("PUT", format!("/api/users/{ana_id}/following/{bob_id}"), ana).await;
+    let r = as_(
+        "PUT",
+        format!("/api/users/{ana_id}/following/{bob_id}"),
+        ana,
+    )
+    .await;
     assert_eq!(r.status, 204, "{:?}", r.body);
     let post = json!({ "title": "by bob", "content": "c" });
     let r = app.as_principal("POST", "/api/posts", bob, post).await;
@@ -270,9 +275,7 @@ pub async fn only_the_signed_in_user_reads_and_changes_their_mutes(fixture: Fixt
             .await
             .assert_problem(403);
     }
-    as_("GET", ana_mutes.clone(), bob)
-        .await
-        .assert_problem(403);
+    as_("GET", ana_mutes.clone(), bob).await.assert_problem(403);
     app.put(&mute_path(ana_id, cy_id), Value::Null)
         .await
         .assert_problem(401);
