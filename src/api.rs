@@ -17,6 +17,7 @@ mod identity;
 mod items;
 mod likes;
 pub mod middleware;
+mod mutes;
 pub mod openapi;
 mod posts;
 mod schema;
@@ -67,7 +68,7 @@ macro_rules! api_table {
             posts::create_post,
             posts::get_post,
             posts::update_post,
-            comments::list_comments,
+            comments::read_comments,
             comments::create_comment,
             likes::list_likes,
             likes::create_like,
@@ -83,13 +84,16 @@ macro_rules! api_table {
             follows::unfollow,
             follows::list_following,
             follows::list_followers,
-            timeline::get_timeline,
+            timeline::read_timeline,
             identity::get_me,
             identity::get_config,
             openapi::get_api_description,
             bookmarks::bookmark,
             bookmarks::unbookmark,
             bookmarks::list_bookmarks,
+            mutes::mute,
+            mutes::unmute,
+            mutes::list_mutes,
             tags::list_tag_posts,
             tags::list_tags,
         ]

@@ -54,6 +54,11 @@ export function writer() {
   return session.user ? { userId: session.user.id } : {};
 }
 
+/** The `viewerId` a timeline or comments read carries: whose muted users it leaves out. */
+export function reader() {
+  return session.user ? { viewerId: session.user.id } : {};
+}
+
 export async function init() {
   try {
     const { data } = await api('GET', 'config');

@@ -4,7 +4,7 @@
 
 import { api, listPath, seg } from './api.js';
 import { arriving, forgetArrived, GIVE_UP_MS, setArriving, watchFeed } from './arriving.js';
-import { session } from './auth.js';
+import { reader, session } from './auth.js';
 import { heading, needUser, postCard } from './parts.js';
 import { field, form, h, link, pagedList, put } from './ui.js';
 
@@ -44,7 +44,7 @@ export async function following(ctx) {
   if (!session.user) return ctx.render(heading('Following'), needUser('read the posts of the people you follow'));
   const list = pagedList(
     'Posts by people you follow',
-    async (t) => (await api('GET', listPath(`users/${seg(session.user.id)}/timeline`, t))).data,
+    async (t) => (await api('GET', listPath(`users/${seg(session.user.id)}/timeline`, t, 20, reader()))).data,
     postCard,
     'Nothing here yet: follow people from their page, and their newest posts come here.',
   );

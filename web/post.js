@@ -2,7 +2,7 @@
 
 import { api, ApiError, listPath, seg } from './api.js';
 import { arriving, watchFeed } from './arriving.js';
-import { session, writer } from './auth.js';
+import { reader, session, writer } from './auth.js';
 import { authorLink, heading, needUser, notFound, tagLinks, tagsOf } from './parts.js';
 import { count, field, form, h, pagedList, put, say, status, when } from './ui.js';
 
@@ -140,7 +140,7 @@ export async function post(ctx, id) {
   }
   const comments = pagedList(
     'Comments',
-    async (t) => (await api('GET', listPath(`posts/${seg(id)}/comments`, t))).data,
+    async (t) => (await api('GET', listPath(`posts/${seg(id)}/comments`, t, 20, reader()))).data,
     (c) => {
       const li = h('li', { class: 'comment' }, h('p', { class: 'meta' }, authorLink(c), ' · ', when(c.creationDate)), h('p', { class: 'text' }, c.content));
       if (mayDelete(c)) li.append(deleteButton(c, li));

@@ -1,4 +1,5 @@
-// An author's page (Q1, Q3) with Follow / Unfollow, drawn as the screens in feed.js are.
+// An author's page (Q1, Q3) with Follow / Unfollow and Mute / Unmute, drawn as the screens in
+// feed.js are.
 
 import { api, ApiError, listPath, seg } from './api.js';
 import { session } from './auth.js';
@@ -35,7 +36,7 @@ export async function user(ctx, id) {
   ctx.render(
     heading(u.username),
     counts,
-    session.user && !mine ? followButton(u, moved) : null,
+    session.user && !mine ? h('div', { class: 'actions' }, followButton(u, moved), muteButton(u)) : null,
     h('p', { class: 'muted' }, 'Posts by this author, newest first. ', mine ? h('a', { href: '#/me' }, 'Rename yourself') : null),
     list.el,
   );
@@ -83,5 +84,43 @@ function followButton(u, moved) {
       b.disabled = false;
     }
   });
-  return h('div', {}, b);
+  return b;
+}
+
+/**
+ * Mute / Unmute `u` as the signed-in user: their posts and comments leave what you read (your
+ * timeline, every post's comments). Whether you muted them is read from your own list (at most
+ * 100 users, one page).
+ */
+function muteButton(u) {
+  const path = `users/${seg(session.user.id)}/mutes`;
+  const b = h('button', { type: 'button', id: 'mute', class: 'secondary', 'aria-pressed': 'false', disabled: true }, 'Mute');
+  let muted = false;
+  const show = () => {
+    b.setAttribute('aria-pressed', String(muted));
+    put(b, muted ? 'Unmute' : 'Mute');
+  };
+  (async () => {
+    try {
+      muted = (await api('GET', path)).data.items.some((m) => m.id === u.id);
+      show();
+      b.disabled = false;
+    } catch (e) {
+      say(e.message);
+    }
+  })();
+  b.addEventListener('click', async () => {
+    b.disabled = true;
+    try {
+      await api(muted ? 'DELETE' : 'PUT', `${path}/${seg(u.id)}`);
+      muted = !muted;
+      show();
+      say(muted ? `Muted ${u.username}: their posts and comments are hidden from you.` : `${u.username} unmuted.`);
+    } catch (e) {
+      say(e.message);
+    } finally {
+      b.disabled = false;
+    }
+  });
+  return b;
 }

@@ -4,11 +4,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use futures::TryFutureExt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::deletion::{mark_in_post, no_content, Marked};
 use super::items::{add_to_post, in_post, Added};
+use super::mutes::{muted_by, Reader};
 use super::schema::PagingParams;
 use super::views::{CommentPage, CommentView, View};
 use super::PathIds;
@@ -88,22 +90,36 @@ const NUMBER_ATTEMPTS: usize = 4;
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}/comments",
+    operation_id = "list_comments",
     tag = "posts",
     summary = "List a post's comments, oldest first",
-    description = "One query in the post's partition: an unknown post has an empty list.",
-    params(("postId" = String, Path, description = "The post's id"), PagingParams),
+    description = "One query in the post's partition: an unknown post has an empty list. The comments of the users the reader has muted are left out (the reader: the signed-in caller, or the user `viewerId` names), so a page may hold fewer than `limit` comments and still have a next page; knowing the reader adds one point read, of their mute list, made alongside the query.",
+    params(("postId" = String, Path, description = "The post's id"), ("viewerId" = Option<String>, Query, description = "Read as this user, without the comments of whom they muted: the caller's own user (by default, the signed-in caller's)", example = "a7e2d9c4-1b3f-4e6a-8d5c-9f0e2b7a4c13"), PagingParams),
     responses(
         (status = 200, description = "One page of comments", body = CommentPage,
             headers(("Cache-Control" = String, description = "`no-cache`"))),
+        (status = 401, description = "`viewerId` without a valid identity (authentication is on)", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`viewerId` is not the signed-in caller's user", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn list_comments(
+pub async fn read_comments(
     State(s): State<AppState>,
     PathId(post_id): PathId,
+    Reader(reader): Reader,
     paging: Paging,
 ) -> ApiResult<Response> {
     let q = in_post(&post_id, Kind::Comment, paging);
-    list::<CommentPage>(s.store.query(Container::Posts, &q).await?)
+    let page = s.store.query(Container::Posts, &q).err_into();
+    let (mut page, muted) = futures::try_join!(page, muted_by(&*s.store, reader.as_ref()))?;
+    // The reader's muted users' comments are left out; the page keeps its place in the list.
+    page.items
+        .retain(|c| Authored::author_of(c).is_none_or(|a| !muted.contains(&a)));
+    list::<CommentPage>(page)
+}
+
+/// A post's comments as nobody in particular reads them (the RealWorld API's list).
+pub async fn list_comments(s: State<AppState>, p: PathId, paging: Paging) -> ApiResult<Response> {
+    read_comments(s, p, Reader(None), paging).await
 }
 
 /// `DELETE /api/posts/{postId}/comments/{commentId}`: by the comment's author or the post's.

@@ -4,9 +4,11 @@
 
 use axum::extract::State;
 use axum::response::Response;
+use futures::TryFutureExt;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::mutes::{muted_by, Reader};
 use super::schema::PagingParams;
 use super::views::{PageView, PostSummaryPage, PostSummaryView};
 use super::{page_response, AppState, Paging, PathId};
@@ -16,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::projection::over_limit;
 use crate::store::{Container, Order, Query};
 
-/// `GET /api/users/{userId}/timeline`: at most 2 + `limit` store operations, whoever the user
+/// `GET /api/users/{userId}/timeline`: at most 3 + `limit` store operations, whoever the user
 /// follows. One query in the user's partition reads every merge marker (at most
 /// [`MAX_FOLLOWING`]; they sort before every entry) and the newest entries; if it found markers,
 /// one query of the merged authors' shared partition reads the newest posts of all of them at
@@ -27,22 +29,27 @@ use crate::store::{Container, Order, Query};
 /// reads the newest `served + limit` again and skips those, so a page costs the same however
 /// deep. While timeline items may still be where an earlier release kept them ([`TimelinePlace`]),
 /// the first query is asked of `users` too (one more operation), and of an item in both places
-/// the one in `timelines` is taken.
+/// the one in `timelines` is taken. The reader's mute list is read alongside the first query (one
+/// point read), and the muted users' entries and markers are passed over.
 #[utoipa::path(
     get,
     path = "/api/users/{userId}/timeline",
+    operation_id = "get_timeline",
     tag = "follows",
     summary = "The newest posts of the users a user follows (at most 100), newest first, in short form",
-    description = "At most 2 + `limit` store operations whoever the user follows: one query in the user's partition (kept by the change feed), one query of the shared partition holding the newest posts of the authors over the fan-out limit (only when the user follows such an author), and at most one point read per post shown for its `commentCount` and `likeCount`, which are read from the post itself when shown (from a per-process snapshot while it holds: until the next write to `posts` on the embedded store, at most `BLOG_FEED_CACHE_MS` on Cosmos DB). A post deleted meanwhile is left out, so a page may hold fewer than `limit` posts and still have a next page.",
-    params(("userId" = String, Path, description = "The user's id"), PagingParams),
+    description = "At most 3 + `limit` store operations whoever the user follows: a point read of the reader's mute list (the signed-in caller's, or that of the user `viewerId` names; none for an anonymous read), whose users' posts are left out, alongside one query in the user's partition (kept by the change feed), one query of the shared partition holding the newest posts of the authors over the fan-out limit (only when the user follows such an author), and at most one point read per post shown for its `commentCount` and `likeCount`, which are read from the post itself when shown (from a per-process snapshot while it holds: until the next write to `posts` on the embedded store, at most `BLOG_FEED_CACHE_MS` on Cosmos DB). A post deleted meanwhile is left out, so a page may hold fewer than `limit` posts and still have a next page.",
+    params(("userId" = String, Path, description = "The user's id"), ("viewerId" = Option<String>, Query, description = "Read as this user, without the posts of whom they muted: the caller's own user (by default, the signed-in caller's)", example = "a7e2d9c4-1b3f-4e6a-8d5c-9f0e2b7a4c13"), PagingParams),
     responses(
         (status = 200, description = "One page of the timeline", body = PostSummaryPage,
             headers(("Cache-Control" = String, description = "`no-cache`"))),
+        (status = 401, description = "`viewerId` without a valid identity (authentication is on)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`viewerId` is not the signed-in caller's user", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_timeline(
+pub async fn read_timeline(
     State(s): State<AppState>,
     PathId(user): PathId,
+    Reader(reader): Reader,
     paging: Paging,
 ) -> ApiResult<Response> {
     let served = match paging.continuation.as_deref() {
@@ -64,7 +71,8 @@ pub async fn get_timeline(
         .eq(Kind::FIELD, FollowKind::Timeline.as_str())
         .order_by_creation(Order::Desc)
         .limit((MAX_FOLLOWING + want) as u32);
-    let mut page = s.store.query(Container::Timelines, &q).await?;
+    let page = s.store.query(Container::Timelines, &q).err_into();
+    let (mut page, muted) = futures::try_join!(page, muted_by(&*s.store, reader.as_ref()))?;
     // Read once: each item's place in the timeline (id and date), then what it is.
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -94,10 +102,12 @@ pub async fn get_timeline(
     let mut entries = Vec::new();
     let mut more = page.continuation.is_some();
     for item in &page.items {
+        // The reader's muted users are passed over: no merged read, no entry counted.
         if is_marker(item) {
-            markers.push(marker_author(item)?);
+            markers.extend(Some(marker_author(item)?).filter(|a| !muted.contains(a)));
         } else if entries.len() < want {
-            entries.extend(PostSummaryView::of_timeline_item(item)?);
+            let entry = PostSummaryView::of_timeline_item(item)?;
+            entries.extend(entry.filter(|p| !muted.contains(&p.user_id)));
         } else {
             more = true;
         }
@@ -120,6 +130,11 @@ pub async fn get_timeline(
     let continuation =
         (more && passed == want && passed < TIMELINE_SIZE).then(|| passed.to_string());
     Ok(page_response(&PostSummaryPage::new(items, continuation)))
+}
+
+/// The timeline of `user` as its owner reads it (the RealWorld feed, whose reader is its owner).
+pub async fn get_timeline(s: State<AppState>, user: PathId, paging: Paging) -> ApiResult<Response> {
+    read_timeline(s, PathId(user.0.clone()), Reader(Some(user.0)), paging).await
 }
 
 /// The author a merge marker stands for.

@@ -9,6 +9,7 @@
 //!   by someone F follows, kept by the timeline lane; and `timeline-merge-<X>`, the marker of an
 //!   author whose posts are merged in when the timeline is read. `timelines` has no change-feed
 //!   follower: a fan-out's entries stay out of the users feed.
+//! - `mutes-<U>` in U's partition of `users`: the users U has muted, by id alone ([`MuteList`]).
 //!
 //! Each names the other user (the followee, the follower, the post's author) in [`REF_USER`] and
 //! carries that user's name in `userUsername`, so a rename's fan-out finds every copy of a name
@@ -393,6 +394,40 @@ pub fn edge_tombstone_ops() -> Vec<PatchOp> {
         PatchOp::set("/ttl", TOMBSTONE_TTL_SECS),
         PatchOp::set("/userUsername", ""),
     ]
+}
+
+/// `type` of a user's mute list: written by their requests alone, read with one point read.
+pub const MUTES: &str = "mutes";
+/// The most users one user may mute: the list stays one small item (about 4 KB of the service's
+/// ids), so the point read each filtered read adds stays cheap, and one page of its listing.
+pub const MAX_MUTES: usize = 100;
+
+/// User `user_id`'s mute list: whose posts and comments their reads leave out, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MuteList {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub user_id: String,
+    pub muted: Vec<String>,
+}
+
+impl MuteList {
+    pub fn id_of(user_id: &str) -> String {
+        format!("{MUTES}-{user_id}")
+    }
+
+    /// `user_id`'s list as stored (`item`, when there is one), or an empty one.
+    pub fn read(user_id: &str, item: Option<&Value>) -> MuteList {
+        let stored = item.and_then(|i| MuteList::deserialize(i).ok());
+        stored.unwrap_or_else(|| MuteList {
+            id: MuteList::id_of(user_id),
+            kind: MUTES.into(),
+            user_id: user_id.into(),
+            muted: Vec::new(),
+        })
+    }
 }
 
 #[cfg(test)]

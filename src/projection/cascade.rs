@@ -271,6 +271,9 @@ async fn account_step(store: &dyn Store, user_id: &str, user: &Value) -> StoreRe
         // Their follows go last, once their own items are gone (the edges' marks then take
         // their posts out of their followers' timelines, in the timeline lane).
         written += follows::erase_edges(store, user_id).await?;
+        // And their mute list, one item in their partition.
+        let mutes = crate::domain::follows::MuteList::id_of(user_id);
+        written += super::engine::delete_item(store, Container::Users, user_id, &mutes).await?;
         vec![crate::store::PatchOp::set(&format!("/{ERASED}"), true)]
     };
     let done = Write::patch(Container::Users, user_id, user_id, ops);

@@ -146,6 +146,11 @@ mod bookmarks {
     crate::bookmarks_suite!(cosmos_fixture);
 }
 
+mod mutes {
+    use super::*;
+    crate::mutes_suite!(cosmos_fixture);
+}
+
 mod audience {
     use super::*;
     crate::audience_suite!(cosmos_fixture);

@@ -57,6 +57,11 @@ mod bookmarks {
     crate::bookmarks_suite!(embedded_fixture);
 }
 
+mod mutes {
+    use super::*;
+    crate::mutes_suite!(embedded_fixture);
+}
+
 mod audience {
     use super::*;
     crate::audience_suite!(embedded_fixture);

@@ -14,6 +14,7 @@
 //! - `deletes_suite`: unlike, delete a comment or a post, erase an account, on both stores;
 //! - `search_suite`: `GET /api/search` on both stores;
 //! - `bookmarks_suite`: bookmarks, their copies and counts, on both stores;
+//! - `mutes_suite`: mute lists and what the muter reads, on both stores;
 //! - `tags_suite`: tags on posts, a tag's posts, the tag list, on both stores;
 //! - `audience_suite`: the copies kept for a post's bookmarkers and tags: what a like costs
 //!   them, the counts their lists show, an edit racing their fan-out, on both stores;
@@ -32,6 +33,7 @@ mod client_suite;
 mod conduit;
 mod deletes_suite;
 mod lane_suite;
+mod mutes_suite;
 mod ops_suite;
 mod quarantine_suite;
 mod search_suite;

@@ -84,7 +84,7 @@ fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
         let responses = op["responses"].as_object().unwrap();
         let write = method == "post" || method == "put";
         let mut expected = vec!["429", "500", "503"];
-        if method == "delete" || id == "follow" || id == "bookmark" {
+        if method == "delete" || id == "follow" || id == "bookmark" || id == "mute" {
             // A write without a body.
             expected.extend(["400", "401", "403"]);
             assert_eq!(
@@ -108,7 +108,7 @@ fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
             );
             let www = &responses["401"]["headers"]["WWW-Authenticate"];
             assert!(www.is_object(), "{what}: 401 without WWW-Authenticate");
-        } else if id == "get_me" || id == "list_bookmarks" {
+        } else if id == "get_me" || id == "list_bookmarks" || id == "list_mutes" {
             // The caller's own, read with a token.
             assert_eq!(
                 op["security"],
