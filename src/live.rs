@@ -37,7 +37,9 @@ impl Topic {
         let bad = || {
             Invalid::new(
                 "topics",
-                format!("`{s}` is not a topic: `timeline:<userId>`, `post:<postId>` or `user:<userId>`"),
+                format!(
+                    "`{s}` is not a topic: `timeline:<userId>`, `post:<postId>` or `user:<userId>`"
+                ),
             )
         };
         let (kind, id) = s.split_once(':').ok_or_else(bad)?;
@@ -129,11 +131,23 @@ pub fn events_of(c: Container, item: &Value) -> Vec<Event> {
                 None,
             )];
             if !deleted {
-                out.push(event(Subject::User(author.clone()), "post", p.clone(), None, None));
+                out.push(event(
+                    Subject::User(author.clone()),
+                    "post",
+                    p.clone(),
+                    None,
+                    None,
+                ));
             }
             if deleted || looks_new(item) {
                 let kind = if deleted { "removed" } else { "post" };
-                out.push(event(Subject::Author(author.clone()), kind, p, None, Some(author)));
+                out.push(event(
+                    Subject::Author(author.clone()),
+                    kind,
+                    p,
+                    None,
+                    Some(author),
+                ));
             }
             out
         }
@@ -148,7 +162,13 @@ pub fn events_of(c: Container, item: &Value) -> Vec<Event> {
                 (_, true) => ("unliked", None),
             };
             let user = text(item, "userId");
-            vec![event(Subject::Post(post.clone()), name, Some(post), comment, user)]
+            vec![event(
+                Subject::Post(post.clone()),
+                name,
+                Some(post),
+                comment,
+                user,
+            )]
         }
         (Container::Users, FOLLOWER) => {
             let (Some(followee), follower) = (text(item, "userId"), text(item, REF_USER)) else {
@@ -161,7 +181,13 @@ pub fn events_of(c: Container, item: &Value) -> Vec<Event> {
             let (Some(follower), followee) = (text(item, "userId"), text(item, REF_USER)) else {
                 return Vec::new();
             };
-            vec![event(Subject::Follows(follower), "follows", None, None, followee)]
+            vec![event(
+                Subject::Follows(follower),
+                "follows",
+                None,
+                None,
+                followee,
+            )]
         }
         _ => Vec::new(),
     }

@@ -292,8 +292,10 @@ impl Task {
             }
         };
         self.position.send_replace(Some(at.clone()));
-        let mut wakes: Vec<Option<ChangeNotifier>> =
-            FEEDS.iter().map(|c| self.store.change_notifier(*c)).collect();
+        let mut wakes: Vec<Option<ChangeNotifier>> = FEEDS
+            .iter()
+            .map(|c| self.store.change_notifier(*c))
+            .collect();
         loop {
             if self.hub.stop_if_alone(&self.ring, &at) {
                 return;

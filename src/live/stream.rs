@@ -305,7 +305,8 @@ mod tests {
     #[tokio::test]
     async fn a_slow_stream_holds_no_memory_and_slows_no_other() {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.path().join("b.db")).unwrap());
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(&dir.path().join("b.db")).unwrap());
         let ring = 4;
         let hub = Hub::new(Limits {
             ring,
@@ -319,7 +320,10 @@ mod tests {
         let mut fast = open(&hub).await.unwrap();
         let mut slow = open(&hub).await.unwrap();
         for s in [&mut fast, &mut slow] {
-            assert!(matches!(s.next().await, Some(Message::Event { name: "ready", .. })));
+            assert!(matches!(
+                s.next().await,
+                Some(Message::Event { name: "ready", .. })
+            ));
         }
         let batches = 10 * ring;
         for n in 0..batches {
@@ -332,7 +336,10 @@ mod tests {
             let Some(Message::Event { name, data, id }) = fast.next().await else {
                 panic!("the fast stream ended");
             };
-            assert_eq!((name, data["commentId"].as_str()), ("comment", Some(&*format!("c-{n}"))));
+            assert_eq!(
+                (name, data["commentId"].as_str()),
+                ("comment", Some(&*format!("c-{n}")))
+            );
             assert_eq!(id, Some(Cursor([Some(n.to_string()), None]).encode()));
         }
         let Some(Message::Event { name, .. }) = slow.next().await else {
