@@ -196,7 +196,16 @@ impl Hub {
                 position: position_tx,
                 left: left.clone(),
             };
-            tokio::spawn(task.run(f.last.clone()));
+            let (hub, mine, last) = (self.clone(), ring.clone(), f.last.clone());
+            tokio::spawn(async move {
+                use futures::FutureExt as _;
+                let run = std::panic::AssertUnwindSafe(task.run(last));
+                if run.catch_unwind().await.is_err() {
+                    // Its streams end (no sender is left) and their pages reconnect to a new one.
+                    tracing::error!("live updates: the change-feed follower panicked");
+                    hub.forget(&mine);
+                }
+            });
             f.running = Some(Running {
                 ring,
                 position,
@@ -232,6 +241,14 @@ impl Hub {
     /// What a stream watches to end at shutdown.
     pub fn closing(&self) -> watch::Receiver<bool> {
         self.closing.subscribe()
+    }
+
+    /// The follower publishing into `ring` is gone: the next stream starts another.
+    fn forget(&self, ring: &broadcast::Sender<Arc<Batch>>) {
+        let mut f = lock(&self.following);
+        if f.running.as_ref().is_some_and(|r| r.ring.same_channel(ring)) {
+            f.running = None;
+        }
     }
 
     /// The follower stops if no stream is left (decided under the lock streams join under, so
