@@ -170,23 +170,54 @@ pub fn events_of(c: Container, item: &Value) -> Vec<Event> {
                 user,
             )]
         }
-        (Container::Users, FOLLOWER) => {
+        // A new follower once their mirror is in the followee's list; a follow taken back from
+        // its edge's mark (the mirror is removed outright, which no feed reports).
+        (Container::Users, FOLLOWER) if !deleted => {
             let (Some(followee), follower) = (text(item, "userId"), text(item, REF_USER)) else {
                 return Vec::new();
             };
-            let name = if deleted { "unfollowed" } else { "follower" };
-            vec![event(Subject::User(followee), name, None, None, follower)]
+            vec![event(
+                Subject::User(followee),
+                "follower",
+                None,
+                None,
+                follower,
+            )]
         }
         (Container::Users, FOLLOWING) => {
-            let (Some(follower), followee) = (text(item, "userId"), text(item, REF_USER)) else {
+            let (Some(follower), Some(followee)) = (text(item, "userId"), text(item, REF_USER))
+            else {
                 return Vec::new();
             };
-            vec![event(
-                Subject::Follows(follower),
+            let mut out = vec![event(
+                Subject::Follows(follower.clone()),
                 "follows",
                 None,
                 None,
-                followee,
+                Some(followee.clone()),
+            )];
+            if deleted {
+                out.push(event(
+                    Subject::User(followee),
+                    "unfollowed",
+                    None,
+                    None,
+                    Some(follower),
+                ));
+            }
+            out
+        }
+        // The user: their name, or their counts once a follow or unfollow is recounted.
+        (Container::Users, "user") => {
+            let Some(user) = text(item, "userId") else {
+                return Vec::new();
+            };
+            vec![event(
+                Subject::User(user.clone()),
+                "changed",
+                None,
+                None,
+                Some(user),
             )]
         }
         _ => Vec::new(),

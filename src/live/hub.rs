@@ -246,7 +246,10 @@ impl Hub {
     /// The follower publishing into `ring` is gone: the next stream starts another.
     fn forget(&self, ring: &broadcast::Sender<Arc<Batch>>) {
         let mut f = lock(&self.following);
-        if f.running.as_ref().is_some_and(|r| r.ring.same_channel(ring)) {
+        if f.running
+            .as_ref()
+            .is_some_and(|r| r.ring.same_channel(ring))
+        {
             f.running = None;
         }
     }

@@ -82,6 +82,11 @@ mod live {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_follower_runs_only_while_streams_are_open() {
+        crate::live_suite::the_follower_runs_only_while_streams_are_open().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_functions_host_has_no_streams() {
         crate::live_suite::the_functions_host_has_no_streams().await;
     }

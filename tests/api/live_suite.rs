@@ -23,7 +23,8 @@ macro_rules! live_suite {
         $crate::live_suite!(@tests $fixture;
             a_stream_gets_the_events_of_its_topics_and_no_others,
             a_resumed_stream_gets_exactly_what_it_missed,
-            a_reader_too_far_behind_is_told_to_reset);
+            a_reader_too_far_behind_is_told_to_reset,
+            deletions_and_unfollows_are_events_too);
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {
         $(
@@ -65,6 +66,13 @@ pub struct Events {
 impl Events {
     /// The next message, or `None` once the stream ended cleanly.
     pub async fn next(&mut self) -> Option<Message> {
+        self.try_next()
+            .await
+            .unwrap_or_else(|quiet| panic!("{quiet}"))
+    }
+
+    /// [`Events::next`], or what the stream held when nothing came for [`QUIET`].
+    async fn try_next(&mut self) -> Result<Option<Message>, String> {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();
@@ -82,12 +90,17 @@ impl Events {
                     continue; // a keep-alive comment
                 }
                 let data = serde_json::from_str(&data).unwrap_or(Value::Null);
-                return Some(Message { event, data, id });
+                return Ok(Some(Message { event, data, id }));
             }
-            let chunk = tokio::time::timeout(QUIET, self.resp.chunk())
-                .await
-                .unwrap_or_else(|_| panic!("no message within {QUIET:?}; so far: {:?}", self.buf))
-                .expect("the stream ends cleanly")?;
+            let Ok(chunk) = tokio::time::timeout(QUIET, self.resp.chunk()).await else {
+                return Err(format!(
+                    "no message within {QUIET:?}; unread: {:?}",
+                    self.buf
+                ));
+            };
+            let Some(chunk) = chunk.expect("the stream ends cleanly") else {
+                return Ok(None);
+            };
             self.buf
                 .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
         }
@@ -110,7 +123,16 @@ impl Events {
     pub async fn until_all(&mut self, wanted: &[(&str, &str, &str)]) -> Vec<Message> {
         let mut got = Vec::new();
         while !wanted.iter().all(|w| got.iter().any(|m| is(m, *w))) {
-            got.push(self.next().await.expect("the stream goes on"));
+            match self.try_next().await {
+                Ok(m) => got.push(m.expect("the stream goes on")),
+                Err(quiet) => {
+                    let missing: Vec<_> = wanted
+                        .iter()
+                        .filter(|w| !got.iter().any(|m| is(m, **w)))
+                        .collect();
+                    panic!("{quiet}: {missing:?} never came; came: {got:#?}")
+                }
+            }
         }
         got
     }
@@ -199,7 +221,7 @@ pub async fn a_stream_gets_the_events_of_its_topics_and_no_others(app: &TestApp)
     let newer = id(&app.create_post(&ana, "Again", "second").await);
     follow(app, &cy, &ana).await;
     app.settle().await;
-    let got = events
+    let mut got = events
         .until_all(&[
             ("comment", &topic_post, &comment),
             ("changed", &topic_post, &post),
@@ -219,8 +241,17 @@ pub async fn a_stream_gets_the_events_of_its_topics_and_no_others(app: &TestApp)
             "cy's post is none of these topics: {m:?}"
         );
     }
-    // Each batch's last message carries where the stream stands.
-    assert!(got.last().unwrap().id.is_some(), "{got:?}");
+    // The last message of each batch carries where the stream stands: the batch in hand ends
+    // with one.
+    while got.last().unwrap().id.is_none() {
+        got.push(events.next().await.expect("the stream goes on"));
+    }
+    let at = got.last().unwrap().id.clone().unwrap();
+    assert!(
+        at.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c)),
+        "{at}"
+    );
 }
 
 pub async fn a_resumed_stream_gets_exactly_what_it_missed(app: &TestApp) {
@@ -295,6 +326,57 @@ pub async fn a_reader_too_far_behind_is_told_to_reset(app: &TestApp) {
     let (_, missed) = ready(app, &topic, Some(&at)).await;
     let names: Vec<&str> = missed.iter().map(|m| m.event.as_str()).collect();
     assert_eq!(names, ["reset", "ready"], "{missed:?}");
+}
+
+pub async fn deletions_and_unfollows_are_events_too(app: &TestApp) {
+    let ana = id(&app.create_user("ana").await);
+    let bob = id(&app.create_user("bob").await);
+    let post = id(&app.create_post(&ana, "Hello", "first").await);
+    follow(app, &bob, &ana).await;
+    let comment = id(&app.comment(&post, &bob, "soon gone").await.body);
+    app.settle().await;
+    let (topic_post, topic_ana, topic_bob) = (
+        format!("post:{post}"),
+        format!("user:{ana}"),
+        format!("timeline:{bob}"),
+    );
+    let (mut events, _) = ready(app, &format!("{topic_post},{topic_ana},{topic_bob}"), None).await;
+    let r = app
+        .delete(&format!("/api/posts/{post}/comments/{comment}"))
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    assert_eq!(app.delete(&format!("/api/posts/{post}")).await.status, 204);
+    let r = app
+        .delete(&format!("/api/users/{bob}/following/{ana}"))
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    app.settle().await;
+    events
+        .until_all(&[
+            ("commentRemoved", &topic_post, &comment),
+            ("deleted", &topic_post, &post),
+            ("removed", &topic_bob, &post),
+            ("follows", &topic_bob, &ana),
+            ("unfollowed", &topic_ana, &bob),
+        ])
+        .await;
+}
+
+/// The change-feed follower runs while a stream is open, and stops once none is: an idle
+/// process reads nothing for live updates. (Polled: only the live follower can show it.)
+pub async fn the_follower_runs_only_while_streams_are_open() {
+    let app = crate::helpers::spawn_settling_app().await;
+    let hub = app.state().live.clone();
+    assert!(!hub.following(), "no stream, no follower");
+    let (events, _) = ready(&app, "post:p", None).await;
+    assert!(hub.following());
+    assert_eq!(hub.open_streams(), 1);
+    drop(events);
+    crate::helpers::eventually("the stream closed and the follower stopped", || {
+        let hub = hub.clone();
+        async move { hub.open_streams() == 0 && !hub.following() }
+    })
+    .await;
 }
 
 /// Caps: a client over its streams is answered 429, the process over its streams 503, each
