@@ -4,8 +4,8 @@
 //! - **Caps.** [`Limits::per_client`] streams per client address and [`Limits::total`] in the
 //!   process; a [`Slot`] is held for a stream's life.
 //! - **One follower, only while streams are open.** The first stream to join starts it: it
-//!   reads both feeds from where it stood when it last stopped (or from the pump's checkpoints)
-//!   to the present without publishing, says where it stands, then publishes each page of
+//!   reads both feeds from the pump's checkpoints (else from where it stood when it last
+//!   stopped) to the present without publishing, says where it stands, then publishes each page of
 //!   changes it reads. It waits for commits where the store signals them, else polls like the
 //!   pump; when no stream is left it stops, so an idle process reads nothing for live updates.
 //! - **A bounded ring.** Publishing never waits on a reader: a stream more than
@@ -291,9 +291,11 @@ impl Task {
     async fn run(self, last: Option<Cursor>) {
         let mut closing = self.hub.closing();
         let mut backoff = FIRST_BACKOFF;
-        let from = match last {
-            Some(c) => c,
-            None => pump_positions(&*self.store).await,
+        // Where the pump stands is near the present however long this follower was stopped;
+        // where it stood itself, else the beginning, where the pump has not checkpointed.
+        let from = match pump_positions(&*self.store).await {
+            Some(pump) => pump,
+            None => last.unwrap_or_default(),
         };
         let mut at = loop {
             match read_to_present(&*self.store, from.clone()).await {
@@ -382,19 +384,19 @@ async fn changed(w: &mut Option<ChangeNotifier>) {
     }
 }
 
-/// Where the pump's main lane stands in each feed, a near-present place to start from; the
-/// beginning where it has not checkpointed.
-async fn pump_positions(store: &dyn Store) -> Cursor {
-    let positions = crate::pump::positions(store).await.ok().flatten();
+/// Where the pump's main lane stands in each feed, a near-present place to start from; `None`
+/// unless it has checkpointed in both.
+async fn pump_positions(store: &dyn Store) -> Option<Cursor> {
+    let positions = crate::pump::positions(store).await.ok().flatten()?;
     let mut at = Cursor::default();
-    for p in positions.into_iter().flatten() {
+    for p in positions {
         if p.lane == Lane::Main {
             if let Some(cp) = p.continuation {
                 at = at.with(p.container, cp);
             }
         }
     }
-    at
+    at.0.iter().all(Option::is_some).then_some(at)
 }
 
 /// Read each feed from `from` to its present end, passing over what it holds.

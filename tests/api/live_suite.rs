@@ -377,6 +377,19 @@ pub async fn the_follower_runs_only_while_streams_are_open() {
         async move { hub.open_streams() == 0 && !hub.following() }
     })
     .await;
+    // Started again, it starts from the present: what came meanwhile is no live event.
+    let ana = id(&app.create_user("ana").await);
+    let post = id(&app.create_post(&ana, "Hello", "first").await);
+    let before = id(&app.comment(&post, &ana, "before").await.body);
+    let (mut events, _) = ready(&app, &format!("post:{post}"), None).await;
+    let after = id(&app.comment(&post, &ana, "after").await.body);
+    let next = events.next().await.unwrap();
+    assert_eq!(next.event, "comment", "{next:?}");
+    assert_eq!(
+        next.data["commentId"],
+        after.as_str(),
+        "not {before}: {next:?}"
+    );
 }
 
 /// Caps: a client over its streams is answered 429, the process over its streams 503, each
