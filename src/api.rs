@@ -8,6 +8,7 @@ pub mod conduit;
 pub mod cors;
 pub mod counts_cache;
 mod deletion;
+pub mod events;
 mod examples;
 mod extract;
 mod feed;

@@ -88,6 +88,19 @@ pub enum ApiError {
         detail: String,
         retry_after: Duration,
     },
+    /// 429: the client holds as many live-update streams as one client may; retry after the
+    /// given time.
+    #[error("{detail}")]
+    TooManyStreams {
+        detail: String,
+        retry_after: Duration,
+    },
+    /// 503: the server holds as many live-update streams as it may; retry after the given time.
+    #[error("{detail}")]
+    StreamsFull {
+        detail: String,
+        retry_after: Duration,
+    },
     /// 503: the store is unreachable or not ready; retry after the given time.
     #[error("the store is unavailable; retry later")]
     Unavailable { retry_after: Duration },
@@ -246,7 +259,9 @@ pub const UNKNOWN_USER: ProblemType = kind("unknown-user", "Unknown user", 422);
 pub const HEADERS_TOO_LARGE: ProblemType = kind("headers-too-large", "Headers too large", 431);
 pub const TOO_MANY_WRITES: ProblemType = kind("too-many-writes", "Too many writes", 429);
 pub const TOO_MANY_SEARCHES: ProblemType = kind("too-many-searches", "Too many searches", 429);
+pub const TOO_MANY_STREAMS: ProblemType = kind("too-many-streams", "Too many streams", 429);
 pub const STORE_BUSY: ProblemType = kind("store-busy", "Store busy", 429);
+pub const STREAMS_FULL: ProblemType = kind("streams-full", "No stream free", 503);
 pub const UNAVAILABLE: ProblemType = kind("unavailable", "Store unavailable", 503);
 pub const IDENTITY_UNAVAILABLE: ProblemType =
     kind("identity-unavailable", "Identity provider unavailable", 503);
@@ -254,7 +269,7 @@ pub const TIMED_OUT: ProblemType = kind("timed-out", "Timed out", 503);
 pub const INTERNAL: ProblemType = kind("internal", "Internal error", 500);
 
 /// Every kind of problem the API answers.
-pub const PROBLEM_TYPES: [ProblemType; 22] = [
+pub const PROBLEM_TYPES: [ProblemType; 24] = [
     INVALID_INPUT,
     MALFORMED_BODY,
     BAD_REQUEST,
@@ -272,8 +287,10 @@ pub const PROBLEM_TYPES: [ProblemType; 22] = [
     HEADERS_TOO_LARGE,
     TOO_MANY_WRITES,
     TOO_MANY_SEARCHES,
+    TOO_MANY_STREAMS,
     STORE_BUSY,
     UNAVAILABLE,
+    STREAMS_FULL,
     IDENTITY_UNAVAILABLE,
     TIMED_OUT,
     INTERNAL,
@@ -319,8 +336,10 @@ impl ApiError {
             ApiError::UnknownUser(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Throttled { .. }
             | ApiError::TooManyWrites { .. }
-            | ApiError::TooManySearches { .. } => StatusCode::TOO_MANY_REQUESTS,
+            | ApiError::TooManySearches { .. }
+            | ApiError::TooManyStreams { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable { .. }
+            | ApiError::StreamsFull { .. }
             | ApiError::IdentityUnavailable { .. }
             | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Misconfigured(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -346,6 +365,8 @@ impl ApiError {
             ApiError::UnknownUser(_) => UNKNOWN_USER,
             ApiError::TooManyWrites { .. } => TOO_MANY_WRITES,
             ApiError::TooManySearches { .. } => TOO_MANY_SEARCHES,
+            ApiError::TooManyStreams { .. } => TOO_MANY_STREAMS,
+            ApiError::StreamsFull { .. } => STREAMS_FULL,
             ApiError::Throttled { .. } => STORE_BUSY,
             ApiError::Unavailable { .. } => UNAVAILABLE,
             ApiError::IdentityUnavailable { .. } => IDENTITY_UNAVAILABLE,
@@ -449,6 +470,8 @@ impl IntoResponse for ApiError {
             ApiError::Throttled { retry_after }
             | ApiError::TooManyWrites { retry_after, .. }
             | ApiError::TooManySearches { retry_after, .. }
+            | ApiError::TooManyStreams { retry_after, .. }
+            | ApiError::StreamsFull { retry_after, .. }
             | ApiError::Unavailable { retry_after }
             | ApiError::IdentityUnavailable { retry_after } => Some(*retry_after),
             ApiError::TimedOut(_) | ApiError::Erasing(_) => Some(Duration::from_secs(1)),

@@ -16,7 +16,8 @@
 //! - [`projection`]: the change-feed denormalizations (copies, names, counters, timelines) and
 //!   what a deletion implies, planned as pure functions and applied through the store;
 //!   [`quarantine`]: the changes a lane could not apply, kept to be replayed or dropped;
-//!   [`pump`]: the in-process change-feed follower that drives them standalone; [`functions`]:
+//!   [`pump`]: the in-process change-feed follower that drives them standalone; [`live`]: live
+//!   updates, hints derived from the change feed and published once per change; [`functions`]:
 //!   the same projections invoked by the Functions host's Cosmos DB triggers.
 //! - [`api`]: the HTTP routes (`docs/api.md`) and the typed answers they return, which the
 //!   OpenAPI document is generated from (`api::views`); [`web`]: the browser client in `web/`,
@@ -36,6 +37,7 @@ pub mod compression;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod live;
 pub mod ops;
 pub mod projection;
 pub mod pump;

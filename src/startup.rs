@@ -23,6 +23,7 @@ use tokio::sync::{oneshot, watch, Notify};
 use tower::util::MapResponseLayer;
 
 use crate::auth::Auth;
+use crate::live::hub::{Hub, Limits};
 use crate::server::{self, ServerLimits};
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
@@ -119,6 +120,14 @@ impl Application {
         self
     }
 
+    /// The same application with live-update streams within `limits`.
+    pub fn live_limits(self, limits: crate::live::hub::Limits) -> Self {
+        Application {
+            state: self.state.with_live(crate::live::hub::Hub::new(limits)),
+            ..self
+        }
+    }
+
     pub fn limits(mut self, limits: ServerLimits) -> Self {
         self.limits = limits;
         self
@@ -140,6 +149,12 @@ impl Application {
     ) -> anyhow::Result<()> {
         let store = self.state.store.clone();
         let progress = self.state.progress.clone();
+        // Live-update streams end at once on shutdown: the server then waits for nothing of theirs.
+        let live = self.state.live.clone();
+        let shutdown = async move {
+            shutdown.await;
+            live.close();
+        };
         let config = app::Config {
             hosted: self.hosted,
             limits: self.limits,
@@ -182,11 +197,15 @@ pub async fn serve(
     let (ready, app) = watch::channel::<Option<Router>>(None);
     let waiting = waiting::router(app.clone(), settings.server.request_timeout);
     let (stop, stopped) = oneshot::channel::<()>();
+    // Live-update streams end at once on shutdown: the server then waits for nothing of theirs.
+    let live = Hub::new(Limits::default());
+    let closing = live.clone();
     let shutdown = async move {
         tokio::select! {
             () = shutdown => {}
             _ = stopped => {}
         }
+        closing.close();
     };
     let (url, api) = open_urls(settings.addr);
     tracing::info!(
@@ -215,7 +234,7 @@ pub async fn serve(
             return Err(e);
         }
     };
-    let state = state(settings, store.clone())?;
+    let state = state(settings, store.clone())?.with_live(live);
     let progress = state.progress.clone();
     let (router, answered) = notice_first_answer(routes.with_state(state));
     let _ = ready.send(Some(router));

@@ -62,6 +62,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("write.js", JS),
     asset!("me.js", JS),
     asset!("tags.js", JS),
+    asset!("live.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

@@ -5,6 +5,7 @@
 import { api, listPath, seg } from './api.js';
 import { arriving, forgetArrived, GIVE_UP_MS, setArriving, watchFeed } from './arriving.js';
 import { reader, session } from './auth.js';
+import { follow } from './live.js';
 import { heading, needUser, postCard } from './parts.js';
 import { field, form, h, link, pagedList, put } from './ui.js';
 
@@ -48,12 +49,41 @@ export async function following(ctx) {
     postCard,
     'Nothing here yet: follow people from their page, and their newest posts come here.',
   );
+  const news = h('div', { class: 'arriving', id: 'timeline-news', 'aria-live': 'polite' });
   ctx.render(
     heading('Following'),
     h('p', { class: 'muted' }, 'The newest posts of the people you follow, copied here by the change feed.'),
+    news,
     list.el,
   );
-  await list.load();
+  const first = await list.load();
+  if (!first) return;
+  // "N new posts" without reloading: the stream names the posts that came; Show reads them.
+  const shown = new Set(first.map((p) => p.id));
+  const fresh = new Set();
+  let changed = false;
+  const tell = () => {
+    if (!fresh.size && !changed) return;
+    const n = fresh.size;
+    const b = h('button', { type: 'button', id: 'show-new', class: 'secondary' }, n ? `${n} new post${n > 1 ? 's' : ''} — show` : 'The list has changed — show');
+    b.addEventListener('click', () => ctx.refresh());
+    put(news, h('p', { class: 'card pending' }, b));
+  };
+  const mine = `users/${seg(session.user.id)}/timeline`;
+  follow(
+    ctx,
+    [`timeline:${session.user.id}`],
+    (kind, { postId }) => {
+      if (kind === 'post') shown.has(postId) || fresh.add(postId);
+      else changed ||= kind !== 'removed' || shown.has(postId);
+      tell();
+    },
+    async () => {
+      const { data } = await api('GET', listPath(mine, null)).catch(() => ({ data: { items: [] } }));
+      for (const p of data.items) shown.has(p.id) || fresh.add(p.id);
+      tell();
+    },
+  );
 }
 
 /** `#/saved`: the posts the caller bookmarked, newest bookmark first (read with the caller's token: the list is its owner's alone). */

@@ -2,6 +2,7 @@
 
 import { api, ApiError, listPath, seg } from './api.js';
 import { arriving, watchFeed } from './arriving.js';
+import { follow } from './live.js';
 import { reader, session, writer } from './auth.js';
 import { authorLink, heading, needUser, notFound, tagLinks, tagsOf } from './parts.js';
 import { count, field, form, h, pagedList, put, say, status, when } from './ui.js';
@@ -35,10 +36,13 @@ export async function post(ctx, id) {
     put(title, p.title);
     put(byline, 'by ', authorLink(p), ' · ', when(p.creationDate));
     put(body, p.content);
+    showCounts();
+    put(tagsLine, tagLinks(p));
+  }
+  function showCounts() {
     put(likeCount, count(p.likeCount, 'like'));
     put(commentCount, count(p.commentCount, 'comment'));
     put(saveCount, count(p.bookmarkCount ?? 0, 'save'));
-    put(tagsLine, tagLinks(p));
   }
   async function reload() {
     const r = await api('GET', `posts/${seg(id)}`);
@@ -142,7 +146,7 @@ export async function post(ctx, id) {
     'Comments',
     async (t) => (await api('GET', listPath(`posts/${seg(id)}/comments`, t, 20, reader()))).data,
     (c) => {
-      const li = h('li', { class: 'comment' }, h('p', { class: 'meta' }, authorLink(c), ' · ', when(c.creationDate)), h('p', { class: 'text' }, c.content));
+      const li = h('li', { class: 'comment', 'data-comment': c.id }, h('p', { class: 'meta' }, authorLink(c), ' · ', when(c.creationDate)), h('p', { class: 'text' }, c.content));
       if (mayDelete(c)) li.append(deleteButton(c, li));
       return li;
     },
@@ -229,6 +233,16 @@ export async function post(ctx, id) {
     h('section', { 'aria-labelledby': 'comments-h' }, h('h2', { id: 'comments-h' }, 'Comments'), comments.el, commentForm),
   );
   await Promise.all([loadLikes(), loadSaved(), comments.load()]);
+  // New comments and counts while the page is open, read through the API (an edit under way
+  // keeps the version it was opened with).
+  const update = async () => {
+    const [{ data: now }, { data: list }] = await Promise.all([api('GET', `posts/${seg(id)}`), api('GET', listPath(`posts/${seg(id)}/comments`, null, 100))]);
+    for (const k of ['likeCount', 'commentCount', 'bookmarkCount']) p[k] = now[k];
+    showCounts();
+    for (const c of list.items) if (!comments.list.querySelector(`[data-comment="${CSS.escape(c.id)}"]`)) comments.append(c);
+  };
+  const quietly = () => update().catch(() => {});
+  follow(ctx, [`post:${id}`], (kind) => (kind === 'deleted' ? put(feedState, 'This post has been deleted.') : /comment|changed|reset/.test(kind) && quietly()), quietly);
 
   const pending = arriving().filter((a) => a.id === id);
   if (pending.length) {

@@ -14,6 +14,7 @@ use super::timeline_place::TimelinePlace;
 use super::write_limit::Accounts;
 use super::{search_limit, write_limit};
 use crate::auth::Auth;
+use crate::live::hub::{Hub, Limits};
 use crate::store::Store;
 
 /// What every handler shares ([`Shared`]), behind one reference count: a request's extractors
@@ -58,6 +59,8 @@ pub struct Shared {
     pub progress: Arc<crate::pump::Progress>,
     /// Local accounts' sign-in attempts' budgets.
     pub accounts: Arc<Accounts>,
+    /// The live-update streams' caps and the change-feed follower they share.
+    pub live: Arc<Hub>,
 }
 
 impl AppState {
@@ -81,6 +84,7 @@ impl AppState {
             timelines: Arc::default(),
             progress: Arc::default(),
             accounts: Arc::default(),
+            live: Hub::new(Limits::default()),
         }))
     }
 
@@ -99,6 +103,12 @@ impl AppState {
     /// budget), and at most `in_flight` searches at once.
     pub fn with_search_limit(mut self, per_minute: u32, in_flight: usize) -> Self {
         self.parts().searches = Arc::new(search_limit::SearchLimit::new(per_minute, in_flight));
+        self
+    }
+
+    /// Live-update streams through `hub` (one with the default limits otherwise).
+    pub fn with_live(mut self, hub: Arc<Hub>) -> Self {
+        self.parts().live = hub;
         self
     }
 

@@ -101,6 +101,11 @@ mod api {
     crate::api_suite!(cosmos_fixture);
 }
 
+mod live {
+    use super::*;
+    crate::live_suite!(cosmos_fixture);
+}
+
 mod search {
     use super::*;
     crate::search_suite!(cosmos_fixture);

@@ -67,6 +67,36 @@ mod audience {
     crate::audience_suite!(embedded_fixture);
 }
 
+mod live {
+    use super::*;
+    crate::live_suite!(embedded_fixture);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn caps_answer_429_per_client_and_503_in_total() {
+        crate::live_suite::caps_answer_429_per_client_and_503_in_total().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bad_input_is_a_400_naming_it() {
+        crate::live_suite::bad_input_is_a_400_naming_it().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streams_end_when_the_server_shuts_down() {
+        crate::live_suite::streams_end_when_the_server_shuts_down().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_follower_runs_only_while_streams_are_open() {
+        crate::live_suite::the_follower_runs_only_while_streams_are_open().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_functions_host_has_no_streams() {
+        crate::live_suite::the_functions_host_has_no_streams().await;
+    }
+}
+
 mod restart {
     use std::sync::Arc;
 

@@ -234,6 +234,11 @@ impl TestApp {
         assert!(check().await, "not so once the change feed settled: {what}");
     }
 
+    /// The application's state (its snapshots, its live-update hub).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.origin, path)
     }

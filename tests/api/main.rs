@@ -18,6 +18,8 @@
 //! - `tags_suite`: tags on posts, a tag's posts, the tag list, on both stores;
 //! - `audience_suite`: the copies kept for a post's bookmarkers and tags: what a like costs
 //!   them, the counts their lists show, an edit racing their fan-out, on both stores;
+//! - `live_suite`: live updates (`GET /api/events`): topics, resuming, resets, on both stores;
+//!   caps, bad input and shutdown on the embedded one;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them.
 //!
@@ -33,6 +35,7 @@ mod client_suite;
 mod conduit;
 mod deletes_suite;
 mod lane_suite;
+mod live_suite;
 mod mutes_suite;
 mod ops_suite;
 mod quarantine_suite;

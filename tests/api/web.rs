@@ -13,8 +13,9 @@ use serde_json::json;
 
 use crate::helpers::{embedded_fixture, spawn_app, TestApp};
 
-/// The whole client, uncompressed, stays under this size.
-const SIZE_BUDGET: usize = 60 * 1024;
+/// The whole client, uncompressed, stays under this size (raised from 60 KiB when live updates
+/// and mutes came together: 61,879 bytes).
+const SIZE_BUDGET: usize = 64 * 1024;
 
 fn web_dir_files() -> BTreeSet<String> {
     std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web"))

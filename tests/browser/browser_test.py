@@ -3,7 +3,8 @@
 Usage: [JWT_BASE=url] [LOCAL_BASE=url] browser_test.py BASE_URL SCREENSHOT_DIR
 
 Walks the screens as a person would (create a user, write, see the post in the feed, comment,
-like twice (and past the 100th like), save it (the Saved view), edit, rename, visit the author's page, erase the account), checks that user text is
+like twice (and past the 100th like), save it (the Saved view), edit, rename, visit the author's page, see a followed
+author's new post and a comment arrive live, erase the account), checks that user text is
 shown as text and never run, opens the API reference, and saves one screenshot per screen. With JWT_BASE (a handler with
 BLOG_AUTH=jwt), also signs in with its OpenID Connect issuer and writes as the signed-in user. With LOCAL_BASE
 (a handler with BLOG_AUTH=local), also signs up, signs out, signs in again with email and password, and writes.
@@ -550,6 +551,30 @@ try:
         d.refresh()
         h1_is("Following")
     shot("following")
+    # Live updates: bo posts while the Following view is open, and it says so without a reload.
+    send_as_bo = """
+        const [path, body] = arguments;
+        return fetch('/api/' + path, {
+          method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+        }).then((r) => r.json()).then((x) => x.id);
+    """
+    bo_again = d.execute_script(send_as_bo, "posts", {"userId": bo_id, "title": "Bo again", "content": "Live."})
+    until("the new post announced", lambda: text("#show-new") == "1 new post — show")
+    shot("following-new-post")
+    q("#show-new").click()
+    deadline = time.time() + WAIT
+    while not qs(f'.post-summary[data-id="{bo_again}"]'):
+        assert time.time() < deadline, "bo's new post never showed after Show"
+        time.sleep(0.3)
+        d.refresh()
+        h1_is("Following")
+    # And a comment written elsewhere comes to an open post's page, with its count.
+    go(f"#/post/{bo_post}")
+    h1_is("By bo")
+    until("the post's counts", lambda: text("#comment-count") == "0 comments")
+    d.execute_script(send_as_bo, f"posts/{bo_post}/comments", {"userId": bo_id, "content": "Seen live."})
+    until("the comment, live", lambda: any(c.text.endswith("Seen live.") or "Seen live." in c.text for c in qs("li.comment")))
+    until("the comment count, live", lambda: text("#comment-count") == "1 comment")
     go(f"#/user/{bo_id}")
     h1_is("bo")
     until("the unfollow button", lambda: q("#follow").is_enabled() and q("#follow").text == "Unfollow")

@@ -1,0 +1,135 @@
+//! `GET /api/events?topics=…`: live updates as server-sent events (`docs/live.md`). Served
+//! standalone only, outside the request timeout: a stream lasts as long as its page.
+//!
+//! Each topic is open to whoever may make the read it shadows, and every one of those reads
+//! is anonymous, so a topic is checked for its form only. The stream takes a slot under the
+//! hub's caps before anything is read (429 `too-many-streams` for the client, 503
+//! `streams-full` for the process, both with `Retry-After`), then reads whom its timelines'
+//! readers follow, and answers.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use crate::error::{ApiError, ApiResult, Place};
+use crate::live::hub::Refused;
+use crate::live::stream::{Message, Stream};
+use crate::live::{Cursor, Topic};
+
+/// The most topics one stream names.
+pub const MAX_TOPICS: usize = 16;
+/// How often a quiet stream sends a comment, so that proxies keep it open.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// When a refused stream is worth trying again.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// The topics named in `topics` (comma-separated, each once).
+fn topics(params: &HashMap<String, String>) -> ApiResult<Vec<Topic>> {
+    let invalid = |detail: String| ApiError::invalid(Place::Query, "topics", detail);
+    let Some(list) = params.get("topics") else {
+        return Err(invalid("`topics` is required: `timeline:<userId>`, `post:<postId>` or `user:<userId>`, comma-separated".into()));
+    };
+    let mut out: Vec<Topic> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let topic = Topic::parse(name).map_err(|e| invalid(e.detail))?;
+        if !out.contains(&topic) {
+            out.push(topic);
+        }
+    }
+    if out.is_empty() {
+        return Err(invalid("`topics` names no topic".into()));
+    }
+    if out.len() > MAX_TOPICS {
+        return Err(invalid(format!(
+            "`topics` names more than {MAX_TOPICS} topics"
+        )));
+    }
+    Ok(out)
+}
+
+/// Where to resume: `Last-Event-ID` (a browser's reconnection), else `cursor`.
+fn cursor(params: &HashMap<String, String>, headers: &HeaderMap) -> ApiResult<Option<Cursor>> {
+    let from_header = headers
+        .get("last-event-id")
+        .map(|v| (Place::Header, "Last-Event-ID", v.to_str().unwrap_or("")));
+    let given = from_header.or_else(|| {
+        params
+            .get("cursor")
+            .map(|v| (Place::Query, "cursor", v.as_str()))
+    });
+    let Some((place, field, text)) = given else {
+        return Ok(None);
+    };
+    if text.is_empty() {
+        return Ok(None);
+    }
+    Cursor::decode(text).map(Some).ok_or_else(|| {
+        ApiError::invalid(
+            place,
+            field,
+            format!("`{field}` is not a position this server gave"),
+        )
+    })
+}
+
+/// The stream's messages as SSE events.
+fn event(m: Message) -> Event {
+    match m {
+        Message::Event { name, data, id } => {
+            let e = Event::default().event(name).data(data.to_string());
+            match id {
+                Some(id) => e.id(id),
+                None => e,
+            }
+        }
+        Message::Position(id) => Event::default().id(id),
+    }
+}
+
+/// `GET /api/events`.
+pub async fn events(State(s): State<AppState>, req: Request) -> ApiResult<Response> {
+    let (uri, headers) = (req.uri(), req.headers());
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>();
+    let axum::extract::Query(params) =
+        axum::extract::Query::<HashMap<String, String>>::try_from_uri(uri)
+            .map_err(|_| ApiError::BadRequest("the query string could not be decoded".into()))?;
+    let topics = topics(&params)?;
+    let cursor = cursor(&params, headers)?;
+    let client = peer.map(|c| crate::server::client_of(c.0.ip()));
+    let limits = s.live.limits();
+    let slot = s.live.admit(client).map_err(|refused| match refused {
+        Refused::Client => ApiError::TooManyStreams {
+            detail: format!(
+                "too many live-update streams: at most {} per client",
+                limits.per_client
+            ),
+            retry_after: RETRY_AFTER,
+        },
+        Refused::Full => ApiError::StreamsFull {
+            detail: format!(
+                "the server holds its {} live-update streams; retry later",
+                limits.total
+            ),
+            retry_after: RETRY_AFTER,
+        },
+    })?;
+    let stream = Stream::open(s.store.clone(), s.live.clone(), slot, topics, cursor).await?;
+    let messages = futures::stream::unfold(stream, |mut stream| async move {
+        let m = stream.next().await?;
+        Some((Ok::<_, Infallible>(event(m)), stream))
+    });
+    let mut resp = Sse::new(messages)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
+        .into_response();
+    // Proxies that buffer answers (nginx) pass this one on as it comes.
+    resp.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(resp)
+}
