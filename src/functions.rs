@@ -425,10 +425,11 @@ async fn run(
             )];
             logs.extend(quarantined.iter().map(|e| {
                 format!(
-                    "{}: quarantined={} attempts={}",
+                    "{}: quarantined={} attempts={} unit={}",
                     trigger.function,
                     e.label(),
-                    e.attempts
+                    e.attempts,
+                    e.unit
                 )
             }));
             answer(StatusCode::OK, logs)
@@ -436,6 +437,7 @@ async fn run(
         Err(e) => {
             // Logged here as well as answered: the host does not read the body of a failure.
             tracing::error!(
+                unit = e.unit,
                 reason = %e.reason,
                 not_applied = ?e.not_applied,
                 "batch not applied; the function's retry policy redelivers it"
@@ -443,7 +445,7 @@ async fn run(
             answer(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 vec![
-                    format!("{}: batch not applied: {}", trigger.function, e.reason),
+                    format!("{}: batch not applied: {}", trigger.function, e.cause()),
                     format!("not applied: {}", e.not_applied.join(", ")),
                 ],
             )

@@ -57,19 +57,17 @@ pub mod names;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
-
+use super::change::{Change, ChangeKind, Item};
 use super::engine::{
     compare_versions, current_job, failed, live_user, read_job, sweep, wrote, Sweep, Unit,
     CONCURRENCY, PAGE,
 };
 use super::over_limit;
-use super::posts::counters::is_recheck;
 use super::relocation;
-use super::write::{str_field, Write};
-use crate::domain::follows::{FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP};
+use super::write::Write;
+use crate::domain::follows::{MERGE, TIMELINE, TIMELINE_KEEP};
 use crate::domain::jobs::{delete_job_id, Job, Work};
-use crate::domain::{is_deleted, Kind, Meta};
+use crate::domain::{is_deleted, Meta};
 use crate::store::{Container, Order, Query, Store, StoreResult};
 
 /// Recount `user_id`'s follows (as the main lane does) and carry out, now, whatever the timeline
@@ -154,7 +152,7 @@ pub use names::naming;
 pub const POSTS: Unit = Unit {
     name: "timeline-deletions",
     feed: Container::Posts,
-    watches: &["post"],
+    watches: &[ChangeKind::Post],
     reads: &[Container::Users, Container::Timelines, Container::Leases],
     writes: &[Container::Users, Container::Timelines, Container::Feed],
     project: |store, changes| {
@@ -174,7 +172,13 @@ pub const POSTS: Unit = Unit {
 pub const USERS: Unit = Unit {
     name: "timelines",
     feed: Container::Users,
-    watches: &[FOLLOWING, FOLLOWER, "post", "user", JOB],
+    watches: &[
+        ChangeKind::Following,
+        ChangeKind::Follower,
+        ChangeKind::PostCopy,
+        ChangeKind::User,
+        ChangeKind::Job,
+    ],
     reads: &[
         Container::Users,
         Container::Posts,
@@ -204,20 +208,18 @@ pub const USERS: Unit = Unit {
 /// The posts feed, timeline lane: each post marked deleted has its entries deleted, a page now
 /// and a page per step after; any other change is passed over without a read. Returns the
 /// writes made.
-pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project_posts(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let mut written = 0;
     let mut seen = BTreeSet::new();
     let mut batch = Batch::default();
-    for doc in changes {
-        if Kind::of(doc) != Some(Kind::Post) || is_recheck(doc) {
-            continue;
-        }
-        let (Some(post_id), Some(author)) = (Meta::of(doc).post_id, Meta::of(doc).user_id) else {
+    for c in changes {
+        let Item::Post(a) = &c.item else {
             continue;
         };
+        let (post_id, author) = (a.post_id.as_str(), a.user_id.as_str());
         // Only a deletion's mark: a deleted post stays deleted, and a change of a live post
         // (an edit, its counts) reaches the timelines through its author's copy.
-        if !is_deleted(doc) || !seen.insert(post_id) {
+        if !a.deleted || !seen.insert(post_id) {
             continue;
         }
         written += over_limit::remove_post(store, post_id).await?;
@@ -229,42 +231,35 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
 }
 
 /// The users feed, timeline lane. Returns the writes made.
-pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project_users(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let mut written = 0;
     let mut pairs = BTreeSet::new();
     let mut copies = BTreeSet::new();
     let mut users = BTreeSet::new();
-    let mut jobs: BTreeMap<(String, String), &Value> = BTreeMap::new();
-    for doc in changes {
-        let (Some(pk), Some(id)) = (Meta::of(doc).user_id, Meta::of(doc).id) else {
-            continue;
-        };
-        match Meta::of(doc).kind {
-            Some(FOLLOWING) => {
-                if let Some(x) = str_field(doc, REF_USER) {
-                    pairs.insert((pk.to_string(), x.to_string(), false));
-                }
+    let mut jobs: BTreeMap<(String, String), &Change> = BTreeMap::new();
+    for c in changes {
+        match &c.item {
+            Item::Following(e) => {
+                pairs.insert((e.user_id.clone(), e.ref_user_id.clone(), false));
             }
-            Some(FOLLOWER) => {
-                if let Some(f) = str_field(doc, REF_USER) {
-                    pairs.insert((f.to_string(), pk.to_string(), true));
-                }
+            Item::Follower(e) => {
+                pairs.insert((e.ref_user_id.clone(), e.user_id.clone(), true));
             }
-            Some(JOB) => {
+            Item::Job(job) => {
                 // The newest delivered version of each job item.
-                let key = (pk.to_string(), id.to_string());
-                let newer = jobs
-                    .get(&key)
-                    .is_none_or(|old| compare_versions(old, doc) == Some(std::cmp::Ordering::Less));
+                let key = (job.user_id.clone(), job.id.clone());
+                let newer = jobs.get(&key).is_none_or(|old| {
+                    compare_versions(&old.doc, &c.doc) == Some(std::cmp::Ordering::Less)
+                });
                 if newer {
-                    jobs.insert(key, doc);
+                    jobs.insert(key, c);
                 }
             }
-            _ if Kind::of(doc) == Some(Kind::Post) => {
-                copies.insert((pk.to_string(), id.to_string()));
+            Item::PostCopy(a) => {
+                copies.insert((a.user_id.clone(), a.id.clone()));
             }
-            _ if Kind::of(doc) == Some(Kind::User) => {
-                users.insert(pk.to_string());
+            Item::User(u) => {
+                users.insert(u.user_id.clone());
             }
             _ => {}
         }
@@ -279,10 +274,9 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
     for u in &users {
         written += user_changed(store, changes, u, &mut batch).await?;
     }
-    for job in jobs.into_values() {
-        match Job::read(job) {
-            Ok(job) => written += job_step(store, &job, &mut batch).await?,
-            Err(e) => tracing::warn!("timelines: {e}; passed over"),
+    for c in jobs.into_values() {
+        if let Item::Job(job) = &c.item {
+            written += job_step(store, job, &mut batch).await?;
         }
     }
     Ok(written + batch.started)
@@ -316,7 +310,7 @@ pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
 
 async fn user_changed(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     user_id: &str,
     batch: &mut Batch,
 ) -> StoreResult<usize> {
@@ -394,7 +388,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::follows::{timeline_id, MergeMarker, MARKER_DATE};
+    use crate::domain::follows::{timeline_id, MergeMarker, MARKER_DATE, REF_USER};
     use crate::store::embedded::EmbeddedStore;
 
     /// A timeline following more authors over the fan-out limit than a trim reads at once still

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{posts_needs, PostsFacts};
+use super::{PostsFacts, PostsNeeds};
 use crate::domain::{Kind, Post};
+use crate::projection::change::recheck;
 use crate::projection::project;
 use crate::projection::write::Write;
 use crate::store::{metrics, Container, Store};
@@ -71,21 +72,6 @@ pub struct PendingCount {
     pub since: String,
 }
 
-/// Marks the change a driver makes up to look at a post's counters again ([`recheck`]): it
-/// recounts, and writes no copy (a counter it corrects comes back as a change of the post,
-/// whose projection refreshes the copies).
-pub const RECHECK: &str = "recheck";
-
-/// The change that makes the projection look at `post_id`'s counters again.
-pub fn recheck(post_id: &str) -> Value {
-    serde_json::json!({ "id": post_id, "postId": post_id, "type": Kind::Post, RECHECK: true })
-}
-
-/// Whether `doc` is a [`recheck`] rather than a change of the post.
-pub fn is_recheck(doc: &Value) -> bool {
-    doc.get(RECHECK) == Some(&Value::Bool(true))
-}
-
 /// What a recount does with a counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CounterFix {
@@ -129,11 +115,12 @@ fn awaits_change(facts: &PostsFacts, id: &str) -> bool {
 }
 
 /// Posts with a counter change on its way: project them again after [`INCREMENT_GRACE`].
-pub fn deferred(changes: &[Value], facts: &PostsFacts) -> Vec<String> {
-    posts_needs(changes)
+pub fn deferred(needs: &PostsNeeds, facts: &PostsFacts) -> Vec<String> {
+    needs
         .posts
-        .into_iter()
-        .filter(|id| facts.posts.contains_key(id) && awaits_change(facts, id))
+        .iter()
+        .filter(|id| facts.posts.contains_key(*id) && awaits_change(facts, id))
+        .cloned()
         .collect()
 }
 
@@ -147,15 +134,16 @@ fn confirmed(facts: &PostsFacts, post: &Post) -> bool {
 
 /// Posts whose counters this batch found with nothing left to wait for or correct: no pending
 /// count, or a recount that found them right. A recheck a driver holds for one is answered.
-pub fn settled(changes: &[Value], facts: &PostsFacts) -> Vec<String> {
-    posts_needs(changes)
+pub fn settled(needs: &PostsNeeds, facts: &PostsFacts) -> Vec<String> {
+    needs
         .posts
-        .into_iter()
+        .iter()
         .filter(|id| {
-            facts.posts.get(id).is_some_and(|post| {
-                facts.pending.get(id).is_some_and(Vec::is_empty) || confirmed(facts, post)
+            facts.posts.get(*id).is_some_and(|post| {
+                facts.pending.get(*id).is_some_and(Vec::is_empty) || confirmed(facts, post)
             })
         })
+        .cloned()
         .collect()
 }
 
