@@ -31,6 +31,7 @@ use tracing::Instrument as _;
 
 use crate::projection::{self, Lane, ProjectionError};
 use crate::quarantine;
+use crate::rechecks::Background;
 use crate::store::{metrics, Container, Store};
 
 mod decode;
@@ -394,12 +395,14 @@ async fn run(
             batch.retry_count.saturating_add(1),
         ))
         .await;
+    // The rechecks this process owes, run as they fall due (`crate::rechecks`).
+    static RECHECKS: std::sync::LazyLock<Background> = std::sync::LazyLock::new(Default::default);
     if quarantine::due(trigger.lane, container) {
         let store = store.clone();
         let lane = trigger.lane;
         tokio::spawn(async move {
             let deferred = quarantine::retry_lane(&*store, lane, container).await;
-            projection::recheck_later(store, deferred);
+            RECHECKS.defer(&store, deferred);
         });
     }
     match result {
@@ -407,7 +410,7 @@ async fn run(
             report,
             quarantined,
         }) => {
-            projection::recheck_later(store.clone(), report.deferred.clone());
+            RECHECKS.defer(&store, report.deferred.clone());
             let lag = lag_ms(&batch.documents, SystemTime::now());
             tracing::info!(
                 changes = report.changes,

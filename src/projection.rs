@@ -54,7 +54,7 @@ use serde_json::Value;
 
 pub use cascade::ERASED;
 pub use change::recheck;
-pub use posts::counters::{recheck_later, INCREMENT_GRACE};
+pub use posts::counters::INCREMENT_GRACE;
 pub use posts::{plan_posts, posts_needs, PostsFacts};
 pub use write::Write;
 

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::limit::{limit_state, LimitState};
-use super::{trim, Batch};
+use super::trim::trim;
+use super::Batch;
 use crate::domain::follows::{
     following_id, marker_id, Edge, FollowKind, MergeMarker, TimelineEntry, TimelineItem, REF_USER,
     TIMELINE, TIMELINE_KEEP, TIMELINE_SIZE,
