@@ -349,4 +349,81 @@ mod tests {
             assert!(matches!(k.feed(), Container::Posts | Container::Users));
         }
     }
+
+    /// Kinds of change the items of earlier releases (`tests/fixtures/items`) hold none of,
+    /// and why; every other kind must have an item there that decodes as it.
+    const NOT_IN_THE_FIXTURE: [(ChangeKind, &str); 5] = [
+        (ChangeKind::Recheck, "made by the drivers, never stored"),
+        (
+            ChangeKind::PendingCount,
+            "not in the fixture's release; current shape in touched.rs",
+        ),
+        (
+            ChangeKind::Bookmark,
+            "not in the fixture's release; current shape in touched.rs",
+        ),
+        (
+            ChangeKind::Job,
+            "not in the fixture; current shape in touched.rs",
+        ),
+        (
+            ChangeKind::BookmarksJob,
+            "not in the fixture; current shape in touched.rs",
+        ),
+    ];
+
+    /// Every change an earlier release's item makes decodes as its kind, and every kind of the
+    /// table has such an item or says why not: a kind added to [`ChangeKind`] fails here
+    /// until it is one or the other.
+    #[test]
+    fn items_of_earlier_releases_decode_as_every_kind_of_change() {
+        let fixture: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/items/earlier-releases.json"
+        ))
+        .unwrap();
+        let mut found = std::collections::BTreeSet::new();
+        for feed in [Container::Posts, Container::Users] {
+            for item in fixture[feed.name()].as_array().unwrap() {
+                let change = decode_one(feed, item).unwrap_or_else(|e| panic!("{e:?}"));
+                found.extend(change.item.kind());
+            }
+        }
+        let missing: Vec<ChangeKind> = ChangeKind::ALL
+            .into_iter()
+            .filter(|k| !found.contains(k) && !NOT_IN_THE_FIXTURE.iter().any(|(n, _)| n == k))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "kinds of change with no item of an earlier release: {missing:?}"
+        );
+        for (k, why) in NOT_IN_THE_FIXTURE {
+            assert!(!found.contains(&k), "{k:?} is in the fixture now ({why})");
+        }
+    }
+
+    /// Where each kind stands in [`ChangeKind::ALL`]: a kind added to the enum does not compile
+    /// here until it is given a place, and the test below holds `ALL` to it.
+    fn position(k: ChangeKind) -> usize {
+        match k {
+            ChangeKind::Post => 0,
+            ChangeKind::Recheck => 1,
+            ChangeKind::Comment => 2,
+            ChangeKind::Like => 3,
+            ChangeKind::PendingCount => 4,
+            ChangeKind::Bookmark => 5,
+            ChangeKind::User => 6,
+            ChangeKind::Following => 7,
+            ChangeKind::Follower => 8,
+            ChangeKind::PostCopy => 9,
+            ChangeKind::Job => 10,
+            ChangeKind::BookmarksJob => 11,
+        }
+    }
+
+    #[test]
+    fn the_table_of_kinds_lists_every_kind() {
+        for (i, k) in ChangeKind::ALL.into_iter().enumerate() {
+            assert_eq!(position(k), i, "{k:?}");
+        }
+    }
 }
