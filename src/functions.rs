@@ -31,6 +31,7 @@ use tracing::Instrument as _;
 
 use crate::projection::{self, Lane, ProjectionError};
 use crate::quarantine;
+use crate::rechecks::Background;
 use crate::store::{metrics, Container, Store};
 
 mod decode;
@@ -394,12 +395,14 @@ async fn run(
             batch.retry_count.saturating_add(1),
         ))
         .await;
+    // The rechecks this process owes, run as they fall due (`crate::rechecks`).
+    static RECHECKS: std::sync::LazyLock<Background> = std::sync::LazyLock::new(Default::default);
     if quarantine::due(trigger.lane, container) {
         let store = store.clone();
         let lane = trigger.lane;
         tokio::spawn(async move {
             let deferred = quarantine::retry_lane(&*store, lane, container).await;
-            projection::recheck_later(store, deferred);
+            RECHECKS.defer(&store, deferred);
         });
     }
     match result {
@@ -407,7 +410,7 @@ async fn run(
             report,
             quarantined,
         }) => {
-            projection::recheck_later(store.clone(), report.deferred.clone());
+            RECHECKS.defer(&store, report.deferred.clone());
             let lag = lag_ms(&batch.documents, SystemTime::now());
             tracing::info!(
                 changes = report.changes,
@@ -425,10 +428,11 @@ async fn run(
             )];
             logs.extend(quarantined.iter().map(|e| {
                 format!(
-                    "{}: quarantined={} attempts={}",
+                    "{}: quarantined={} attempts={} unit={}",
                     trigger.function,
                     e.label(),
-                    e.attempts
+                    e.attempts,
+                    e.unit
                 )
             }));
             answer(StatusCode::OK, logs)
@@ -436,6 +440,7 @@ async fn run(
         Err(e) => {
             // Logged here as well as answered: the host does not read the body of a failure.
             tracing::error!(
+                unit = e.unit,
                 reason = %e.reason,
                 not_applied = ?e.not_applied,
                 "batch not applied; the function's retry policy redelivers it"
@@ -443,7 +448,7 @@ async fn run(
             answer(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 vec![
-                    format!("{}: batch not applied: {}", trigger.function, e.reason),
+                    format!("{}: batch not applied: {}", trigger.function, e.cause()),
                     format!("not applied: {}", e.not_applied.join(", ")),
                 ],
             )

@@ -16,6 +16,7 @@
 //! - [`projection`]: the change-feed denormalizations (copies, names, counters, timelines) and
 //!   what a deletion implies, planned as pure functions and applied through the store;
 //!   [`quarantine`]: the changes a lane could not apply, kept to be replayed or dropped;
+//!   [`rechecks`]: the one scheduler of the counters' rechecks, for every driver;
 //!   [`pump`]: the in-process change-feed follower that drives them standalone; [`live`]: live
 //!   updates, hints derived from the change feed and published once per change; [`functions`]:
 //!   the same projections invoked by the Functions host's Cosmos DB triggers.
@@ -42,6 +43,7 @@ pub mod ops;
 pub mod projection;
 pub mod pump;
 pub mod quarantine;
+pub mod rechecks;
 pub mod server;
 pub mod settings;
 pub mod startup;

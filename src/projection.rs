@@ -36,6 +36,7 @@
 
 pub mod bookmarks;
 pub mod cascade;
+pub mod change;
 pub mod engine;
 pub mod fanout;
 pub mod follows;
@@ -45,12 +46,15 @@ pub mod relocation;
 pub mod rename;
 pub mod tags;
 pub mod timeline;
+#[cfg(test)]
+mod touched;
 pub mod write;
 
 use serde_json::Value;
 
 pub use cascade::ERASED;
-pub use posts::counters::{recheck, recheck_later, INCREMENT_GRACE};
+pub use change::recheck;
+pub use posts::counters::INCREMENT_GRACE;
 pub use posts::{plan_posts, posts_needs, PostsFacts};
 pub use write::Write;
 
@@ -59,11 +63,28 @@ pub use engine::Unit;
 
 /// A batch that could not be applied in full.
 #[derive(Debug, thiserror::Error)]
-#[error("{reason}; not applied: {}", not_applied.join(", "))]
+#[error("{}{reason}; not applied: {}", unit_prefix(unit), not_applied.join(", "))]
 pub struct ProjectionError {
+    /// The unit that failed ([`Unit::name`]); empty when not one unit's.
+    pub unit: &'static str,
     pub reason: String,
     /// The changed items (`container/pk/id`) whose consequences are not all written.
     pub not_applied: Vec<String>,
+}
+
+fn unit_prefix(unit: &str) -> String {
+    if unit.is_empty() {
+        String::new()
+    } else {
+        format!("unit `{unit}`: ")
+    }
+}
+
+impl ProjectionError {
+    /// The reason, after the unit that failed: `unit \`posts\`: …`.
+    pub fn cause(&self) -> String {
+        format!("{}{}", unit_prefix(self.unit), self.reason)
+    }
 }
 
 /// What a projection did.
@@ -119,21 +140,44 @@ pub const UNITS: &[(Lane, &Unit)] = &[
 /// the lane's [`UNITS`] following that feed, in turn. The first that fails fails the batch
 /// (those before it wrote what they wrote: each is idempotent, so the batch is projected again
 /// whole).
+///
+/// The batch is decoded once ([`change::decode`]); each unit is handed the changes of the kinds
+/// it watches, and none when there are none. A change of a kind a unit watches that does not
+/// decode fails the batch, and every failure names its unit.
 pub async fn project_lane(
     store: &dyn Store,
     lane: Lane,
     container: Container,
     changes: &[Value],
 ) -> Result<Report, ProjectionError> {
+    let decoded = change::decode(container, changes);
+    project_decoded(store, lane, container, &decoded).await
+}
+
+async fn project_decoded(
+    store: &dyn Store,
+    lane: Lane,
+    container: Container,
+    decoded: &[Result<change::Change, change::Undecodable>],
+) -> Result<Report, ProjectionError> {
     let mut report = Report {
-        changes: changes.len(),
+        changes: decoded.len(),
         ..Report::default()
     };
     for (_, unit) in UNITS
         .iter()
         .filter(|(l, u)| *l == lane && u.feed == container)
     {
-        let r = (unit.project)(store, changes).await?;
+        let watched = unit.changes(decoded)?;
+        if watched.is_empty() {
+            continue;
+        }
+        let r = (unit.project)(store, &watched)
+            .await
+            .map_err(|e| ProjectionError {
+                unit: unit.name,
+                ..e
+            })?;
         report.writes += r.writes;
         report.deferred.extend(r.deferred);
         report.settled.extend(r.settled);
@@ -148,8 +192,9 @@ pub async fn project(
     container: Container,
     changes: &[Value],
 ) -> Result<Report, ProjectionError> {
-    let mut report = project_lane(store, Lane::Main, container, changes).await?;
-    let timeline = project_lane(store, Lane::Timeline, container, changes).await?;
+    let decoded = change::decode(container, changes);
+    let mut report = project_decoded(store, Lane::Main, container, &decoded).await?;
+    let timeline = project_decoded(store, Lane::Timeline, container, &decoded).await?;
     report.writes += timeline.writes;
     Ok(report)
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt as _;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -29,12 +29,13 @@ mod checkpoint;
 mod drain;
 mod progress;
 
+use crate::rechecks::Rechecks;
 pub use checkpoint::{caught_up, checkpoint_at_end, positions, Position};
-use checkpoint::{save_checkpoint, start_checkpoint, Rechecks};
+use checkpoint::{save_checkpoint, start_checkpoint};
 pub use drain::drain;
 pub use progress::Progress;
 
-use crate::projection::{self, Lane};
+use crate::projection::Lane;
 use crate::quarantine;
 use crate::store::{metrics, with_write_priority, ChangeNotifier, Container, Store, WritePriority};
 
@@ -268,17 +269,12 @@ async fn follow(
             rechecks.defer(deferred.await);
             quarantine_at = Instant::now() + replay_every;
         }
-        let due = rechecks.take_due();
-        if !due.is_empty() {
-            let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
+        let ran = metrics::projecting(rechecks.run_due(&*store, lane, container)).await;
+        if let Err(e) = &ran {
+            tracing::warn!(container = c.name(), error = %e, "counter recheck failed; it will be retried");
+        }
+        if !matches!(ran, Ok(false)) {
             metrics::projecting(async {
-                match projection::project_lane(&*store, lane, container, &docs).await {
-                    Ok(report) => rechecks.defer(report.deferred),
-                    Err(e) => {
-                        tracing::warn!(container = c.name(), error = %e, "counter recheck failed; it will be retried");
-                        rechecks.defer(due);
-                    }
-                }
                 if let Some(cp) = &continuation {
                     if let Err(e) = save_checkpoint(&*store, c, cp, &rechecks).await {
                         tracing::warn!(container = c.name(), error = %e, "checkpoint not saved");
@@ -345,8 +341,7 @@ async fn follow(
         {
             Ok(quarantine::Projected { report, .. }) => {
                 wrote |= report.writes > 0 || !report.deferred.is_empty();
-                rechecks.settle(&report.settled);
-                rechecks.defer(report.deferred);
+                rechecks.note(&report);
                 tracing::debug!(
                     container = c.name(),
                     changes = report.changes,

@@ -60,6 +60,10 @@ pub struct Entry {
     /// The changed item's partition key and id in that container.
     pub pk: String,
     pub item_id: String,
+    /// The projection unit that failed on it (`crate::projection::UNITS`); empty on an entry
+    /// kept before entries named it, or for a failure that was no one unit's.
+    #[serde(default)]
+    pub unit: String,
     /// The last failure's error.
     pub error: String,
     pub first_failure: String,
@@ -207,14 +211,16 @@ async fn isolate(
                 let pk_field = container.partition_key_field();
                 let field = |f: &str| change.get(f).and_then(Value::as_str).unwrap_or("?");
                 let (pk, id) = (field(pk_field), field("id"));
-                let entry = keep(store, lane, container, pk, id, &e.reason, failed)
+                let entry = keep(store, lane, container, (pk, id), &e, failed)
                     .await
                     .map_err(|w| ProjectionError {
+                        unit: e.unit,
                         reason: format!("{}; and not quarantined: {w}", e.reason),
                         not_applied: e.not_applied.clone(),
                     })?;
                 tracing::error!(
                     quarantined = entry.label(),
+                    unit = e.unit,
                     attempts = entry.attempts,
                     error = %e.reason,
                     "change not applied; quarantined (handler quarantine list)"
@@ -235,9 +241,8 @@ async fn keep(
     store: &dyn Store,
     lane: Lane,
     container: Container,
-    pk: &str,
-    id: &str,
-    error: &str,
+    (pk, id): (&str, &str),
+    error: &ProjectionError,
     failed: u64,
 ) -> StoreResult<Entry> {
     let entry_id = entry_id(lane, container, pk, id);
@@ -250,7 +255,8 @@ async fn keep(
         container: container.name().into(),
         pk: pk.into(),
         item_id: id.into(),
-        error: error.into(),
+        unit: error.unit.into(),
+        error: error.reason.clone(),
         first_failure: old
             .as_ref()
             .map_or_else(|| now.clone(), |o| o.first_failure.clone()),
@@ -351,6 +357,7 @@ pub async fn replay(store: &dyn Store, entries: &[Entry]) -> StoreResult<Replaye
                 let mut again = entry.clone();
                 again.attempts += 1;
                 again.error = e.reason.clone();
+                again.unit = e.unit.into();
                 again.last_failure = crate::domain::now();
                 save(store, &again).await?;
                 tracing::warn!(

@@ -125,7 +125,11 @@ fn plan_copies(
         }
     }
     let mut copies = Vec::new();
-    for w in projection::plan_posts(&changes, &facts) {
+    let changes = projection::change::decoded(Container::Posts, &changes)
+        .map_err(|e| anyhow::anyhow!("{}: {}", e.label, e.error))?;
+    let changes: Vec<&projection::change::Change> = changes.iter().collect();
+    let needs = projection::posts_needs(&changes);
+    for w in projection::plan_posts(&changes, &needs, &facts) {
         match w {
             Write::Upsert {
                 container: Container::Users,

@@ -417,7 +417,15 @@ pub async fn repair(store: &dyn Store, check: &Check) -> Mended {
         changes.entry(&d.post).or_default().push(d.change());
     }
     for (post, changes) in changes {
-        match bookmarks::project_posts(store, &changes).await {
+        let decoded = match crate::projection::change::decoded(Container::Posts, &changes) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                done.failed.push(format!("{}: {}", e.label, e.error));
+                continue;
+            }
+        };
+        let decoded: Vec<&crate::projection::change::Change> = decoded.iter().collect();
+        match bookmarks::project_posts(store, &decoded).await {
             Ok(n) => {
                 done.replayed += changes.len();
                 done.written += n;

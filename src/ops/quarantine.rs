@@ -142,9 +142,10 @@ pub async fn act(store: &dyn Store, action: Action) -> anyhow::Result<(String, b
 
 fn line(e: &Entry) -> String {
     format!(
-        "{}  {}  attempts={} first={} last={} error={}",
+        "{}  {}  unit={} attempts={} first={} last={} error={}",
         e.id,
         e.label(),
+        if e.unit.is_empty() { "?" } else { &e.unit },
         e.attempts,
         e.first_failure,
         e.last_failure,

@@ -112,6 +112,7 @@ async fn replay(
     retry(|| store.upsert(Container::Posts, post_id, owed.clone()))
         .await
         .map_err(|e| projection::ProjectionError {
+            unit: "",
             reason: e.to_string(),
             not_applied: vec![format!("posts/{post_id}/{post_id}")],
         })?;

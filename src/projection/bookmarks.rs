@@ -19,15 +19,16 @@ use serde_json::Value;
 
 use futures::future::BoxFuture;
 
+use super::change::{Change, ChangeKind, Item};
 use super::engine::{
     apply_one, current_job, delete_item, failed, newest, newest_change, read_not_older, wrote,
-    Unit, JOB, PAGE,
+    Unit, PAGE,
 };
 use super::fanout::{self, Audience, Copies, Owners, Paged};
 use super::write::Write;
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARK};
 use crate::domain::follows::edge_tombstone_ops;
-use crate::domain::jobs::{bookmarks_job_id, Job, Work};
+use crate::domain::jobs::{bookmarks_job_id, Work};
 use crate::domain::{is_deleted, to_value, Kind, Meta, PatchOp, Post};
 use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 
@@ -56,7 +57,7 @@ struct Notification<'a> {
 pub const POSTS: Unit = Unit {
     name: "bookmarks",
     feed: Container::Posts,
-    watches: &["post", BOOKMARK],
+    watches: &[ChangeKind::Post, ChangeKind::Bookmark],
     reads: &[Container::Posts, Container::Users],
     writes: &[Container::Posts, Container::Users],
     project: |store, changes| {
@@ -72,7 +73,7 @@ pub const POSTS: Unit = Unit {
 pub const STEPS: Unit = Unit {
     name: "bookmark-steps",
     feed: Container::Users,
-    watches: &[JOB],
+    watches: &[ChangeKind::BookmarksJob],
     reads: &[Container::Users, Container::Posts],
     writes: &[Container::Users],
     project: |store, changes| {
@@ -86,17 +87,18 @@ pub const STEPS: Unit = Unit {
 
 /// Each bookmark changed (its copy, then its post's count), then each bookmarked post changed
 /// (a recheck of the counters carries no `bookmarkCount`). Returns the writes made.
-pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project_posts(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let (mut marks, mut posts) = (BTreeMap::<_, BTreeSet<_>>::new(), BTreeMap::new());
-    for (doc, post_id) in changes
-        .iter()
-        .filter_map(|d| Some((d, Meta::of(d).post_id?)))
-    {
-        if doc[Kind::FIELD] == BOOKMARK {
-            let user = Meta::of(doc).user_id;
-            marks.entry(post_id).or_default().insert(user);
-        } else if Kind::of(doc) == Some(Kind::Post) {
-            posts.insert(post_id, doc);
+    for c in changes {
+        match &c.item {
+            Item::Bookmark(b) => {
+                let user = b.user_id.as_deref();
+                marks.entry(b.post_id.as_str()).or_default().insert(user);
+            }
+            Item::Post(a) => {
+                posts.insert(a.post_id.as_str(), a);
+            }
+            _ => {}
         }
     }
     let mut written = 0;
@@ -110,25 +112,23 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
         }
     }
     for (post_id, delivered) in posts {
-        // A recheck of the counters does not read as a post: no count.
-        let count = Post::deserialize(delivered).ok().map(|p| p.bookmark_count);
-        let author = Meta::of(delivered).user_id.unwrap_or_default();
         // A deleted post's job item goes whatever its count: one is left by every post that was
         // ever bookmarked, its bookmarks all taken back or not.
-        written += match count {
-            _ if is_deleted(delivered) => {
+        let author = delivered.user_id.as_str();
+        written += match delivered.bookmark_count {
+            _ if delivered.deleted => {
                 delete_item(store, Container::Users, author, &bookmarks_job_id(post_id)).await?
             }
-            Some(1..) => post_changed(store, changes, post_id).await?,
-            _ => 0,
+            1.. => post_changed(store, changes, post_id).await?,
+            0 => 0,
         };
     }
     Ok(written)
 }
 
 /// Post `post_id` as it is now (never older than its change), unless gone or deleted.
-async fn live_post(store: &dyn Store, changes: &[Value], id: &str) -> StoreResult<Option<Post>> {
-    let changed = newest_change(changes, Kind::Post, id);
+async fn live_post(store: &dyn Store, changes: &[&Change], id: &str) -> StoreResult<Option<Post>> {
+    let changed = newest_change(changes, ChangeKind::Post, id);
     let post = read_not_older(store, Container::Posts, id, id, changed).await?;
     let post = post.filter(|p| !is_deleted(p));
     Ok(post.and_then(|p| Post::deserialize(&p).ok()))
@@ -138,15 +138,16 @@ async fn live_post(store: &dyn Store, changes: &[Value], id: &str) -> StoreResul
 /// post gone, it is marked (it raced the post's deletion); else its copy goes.
 async fn bookmark_changed(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     post_id: &str,
     user: &str,
     post: Option<&Post>,
 ) -> StoreResult<usize> {
     let id = Bookmark::id_of(user);
-    let changed = newest(changes, |d| {
-        Meta::of(d).id == Some(&id) && Meta::of(d).post_id == Some(post_id)
-    });
+    let changed = newest(
+        changes,
+        |c| matches!(&c.item, Item::Bookmark(b) if b.id == id && b.post_id == post_id),
+    );
     let read = read_not_older(store, Container::Posts, post_id, &id, changed).await?;
     let copy_id = Bookmarked::id_of(post_id);
     match (read.as_ref().and_then(Bookmark::live), post) {
@@ -218,7 +219,7 @@ pub async fn set_bookmark_count(store: &dyn Store, post_id: &str) -> StoreResult
 
 /// A bookmarked post changed: unless its job item records the copy as it shows now, its
 /// fan-out starts over (its first page now; [`fanout::start`]).
-async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> StoreResult<usize> {
+async fn post_changed(store: &dyn Store, changes: &[&Change], post_id: &str) -> StoreResult<usize> {
     let Some(post) = live_post(store, changes, post_id).await? else {
         return Ok(0);
     };
@@ -230,15 +231,14 @@ async fn post_changed(store: &dyn Store, changes: &[Value], post_id: &str) -> St
 }
 
 /// The next step of each bookmarks job item delivered, unless it changed since.
-pub async fn project_steps(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project_steps(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let mut written = 0;
-    let delivered = changes.iter().filter(|d| Job::is_job(d)).filter_map(|d| {
-        Job::read(d)
-            .ok()
-            .filter(|j| matches!(j.work, Work::Bookmarks { .. }))
+    let delivered = changes.iter().filter_map(|c| match &c.item {
+        Item::Job(j) if matches!(j.work, Work::Bookmarks { .. }) => Some(j),
+        _ => None,
     });
     for delivered in delivered {
-        if let Some(job) = current_job(store, &delivered).await? {
+        if let Some(job) = current_job(store, delivered).await? {
             written += fanout::next(store, &Bookmarkers, &job).await?;
         }
     }
@@ -336,6 +336,10 @@ mod tests {
         }
     }
 
+    fn one(feed: Container, doc: &Value) -> Change {
+        crate::projection::change::decode_one(feed, doc).unwrap()
+    }
+
     /// Run the post's change, then each job step it leaves, as the feeds would deliver them.
     async fn project_change(store: &EmbeddedStore) -> usize {
         let p = store
@@ -344,7 +348,9 @@ mod tests {
             .unwrap()
             .unwrap();
         let mut steps = 0;
-        project_posts(store, &[p]).await.unwrap();
+        project_posts(store, &[&one(Container::Posts, &p)])
+            .await
+            .unwrap();
         loop {
             let job = store
                 .read(Container::Users, "bob", &bookmarks_job_id("p1"))
@@ -353,7 +359,9 @@ mod tests {
             let Some(job) = job.filter(|j| j["done"] == false) else {
                 return steps;
             };
-            project_steps(store, &[job]).await.unwrap();
+            project_steps(store, &[&one(Container::Users, &job)])
+                .await
+                .unwrap();
             steps += 1;
         }
     }
@@ -417,6 +425,11 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(project_posts(&store, &[p]).await.unwrap(), 0);
+        assert_eq!(
+            project_posts(&store, &[&one(Container::Posts, &p)])
+                .await
+                .unwrap(),
+            0
+        );
     }
 }

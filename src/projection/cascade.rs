@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::change::{Change, ChangeKind};
 use super::engine::{apply_all, apply_one, user, wrote, Unit, CONCURRENCY, PAGE};
 use super::follows;
 use super::write::{str_field, Write};
@@ -30,7 +31,7 @@ use crate::store::{retry, Container, Query, Store, StoreResult};
 pub const ACCOUNTS: Unit = Unit {
     name: "erasure",
     feed: Container::Users,
-    watches: &["user"],
+    watches: &[ChangeKind::User],
     reads: &[Container::Users, Container::Posts],
     writes: &[Container::Posts, Container::Users, Container::Feed],
     project: |store, changes| {
@@ -233,7 +234,7 @@ pub async fn user_steps(
 /// naming the user.
 pub async fn project_accounts(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
 ) -> Result<usize, super::ProjectionError> {
     let mut total = 0;
     for user_id in super::rename::users_changed(changes) {
@@ -244,6 +245,7 @@ pub async fn project_accounts(
             }
         };
         total += step.await.map_err(|e| super::ProjectionError {
+            unit: "",
             reason: e.to_string(),
             not_applied: vec![format!("users/{user_id}/{user_id}")],
         })?;

@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use futures::stream::{self, TryStreamExt};
 use serde_json::Value;
 
+use super::change::{Change, ChangeKind};
 use super::write::{str_field, Write};
 use super::{ProjectionError, Report};
 use crate::domain::{Kind, Meta};
@@ -95,24 +96,54 @@ pub async fn apply_all(store: &dyn Store, writes: &[Write], concurrency: usize) 
 
 /// A projection: what it watches, reads and writes, and how it projects a batch. Each is one
 /// module (`posts`, `rename`, `cascade`, `follows`, `timeline`, ...) exporting its `Unit`; the
-/// lanes run them in the order of their table (`super::UNITS`).
+/// lanes run them in the order of their table (`super::UNITS`), each given only the changes of
+/// the kinds it watches ([`Unit::changes`]). What it reads and writes is held to what it does by
+/// a test that runs it over a store recording what it touches.
 pub struct Unit {
     pub name: &'static str,
     /// The feed it follows (`posts` or `users`).
     pub feed: Container,
-    /// The kinds of item in that feed it reacts to (`type`); it passes over the others.
-    pub watches: &'static [&'static str],
+    /// The kinds of change of that feed it reacts to: it is handed only those.
+    pub watches: &'static [ChangeKind],
     /// The containers it reads.
     pub reads: &'static [Container],
     /// The containers it writes.
     pub writes: &'static [Container],
-    /// Project one batch of the feed: the writes made (`Report::changes` is the lane's).
+    /// Project the changes of one batch that it watches: the writes made (`Report::changes` is
+    /// the lane's).
     pub project: Project,
 }
 
-/// How a [`Unit`] projects a batch.
+/// How a [`Unit`] projects the changes of a batch it watches.
 pub type Project =
-    for<'a> fn(&'a dyn Store, &'a [Value]) -> BoxFuture<'a, Result<Report, ProjectionError>>;
+    for<'a> fn(&'a dyn Store, &'a [&'a Change]) -> BoxFuture<'a, Result<Report, ProjectionError>>;
+
+impl Unit {
+    /// The changes of a decoded batch this unit watches, in the batch's order; a document of a
+    /// kind it watches that did not decode is the batch's failure, naming the kind, the item and
+    /// this unit.
+    pub fn changes<'a>(
+        &self,
+        batch: &'a [Result<Change, super::change::Undecodable>],
+    ) -> Result<Vec<&'a Change>, ProjectionError> {
+        let mut out = Vec::new();
+        for d in batch {
+            match d {
+                Ok(c) if c.item.kind().is_some_and(|k| self.watches.contains(&k)) => out.push(c),
+                Ok(_) => {}
+                Err(u) if self.watches.iter().any(|k| k.type_name() == u.type_name) => {
+                    return Err(ProjectionError {
+                        unit: self.name,
+                        reason: format!("a `{}` change does not decode: {}", u.type_name, u.error),
+                        not_applied: vec![u.label.clone()],
+                    })
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(out)
+    }
+}
 
 /// A [`Report`] of `writes` writes (for a unit that reports nothing else).
 pub fn wrote(writes: usize) -> Report {
@@ -124,21 +155,11 @@ pub fn wrote(writes: usize) -> Report {
 
 /// A unit's store error as the batch's failure: every change of the batch is named as not
 /// applied.
-pub fn failed(feed: Container, changes: &[Value], e: impl std::fmt::Display) -> ProjectionError {
-    let pk_field = feed.partition_key_field();
+pub fn failed(feed: Container, changes: &[&Change], e: impl std::fmt::Display) -> ProjectionError {
     ProjectionError {
+        unit: "",
         reason: e.to_string(),
-        not_applied: changes
-            .iter()
-            .map(|d| {
-                format!(
-                    "{}/{}/{}",
-                    feed.name(),
-                    str_field(d, pk_field).unwrap_or("?"),
-                    Meta::of(d).id.unwrap_or("?")
-                )
-            })
-            .collect(),
+        not_applied: changes.iter().map(|c| c.label(feed)).collect(),
     }
 }
 
@@ -158,21 +179,22 @@ pub fn compare_versions(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
-/// The newest of the versions `changes` holds of one item (those `matches` picks).
-pub fn newest(changes: &[Value], matches: impl Fn(&Value) -> bool) -> Option<&Value> {
+/// The newest of the versions `changes` holds of one item (those `matches` picks), as delivered.
+pub fn newest<'a>(changes: &[&'a Change], matches: impl Fn(&Change) -> bool) -> Option<&'a Value> {
     changes
         .iter()
-        .filter(|d| matches(d))
+        .filter(|c| matches(c))
+        .map(|c| &c.doc)
         .reduce(|a, b| match compare_versions(a, b) {
             Some(Ordering::Less) => b,
             _ => a,
         })
 }
 
-/// The newest version of `id` among the changed documents (of the given `type`).
-pub fn newest_change<'a>(changes: &'a [Value], kind: Kind, id: &str) -> Option<&'a Value> {
-    newest(changes, |d| {
-        Kind::of(d) == Some(kind) && Meta::of(d).id == Some(id)
+/// The newest version of item `id` (of the given kind) among the changes.
+pub fn newest_change<'a>(changes: &[&'a Change], kind: ChangeKind, id: &str) -> Option<&'a Value> {
+    newest(changes, |c| {
+        c.item.kind() == Some(kind) && Meta::of(&c.doc).id == Some(id)
     })
 }
 
@@ -212,10 +234,10 @@ pub async fn read_not_older(
 /// the batch.
 pub async fn user(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     user_id: &str,
 ) -> StoreResult<Option<Value>> {
-    let changed = newest_change(changes, Kind::User, user_id);
+    let changed = newest_change(changes, ChangeKind::User, user_id);
     read_not_older(store, Container::Users, user_id, user_id, changed).await
 }
 
@@ -420,16 +442,19 @@ mod tests {
 
     #[test]
     fn the_newest_change_of_an_item_wins() {
-        let changes = [
-            json!({"id":"p1","type":"post","_lsn":9,"title":"new"}),
-            json!({"id":"p1","type":"post","_lsn":3,"title":"old"}),
-            json!({"id":"p2","type":"post","_lsn":10}),
+        let post = |id: &str, lsn: u64, title: &str| json!({"id":id,"type":"post","postId":id,"userId":"u1","_lsn":lsn,"title":title});
+        let docs = [
+            post("p1", 9, "new"),
+            post("p1", 3, "old"),
+            post("p2", 10, ""),
         ];
+        let changes = super::super::change::decoded(Container::Posts, &docs).unwrap();
+        let changes: Vec<&Change> = changes.iter().collect();
         assert_eq!(
-            newest_change(&changes, Kind::Post, "p1").unwrap()["title"],
+            newest_change(&changes, ChangeKind::Post, "p1").unwrap()["title"],
             "new"
         );
-        assert!(newest_change(&changes, Kind::User, "p1").is_none());
+        assert!(newest_change(&changes, ChangeKind::User, "p1").is_none());
     }
 
     async fn store_with(n: usize) -> (tempfile::TempDir, crate::store::embedded::EmbeddedStore) {

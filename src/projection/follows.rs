@@ -16,11 +16,12 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::change::{Change, ChangeKind, Item};
 use super::engine::{
     apply_one, delete_matching, failed, live_user, newest, read_not_older, sweep, wrote, Sweep,
     Unit, CONCURRENCY, PAGE,
 };
-use super::write::{content, str_field, Write};
+use super::write::{content, Write};
 use crate::domain::follows::{
     edge_tombstone_ops, follower_id, following_id, Edge, FollowKind, FOLLOWER, FOLLOWING, REF_USER,
 };
@@ -32,7 +33,7 @@ use crate::store::{retry, Container, PatchOp, Query, Store, StoreResult};
 pub const UNIT: Unit = Unit {
     name: "follows",
     feed: Container::Users,
-    watches: &[FOLLOWING, "user"],
+    watches: &[ChangeKind::Following, ChangeKind::User],
     reads: &[Container::Users],
     writes: &[Container::Users],
     project: |store, changes| {
@@ -46,27 +47,23 @@ pub const UNIT: Unit = Unit {
 };
 
 /// The users feed: the edges and users in `changes`. Returns the writes made.
-pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project_users(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let mut written = 0;
     let mut recount_users: BTreeSet<String> = BTreeSet::new();
     let mut seen = BTreeSet::new();
-    for doc in changes {
-        match Meta::of(doc).kind {
-            Some(FOLLOWING) => {
-                let (Some(f), Some(x)) = (Meta::of(doc).user_id, str_field(doc, REF_USER)) else {
-                    continue;
-                };
-                if !seen.insert((f.to_string(), x.to_string())) {
+    for c in changes {
+        match &c.item {
+            Item::Following(e) => {
+                let (f, x) = (e.user_id.as_str(), e.ref_user_id.as_str());
+                if !seen.insert((f, x)) {
                     continue;
                 }
                 written += edge_changed(store, changes, f, x).await?;
                 recount_users.insert(f.into());
                 recount_users.insert(x.into());
             }
-            Some("user") => {
-                if let Some(u) = Meta::of(doc).user_id {
-                    recount_users.insert(u.into());
-                }
+            Item::User(u) => {
+                recount_users.insert(u.user_id.clone());
             }
             _ => {}
         }
@@ -78,16 +75,17 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
 }
 
 /// The newest delivered version of the edge `f` → `x` among `changes`.
-pub(super) fn newest_edge<'a>(changes: &'a [Value], id: &str, f: &str) -> Option<&'a Value> {
-    newest(changes, |d| {
-        Meta::of(d).id == Some(id) && Meta::of(d).user_id == Some(f)
+pub(super) fn newest_edge<'a>(changes: &[&'a Change], id: &str, f: &str) -> Option<&'a Value> {
+    newest(changes, |c| match &c.item {
+        Item::Following(e) | Item::Follower(e) => e.id == id && e.user_id == f,
+        _ => false,
     })
 }
 
 /// Project the edge `f` → `x` as it is now: its mirror written or removed.
 async fn edge_changed(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     f: &str,
     x: &str,
 ) -> StoreResult<usize> {

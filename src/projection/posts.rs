@@ -18,22 +18,28 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use self::counters::{answered, counter_fix, is_recheck, Counted, CounterFix, PendingCount};
+use self::counters::{answered, counter_fix, Counted, CounterFix, PendingCount};
 use self::feed::{plan_feed, FeedEntry};
 use super::cascade::{self, remove_copies};
+use super::change::{Change, ChangeKind, Item, Pending};
 use super::engine::apply;
 use super::engine::{failed, Unit};
 use super::write::Write;
 use super::{ProjectionError, Report};
-use crate::domain::pending::{is_pending_count, PENDING_COUNT};
-use crate::domain::{is_deleted, tombstone_ops, Kind, Meta, Post};
+use crate::domain::{tombstone_ops, Kind, Meta, Post};
 use crate::store::{Container, PatchOp, Store};
 
 /// The posts projection, main lane.
 pub const UNIT: Unit = Unit {
     name: "posts",
     feed: Container::Posts,
-    watches: &["post", "comment", "like", PENDING_COUNT],
+    watches: &[
+        ChangeKind::Post,
+        ChangeKind::Recheck,
+        ChangeKind::Comment,
+        ChangeKind::Like,
+        ChangeKind::PendingCount,
+    ],
     reads: &[Container::Posts, Container::Users, Container::Feed],
     writes: &[Container::Posts, Container::Users, Container::Feed],
     project: |store, changes| Box::pin(project(store, changes)),
@@ -89,63 +95,52 @@ pub struct PostsFacts {
     pub stored: HashMap<(Container, String), Option<Value>>,
 }
 
-pub fn posts_needs(changes: &[Value]) -> PostsNeeds {
+/// What `changes` need read, computed once per batch: the plan, the deferred and the settled
+/// rechecks all take it.
+pub fn posts_needs(changes: &[&Change]) -> PostsNeeds {
     let mut needs = PostsNeeds::default();
-    for doc in changes {
-        if is_pending_count(doc) {
+    for c in changes {
+        match &c.item {
             // Its post's counters are looked at (a change on its way), or, on a deleted post,
-            // it goes.
-            if let Some(post_id) = Meta::of(doc).post_id {
-                needs.posts.insert(post_id.into());
+            // it goes. A recheck only looks at the counters, which copies nothing.
+            Item::PendingCount(Pending { post_id, .. }) | Item::Recheck { post_id } => {
+                needs.posts.insert(post_id.clone());
             }
-            continue;
-        }
-        let (Some(post_id), Some(kind)) = (Meta::of(doc).post_id, Kind::of(doc)) else {
-            continue;
-        };
-        match kind {
-            // A recheck only looks at the counters, which copies nothing.
-            Kind::Post if !is_recheck(doc) => {
-                needs.feed = true;
-                if let Some(u) = Meta::of(doc).user_id {
-                    needs.copies.insert((u.into(), post_id.into()));
+            Item::Post(a) | Item::Comment(a) | Item::Like(a) => {
+                if matches!(c.item, Item::Post(_)) {
+                    needs.feed = true;
+                    needs.copies.insert((a.user_id.clone(), a.post_id.clone()));
                 }
+                needs.posts.insert(a.post_id.clone());
+                needs.users.insert(a.user_id.clone());
             }
-            Kind::Post | Kind::Comment | Kind::Like => {}
-            Kind::User => continue,
-        }
-        needs.posts.insert(post_id.into());
-        if let Some(u) = Meta::of(doc).user_id {
-            needs.users.insert(u.into());
+            _ => {}
         }
     }
     needs
 }
 
-/// The writes a batch of changed `posts` items implies, given the facts read for it.
-pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
+/// The writes a batch of changed `posts` items implies, given what it needs ([`posts_needs`])
+/// and the facts read for it.
+pub fn plan_posts(changes: &[&Change], needs: &PostsNeeds, facts: &PostsFacts) -> Vec<Write> {
     let mut writes = Vec::new();
     let mut changed_posts: BTreeMap<String, Post> = BTreeMap::new();
 
     // Comments and likes: correct the author's name on the item itself when it raced a rename.
     let mut seen = BTreeSet::new();
-    for doc in changes {
-        let (Some(kind), Some(post_id), Some(id)) =
-            (Kind::of(doc), Meta::of(doc).post_id, Meta::of(doc).id)
-        else {
-            continue;
+    for c in changes {
+        let (kind, a) = match &c.item {
+            Item::Comment(a) => (Kind::Comment, a),
+            Item::Like(a) => (Kind::Like, a),
+            _ => continue,
         };
-        if !matches!(kind, Kind::Comment | Kind::Like)
-            || !seen.insert((post_id, id))
-            || is_deleted(doc)
-        {
+        let (post_id, id) = (a.post_id.as_str(), a.id.as_str());
+        if !seen.insert((post_id, id)) || a.deleted {
             continue;
         }
         // On a deleted post or by an erased user (it raced the deletion): it goes too.
-        let author = Meta::of(doc).user_id;
-        if facts.deleted_posts.contains_key(post_id)
-            || author.is_some_and(|u| facts.deleted_users.contains(u))
-        {
+        let author = a.user_id.as_str();
+        if facts.deleted_posts.contains_key(post_id) || facts.deleted_users.contains(author) {
             if !facts.deleted_posts.contains_key(post_id) {
                 // It counts on a live post: the mark lowers the number of its items, which a
                 // recount (after the grace) makes the counter's. One per item, so a
@@ -162,8 +157,8 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
             ));
             continue;
         }
-        if let (Some(user), Some(name)) = (author, Meta::of(doc).user_username) {
-            if let Some(current) = facts.usernames.get(user) {
+        if let Some(name) = &a.user_username {
+            if let Some(current) = facts.usernames.get(author) {
                 if current != name {
                     writes.push(Write::patch(
                         Container::Posts,
@@ -182,20 +177,22 @@ pub fn plan_posts(changes: &[Value], facts: &PostsFacts) -> Vec<Write> {
     // like or a recheck: those leave the post's copies as they are.
     let copied: BTreeSet<&str> = changes
         .iter()
-        .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
-        .filter_map(|d| Meta::of(d).post_id)
+        .filter_map(|c| match &c.item {
+            Item::Post(a) => Some(a.post_id.as_str()),
+            _ => None,
+        })
         .collect();
     // Pending counts filed on a deleted post (by a request that raced the deletion) go: its
     // counters go with it.
-    for doc in changes.iter().filter(|d| is_pending_count(d)) {
-        if let (Some(post_id), Some(id)) = (Meta::of(doc).post_id, Meta::of(doc).id) {
-            if facts.deleted_posts.contains_key(post_id) {
-                writes.push(Write::delete(Container::Posts, post_id, id));
+    for c in changes {
+        if let Item::PendingCount(p) = &c.item {
+            if facts.deleted_posts.contains_key(&p.post_id) {
+                writes.push(Write::delete(Container::Posts, &p.post_id, &p.id));
             }
         }
     }
     let mut deleted: BTreeSet<String> = BTreeSet::new();
-    for post_id in posts_needs(changes).posts {
+    for post_id in needs.posts.iter().cloned() {
         if let Some(author) = facts.deleted_posts.get(&post_id) {
             if copied.contains(post_id.as_str()) {
                 writes.extend(remove_copies(&post_id, author));
@@ -310,12 +307,12 @@ fn already_stored(w: &Write, facts: &PostsFacts) -> bool {
 
 /// The `posts` feed: gather facts, plan, apply. Never waits: a counter behind a young item is
 /// left for a later recheck (see [`Report::deferred`]).
-pub async fn project(store: &dyn Store, changes: &[Value]) -> Result<Report, ProjectionError> {
+pub async fn project(store: &dyn Store, changes: &[&Change]) -> Result<Report, ProjectionError> {
     let needs = posts_needs(changes);
     let facts = gather::posts_facts(store, changes, &needs)
         .await
         .map_err(|e| failed(Container::Posts, changes, e))?;
-    let writes = plan_posts(changes, &facts);
+    let writes = plan_posts(changes, &needs, &facts);
     apply(store, &writes).await.map_err(|(i, e)| {
         failed(
             Container::Posts,
@@ -329,23 +326,20 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> Result<Report, Pro
     // of their own, or the sweep would crowd out everything else.
     let mut marked = 0;
     let mut swept = HashSet::new();
-    for doc in changes.iter().rev() {
-        let Some(post_id) = Meta::of(doc).id else {
+    for c in changes.iter().rev() {
+        let Item::Post(a) = &c.item else {
             continue;
         };
-        if Kind::of(doc) != Some(Kind::Post)
-            || is_recheck(doc)
-            || !facts.deleted_posts.contains_key(post_id)
-            || !swept.insert(post_id)
-        {
+        let post_id = a.id.as_str();
+        if !facts.deleted_posts.contains_key(post_id) || !swept.insert(post_id) {
             continue;
         }
-        marked += cascade::sweep_post(store, doc)
+        marked += cascade::sweep_post(store, &c.doc)
             .await
             .map_err(|e| failed(Container::Posts, changes, e))?;
     }
-    let deferred = counters::deferred(changes, &facts);
-    let settled = counters::settled(changes, &facts);
+    let deferred = counters::deferred(&needs, &facts);
+    let settled = counters::settled(&needs, &facts);
     Ok(Report {
         changes: changes.len(),
         writes: writes.len() + marked,
@@ -356,9 +350,33 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> Result<Report, Pro
 
 #[cfg(test)]
 mod tests {
-    use super::counters::{deferred, recheck, settled};
     use super::*;
+    use crate::projection::change::{decoded, recheck};
     use serde_json::json;
+
+    /// The batch's changes, decoded as the engine decodes them.
+    fn changes_of(docs: &[Value]) -> Vec<Change> {
+        decoded(Container::Posts, docs).unwrap()
+    }
+
+    fn posts_needs(docs: &[Value]) -> PostsNeeds {
+        let changes = changes_of(docs);
+        super::posts_needs(&changes.iter().collect::<Vec<_>>())
+    }
+
+    fn plan_posts(docs: &[Value], facts: &PostsFacts) -> Vec<Write> {
+        let changes = changes_of(docs);
+        let changes: Vec<&Change> = changes.iter().collect();
+        super::plan_posts(&changes, &super::posts_needs(&changes), facts)
+    }
+
+    fn deferred(docs: &[Value], facts: &PostsFacts) -> Vec<String> {
+        counters::deferred(&posts_needs(docs), facts)
+    }
+
+    fn settled(docs: &[Value], facts: &PostsFacts) -> Vec<String> {
+        counters::settled(&posts_needs(docs), facts)
+    }
 
     pub(super) fn post(
         id: &str,

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::change::{Change, ChangeKind, Item};
 use super::engine::{apply_one, apply_unordered, user, wrote, Unit, PAGE};
 use super::write::{str_field, Write};
 use super::ProjectionError;
@@ -20,7 +21,7 @@ use crate::store::{Container, PatchOp, Query, Store, StoreError};
 pub const UNIT: Unit = Unit {
     name: "rename",
     feed: Container::Users,
-    watches: &["user"],
+    watches: &[ChangeKind::User],
     reads: &[Container::Users, Container::Posts],
     writes: &[Container::Posts, Container::Users],
     project: |store, changes| Box::pin(async move { project(store, changes).await.map(wrote) }),
@@ -35,12 +36,13 @@ const MAX_PASSES: u32 = 8;
 /// The `users` feed: carry each changed user's current name to every item of theirs that
 /// carries another one, then record the rename version that stands for. Returns the writes
 /// made; a user whose items could not all be renamed fails the batch, naming the user.
-pub async fn project(store: &dyn Store, changes: &[Value]) -> Result<usize, ProjectionError> {
+pub async fn project(store: &dyn Store, changes: &[&Change]) -> Result<usize, ProjectionError> {
     let mut total = 0;
     for user_id in users_changed(changes) {
         total += carry_name(store, changes, &user_id)
             .await
             .map_err(|e| ProjectionError {
+                unit: "",
                 reason: e.to_string(),
                 not_applied: vec![format!("users/{user_id}/{user_id}")],
             })?;
@@ -51,7 +53,7 @@ pub async fn project(store: &dyn Store, changes: &[Value]) -> Result<usize, Proj
 /// Carry user `user_id`'s name (live, and owed a rename: [`owed`]) to their items.
 async fn carry_name(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     user_id: &str,
 ) -> Result<usize, StoreError> {
     let Some(user) = user(store, changes, user_id).await? else {
@@ -184,11 +186,13 @@ pub fn record_propagated(user_id: &str, version: u64, etag: Option<&str>) -> Wri
 }
 
 /// Users whose change in the `users` feed may call for a rename (or an erasure).
-pub fn users_changed(changes: &[Value]) -> BTreeSet<String> {
+pub fn users_changed(changes: &[&Change]) -> BTreeSet<String> {
     changes
         .iter()
-        .filter(|d| Kind::of(d) == Some(Kind::User))
-        .filter_map(|d| Meta::of(d).user_id.map(String::from))
+        .filter_map(|c| match &c.item {
+            Item::User(u) => Some(u.user_id.clone()),
+            _ => None,
+        })
         .collect()
 }
 
@@ -261,6 +265,8 @@ mod tests {
             json!({"id":"p1","type":"post","userId":"u1","postId":"p1"}),
             json!({"id":"u2","type":"user","userId":"u2","username":"b"}),
         ];
+        let changes = crate::projection::change::decoded(Container::Users, &changes).unwrap();
+        let changes: Vec<&Change> = changes.iter().collect();
         assert_eq!(
             users_changed(&changes).into_iter().collect::<Vec<_>>(),
             vec!["u1", "u2"]

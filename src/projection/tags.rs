@@ -37,8 +37,8 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::change::{Change, ChangeKind, Item};
 use super::engine::{apply_all, failed, newest_change, read_not_older, wrote, Unit, CONCURRENCY};
-use super::posts::counters::is_recheck;
 use super::write::Write;
 use crate::domain::tags::{self, TagCount, COUNTS, TAGGED};
 use crate::domain::{is_deleted, is_live, Kind, Meta, Post};
@@ -48,7 +48,7 @@ use crate::store::{retry, Container, Query, Store, StoreError, StoreResult};
 pub const UNIT: Unit = Unit {
     name: "tags",
     feed: Container::Posts,
-    watches: &["post"],
+    watches: &[ChangeKind::Post],
     reads: &[Container::Posts, Container::Feed],
     writes: &[Container::Feed],
     project: |store, changes| {
@@ -67,15 +67,17 @@ const COUNT_ATTEMPTS: usize = 8;
 
 /// The posts feed: every changed post's tag copies and the counts of the tags it joined or
 /// left. Returns the writes made.
-pub async fn project(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let posts: BTreeSet<&str> = changes
         .iter()
-        .filter(|d| Kind::of(d) == Some(Kind::Post) && !is_recheck(d))
-        .filter_map(|d| Meta::of(d).id)
+        .filter_map(|c| match &c.item {
+            Item::Post(a) => Some(a.id.as_str()),
+            _ => None,
+        })
         .collect();
     let mut written = 0;
     for id in posts {
-        let changed = newest_change(changes, Kind::Post, id);
+        let changed = newest_change(changes, ChangeKind::Post, id);
         if changed.is_some_and(never_tagged) {
             continue;
         }

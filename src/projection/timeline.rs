@@ -18,7 +18,7 @@
 //!   markers; erased, their own timeline goes.
 //! - A job item (`type: timelineJob`): the next step of a fan-out.
 //!
-//! **Bounded steps.** Any work over more followers or entries than one page ([`PAGE`]) runs a
+//! **Bounded steps.** Any work over more followers or entries than one page ([`PAGE`](super::engine::PAGE)) runs a
 //! page per step: the step records where it stopped in the job item in the author's partition
 //! of `users`,
 //! whose change comes back through the users feed behind the changes written meanwhile, so
@@ -54,23 +54,17 @@ pub mod crossing;
 pub mod erasure;
 pub mod limit;
 pub mod names;
+pub mod trim;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
-
-use super::engine::{
-    compare_versions, current_job, failed, live_user, read_job, sweep, wrote, Sweep, Unit,
-    CONCURRENCY, PAGE,
-};
+use super::change::{Change, ChangeKind, Item};
+use super::engine::{compare_versions, current_job, failed, live_user, read_job, wrote, Unit};
 use super::over_limit;
-use super::posts::counters::is_recheck;
 use super::relocation;
-use super::write::{str_field, Write};
-use crate::domain::follows::{FOLLOWER, FOLLOWING, MERGE, REF_USER, TIMELINE, TIMELINE_KEEP};
+use crate::domain::is_deleted;
 use crate::domain::jobs::{delete_job_id, Job, Work};
-use crate::domain::{is_deleted, Kind, Meta};
-use crate::store::{Container, Order, Query, Store, StoreResult};
+use crate::store::{Container, Store, StoreResult};
 
 /// Recount `user_id`'s follows (as the main lane does) and carry out, now, whatever the timeline
 /// lane then owes the user: a crossing of the fan-out limit is run step after step to its end
@@ -148,13 +142,14 @@ pub use limit::{
     DEFAULT_FANOUT_LIMIT, LIMIT_ID, LIMIT_JOB,
 };
 pub use names::naming;
+pub use trim::trim;
 
 /// The timeline lane's projection of the posts feed: a deleted post's entries go
 /// ([`project_posts`]).
 pub const POSTS: Unit = Unit {
     name: "timeline-deletions",
     feed: Container::Posts,
-    watches: &["post"],
+    watches: &[ChangeKind::Post],
     reads: &[Container::Users, Container::Timelines, Container::Leases],
     writes: &[Container::Users, Container::Timelines, Container::Feed],
     project: |store, changes| {
@@ -174,7 +169,13 @@ pub const POSTS: Unit = Unit {
 pub const USERS: Unit = Unit {
     name: "timelines",
     feed: Container::Users,
-    watches: &[FOLLOWING, FOLLOWER, "post", "user", JOB],
+    watches: &[
+        ChangeKind::Following,
+        ChangeKind::Follower,
+        ChangeKind::PostCopy,
+        ChangeKind::User,
+        ChangeKind::Job,
+    ],
     reads: &[
         Container::Users,
         Container::Posts,
@@ -204,20 +205,18 @@ pub const USERS: Unit = Unit {
 /// The posts feed, timeline lane: each post marked deleted has its entries deleted, a page now
 /// and a page per step after; any other change is passed over without a read. Returns the
 /// writes made.
-pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project_posts(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let mut written = 0;
     let mut seen = BTreeSet::new();
     let mut batch = Batch::default();
-    for doc in changes {
-        if Kind::of(doc) != Some(Kind::Post) || is_recheck(doc) {
-            continue;
-        }
-        let (Some(post_id), Some(author)) = (Meta::of(doc).post_id, Meta::of(doc).user_id) else {
+    for c in changes {
+        let Item::Post(a) = &c.item else {
             continue;
         };
+        let (post_id, author) = (a.post_id.as_str(), a.user_id.as_str());
         // Only a deletion's mark: a deleted post stays deleted, and a change of a live post
         // (an edit, its counts) reaches the timelines through its author's copy.
-        if !is_deleted(doc) || !seen.insert(post_id) {
+        if !a.deleted || !seen.insert(post_id) {
             continue;
         }
         written += over_limit::remove_post(store, post_id).await?;
@@ -229,42 +228,35 @@ pub async fn project_posts(store: &dyn Store, changes: &[Value]) -> StoreResult<
 }
 
 /// The users feed, timeline lane. Returns the writes made.
-pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<usize> {
+pub async fn project_users(store: &dyn Store, changes: &[&Change]) -> StoreResult<usize> {
     let mut written = 0;
     let mut pairs = BTreeSet::new();
     let mut copies = BTreeSet::new();
     let mut users = BTreeSet::new();
-    let mut jobs: BTreeMap<(String, String), &Value> = BTreeMap::new();
-    for doc in changes {
-        let (Some(pk), Some(id)) = (Meta::of(doc).user_id, Meta::of(doc).id) else {
-            continue;
-        };
-        match Meta::of(doc).kind {
-            Some(FOLLOWING) => {
-                if let Some(x) = str_field(doc, REF_USER) {
-                    pairs.insert((pk.to_string(), x.to_string(), false));
-                }
+    let mut jobs: BTreeMap<(String, String), &Change> = BTreeMap::new();
+    for c in changes {
+        match &c.item {
+            Item::Following(e) => {
+                pairs.insert((e.user_id.clone(), e.ref_user_id.clone(), false));
             }
-            Some(FOLLOWER) => {
-                if let Some(f) = str_field(doc, REF_USER) {
-                    pairs.insert((f.to_string(), pk.to_string(), true));
-                }
+            Item::Follower(e) => {
+                pairs.insert((e.ref_user_id.clone(), e.user_id.clone(), true));
             }
-            Some(JOB) => {
+            Item::Job(job) => {
                 // The newest delivered version of each job item.
-                let key = (pk.to_string(), id.to_string());
-                let newer = jobs
-                    .get(&key)
-                    .is_none_or(|old| compare_versions(old, doc) == Some(std::cmp::Ordering::Less));
+                let key = (job.user_id.clone(), job.id.clone());
+                let newer = jobs.get(&key).is_none_or(|old| {
+                    compare_versions(&old.doc, &c.doc) == Some(std::cmp::Ordering::Less)
+                });
                 if newer {
-                    jobs.insert(key, doc);
+                    jobs.insert(key, c);
                 }
             }
-            _ if Kind::of(doc) == Some(Kind::Post) => {
-                copies.insert((pk.to_string(), id.to_string()));
+            Item::PostCopy(a) => {
+                copies.insert((a.user_id.clone(), a.id.clone()));
             }
-            _ if Kind::of(doc) == Some(Kind::User) => {
-                users.insert(pk.to_string());
+            Item::User(u) => {
+                users.insert(u.user_id.clone());
             }
             _ => {}
         }
@@ -279,44 +271,17 @@ pub async fn project_users(store: &dyn Store, changes: &[Value]) -> StoreResult<
     for u in &users {
         written += user_changed(store, changes, u, &mut batch).await?;
     }
-    for job in jobs.into_values() {
-        match Job::read(job) {
-            Ok(job) => written += job_step(store, &job, &mut batch).await?,
-            Err(e) => tracing::warn!("timelines: {e}; passed over"),
+    for c in jobs.into_values() {
+        if let Item::Job(job) = &c.item {
+            written += job_step(store, job, &mut batch).await?;
         }
     }
     Ok(written + batch.started)
 }
 
-/// Delete the entries of `f`'s timeline beyond its [`TIMELINE_KEEP`] newest (merge markers are
-/// not entries: the query leaves them out and they stay), a page at a time. Never deletes one of
-/// the newest, whatever runs concurrently: an entry beyond the newest of what was read is beyond
-/// the newest of the whole. Only `timelines` is trimmed: entries an earlier release left in
-/// `users` are trimmed once moved. Returns how many.
-pub async fn trim(store: &dyn Store, f: &str) -> StoreResult<usize> {
-    let q = Query::partition(f)
-        .eq("type", TIMELINE)
-        .not_true(MERGE)
-        .order_by_creation(Order::Desc)
-        .limit(TIMELINE_KEEP as u32 + PAGE);
-    let s = Sweep {
-        container: Container::Timelines,
-        query: q,
-        keep: TIMELINE_KEEP,
-        pages: usize::MAX,
-        concurrency: CONCURRENCY,
-        what: "trimmed",
-    };
-    let trimmed = sweep(store, s, |i| {
-        Some(Write::delete(Container::Timelines, f, Meta::of(i).id?))
-    })
-    .await?;
-    Ok(trimmed.0)
-}
-
 async fn user_changed(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     user_id: &str,
     batch: &mut Batch,
 ) -> StoreResult<usize> {
@@ -391,49 +356,7 @@ fn author_marks<'a>(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-    use crate::domain::follows::{timeline_id, MergeMarker, MARKER_DATE};
-    use crate::store::embedded::EmbeddedStore;
-
-    /// A timeline following more authors over the fan-out limit than a trim reads at once still
-    /// has its entries trimmed: the markers (newest first by their date) are not entries.
-    #[tokio::test]
-    async fn markers_filling_a_page_do_not_hide_the_entries_from_the_trim() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(&dir.path().join("blog.db")).unwrap();
-        let owner = "ana";
-        for i in 0..TIMELINE_KEEP as u32 + PAGE {
-            let marker = MergeMarker::new(owner, &format!("author{i}"));
-            assert_eq!(marker.creation_date, MARKER_DATE);
-            let marker = marker.to_item();
-            store
-                .create(Container::Timelines, owner, marker)
-                .await
-                .unwrap();
-        }
-        let entries = TIMELINE_KEEP + 10;
-        for i in 0..entries {
-            let entry = json!({
-                "id": timeline_id(&format!("post{i:04}")),
-                "type": TIMELINE,
-                "userId": owner,
-                REF_USER: "bob",
-                "creationDate": format!("2026-01-01T00:{:02}:{:02}.000Z", i / 60, i % 60),
-            });
-            store
-                .create(Container::Timelines, owner, entry)
-                .await
-                .unwrap();
-        }
-        assert_eq!(trim(&store, owner).await.unwrap(), entries - TIMELINE_KEEP);
-        let left = Query::partition(owner).eq("type", TIMELINE).not_true(MERGE);
-        assert_eq!(
-            store.count(Container::Timelines, &left).await.unwrap(),
-            TIMELINE_KEEP as u64
-        );
-    }
 
     #[test]
     fn the_limit_has_hysteresis() {

@@ -2,14 +2,11 @@
 //! whose counters await a recheck), and what the operations commands and the tests ask of them
 //! (whether the pump has caught up, where each follower stands, checkpointing at the feeds' end).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
 use super::{Follower, FOLLOWERS};
-use crate::projection::{Lane, INCREMENT_GRACE};
+use crate::projection::Lane;
+use crate::rechecks::Rechecks;
 use crate::store::{Container, Store, StoreResult};
 
 /// `pump.posts`, `pump.users` (the main lane), `pump.timeline.posts`, `pump.timeline.users`.
@@ -97,51 +94,9 @@ pub(super) async fn save_checkpoint(
         "container": c.c.name(),
         "lane": c.lane.name(),
         "continuation": continuation,
-        "deferred": deferred.0.keys().collect::<Vec<_>>(),
+        "deferred": deferred.posts(),
     });
     store.upsert(Container::Leases, &id, lease).await.map(drop)
-}
-
-/// Posts to project again, each at its due time.
-#[derive(Debug, Default)]
-pub(super) struct Rechecks(pub(super) BTreeMap<String, Instant>);
-
-impl Rechecks {
-    pub(super) fn defer(&mut self, posts: impl IntoIterator<Item = String>) {
-        let due = Instant::now() + INCREMENT_GRACE;
-        for p in posts {
-            self.0.entry(p).or_insert(due);
-        }
-    }
-
-    /// Drop the rechecks of posts a later batch recounted in full without deferring: that
-    /// recount, taken after the deferral, already saw whether the awaited increment landed.
-    pub(super) fn settle(&mut self, posts: &[String]) {
-        for p in posts {
-            self.0.remove(p);
-        }
-    }
-
-    pub(super) fn take_due(&mut self) -> Vec<String> {
-        let now = Instant::now();
-        let due: Vec<String> = self
-            .0
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .map(|(p, _)| p.clone())
-            .collect();
-        for p in &due {
-            self.0.remove(p);
-        }
-        due
-    }
-
-    /// How long an idle follower may sleep before a recheck falls due.
-    pub(super) fn idle(&self, idle: Duration) -> Duration {
-        self.0.values().min().map_or(idle, |at| {
-            idle.min(at.saturating_duration_since(Instant::now()))
-        })
-    }
 }
 
 /// Whether the pump has applied every change of the feeds it follows: nothing lies beyond any

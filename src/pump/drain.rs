@@ -1,11 +1,10 @@
 //! Running the pump's followers inline, until nothing is left to do: what a test or a tool that
 //! drives the projections without a running pump calls.
 
-use serde_json::Value;
-
-use super::checkpoint::{save_checkpoint, start_checkpoint, Rechecks};
+use super::checkpoint::{save_checkpoint, start_checkpoint};
 use super::{BATCH, FOLLOWERS};
 use crate::projection;
+use crate::rechecks::Rechecks;
 use crate::store::{metrics, Store};
 
 /// The most rounds [`drain`] runs before it takes the projections for never going quiet. A
@@ -41,11 +40,7 @@ async fn drain_rounds(store: &dyn Store) -> anyhow::Result<usize> {
         let mut moved = false;
         for (f, continuation, rechecks) in &mut followers {
             let before = batches;
-            let due = rechecks.take_due();
-            if !due.is_empty() {
-                let docs: Vec<Value> = due.iter().map(|p| projection::recheck(p)).collect();
-                let report = projection::project_lane(store, f.lane, f.c, &docs).await?;
-                rechecks.defer(report.deferred);
+            if rechecks.run_due(store, f.lane, f.c).await? {
                 batches += 1;
             }
             loop {
@@ -54,8 +49,7 @@ async fn drain_rounds(store: &dyn Store) -> anyhow::Result<usize> {
                     break;
                 }
                 let report = projection::project_lane(store, f.lane, f.c, &page.items).await?;
-                rechecks.settle(&report.settled);
-                rechecks.defer(report.deferred);
+                rechecks.note(&report);
                 *continuation = Some(page.continuation);
                 batches += 1;
             }
@@ -67,13 +61,10 @@ async fn drain_rounds(store: &dyn Store) -> anyhow::Result<usize> {
             }
         }
         if !moved {
-            let next = followers
-                .iter()
-                .filter_map(|(_, _, r)| r.0.values().min())
-                .min();
+            let next = followers.iter().filter_map(|(_, _, r)| r.next_due()).min();
             match next {
                 None => return Ok(batches),
-                Some(at) => tokio::time::sleep_until(*at).await,
+                Some(at) => tokio::time::sleep_until(at).await,
             }
         }
     }

@@ -91,6 +91,56 @@ fn each_module_imports_only_from_its_layer_or_below_as_the_crate_doc_lists() {
     );
 }
 
+/// Within the projections and their drivers, a submodule uses its parent's types, never its
+/// functions: a unit calling back up into what runs it (scheduling its own work through the
+/// lane, as a unit's task once did) is a driver hidden inside a part, which the import graph,
+/// leaving out imports between a module and its ancestors, does not show. (Elsewhere, the
+/// routes' and the stores' files share their parent's helpers: `api::read_item`,
+/// `store::check_partition_key`, which this rule does not cover.)
+const PARTS_NEVER_CALL_UP: [&str; 5] =
+    ["projection", "rechecks", "quarantine", "pump", "functions"];
+
+#[test]
+fn no_projection_module_calls_a_function_of_its_ancestors() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let imports = Crate::read(&src, "lib.rs").imports();
+    let calls: Vec<String> = imports
+        .parent_functions
+        .iter()
+        .filter(|(m, _)| {
+            PARTS_NEVER_CALL_UP
+                .iter()
+                .any(|t| m.split("::").next() == Some(t))
+        })
+        .map(|(m, p)| format!("`{m}` calls `{p}`"))
+        .collect();
+    assert!(calls.is_empty(), "{}", calls.join("\n"));
+}
+
+/// The check above finds a child calling its parent's function, whether through `super::`, a
+/// `use` or `crate::`, and lets the parent's types and constants through.
+#[test]
+fn a_planted_call_up_into_a_parent_is_found() {
+    let m = "mod a; pub struct Report; pub const PAGE: u32 = 1; pub fn run() { a::go(); }";
+    let calls = |a: &str| {
+        let dir = planted(&[("lib.rs", "mod m;"), ("m.rs", m), ("m/a.rs", a)]);
+        Crate::read(dir.path(), "lib.rs").imports().parent_functions
+    };
+    let types = "pub fn go() -> super::Report { let _ = super::PAGE; super::Report }";
+    assert!(calls(types).is_empty());
+    for up in [
+        "pub fn go() { super::run(); }",
+        "use super::run; pub fn go() { run(); }",
+        "pub fn go() { crate::m::run(); }",
+    ] {
+        let found = calls(up);
+        assert!(
+            found.iter().any(|(m, p)| m == "m::a" && p.ends_with("run")),
+            "{up}: {found:?}"
+        );
+    }
+}
+
 /// A small crate written to a temporary directory, one file per `(path, text)`.
 fn planted(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -152,6 +152,7 @@ pub async fn pump(fixture: Fixture) {
     );
     assert!(e.attempts >= u64::from(quarantine::ATTEMPTS), "{e:?}");
     assert!(e.error.contains("injected"), "{e:?}");
+    assert_eq!(e.unit, "posts", "the unit that failed: {e:?}");
     assert!(!feed_ids(&app).await.contains(&bad));
 
     // The lane is not blocked: a post written afterwards is applied too.
@@ -241,7 +242,7 @@ pub async fn trigger(fixture: Fixture) {
     // The line the host writes to the function's log, which an alert counts.
     assert!(
         done.logs().contains(&format!(
-            "PostsChangeFeed: quarantined=main.posts/{bad}/{bad} attempts=5"
+            "PostsChangeFeed: quarantined=main.posts/{bad}/{bad} attempts=5 unit=posts"
         )),
         "{}",
         done.logs()
@@ -249,6 +250,7 @@ pub async fn trigger(fixture: Fixture) {
     let kept = entries(&*app.store).await;
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert_eq!(kept[0].item_id, bad);
+    assert_eq!(kept[0].unit, "posts");
     assert_eq!(kept[0].attempts, u64::from(quarantine::ATTEMPTS));
     let feed = feed_ids(&app).await;
     assert!(feed.contains(&good) && !feed.contains(&bad), "{feed:?}");

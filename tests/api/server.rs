@@ -446,7 +446,8 @@ async fn a_trigger_batch_is_not_cut_off_by_the_request_timeout() {
         a.hosted(true).limits(limits(Duration::from_secs(1)))
     })
     .await;
-    let doc = serde_json::json!({ "id": "slow-post", "postId": "slow-post", "type": "post" });
+    let doc = serde_json::json!({ "id": "slow-post", "postId": "slow-post", "userId": "ana",
+        "type": "post" });
     let inv = app.deliver("PostsChangeFeed", &[doc]).await;
     inv.assert_applied();
     // While an API request on the same store is cut off.

@@ -58,9 +58,12 @@ pub async fn verify(store: &dyn Store) -> anyhow::Result<Verification> {
             break;
         }
         out.changes_replayed += page.items.len();
-        let needs = projection::posts_needs(&page.items);
-        let facts = projection::posts::gather::posts_facts(store, &page.items, &needs).await?;
-        for w in projection::plan_posts(&page.items, &facts) {
+        let changes = projection::change::decoded(Container::Posts, &page.items)
+            .map_err(|e| anyhow::anyhow!("{}: {}", e.label, e.error))?;
+        let changes: Vec<&projection::change::Change> = changes.iter().collect();
+        let needs = projection::posts_needs(&changes);
+        let facts = projection::posts::gather::posts_facts(store, &changes, &needs).await?;
+        for w in projection::plan_posts(&changes, &needs, &facts) {
             out.writes_planned += 1;
             let Write::Upsert {
                 container,

@@ -1,20 +1,15 @@
 //! A post's counters (`commentCount`, `likeCount`), kept true by the posts projection
 //! (`super`): a counter is trusted while no pending count (see [`crate::domain::pending`]) is in
 //! its post's partition, and recounted once every pending count is older than
-//! [`INCREMENT_GRACE`] (see [`counter_fix`]). Pure but for [`recheck_later`], which drives the
-//! later looks for the Functions triggers.
+//! [`INCREMENT_GRACE`] (see [`counter_fix`]). Pure: the later looks at a deferred post are the
+//! drivers' (`crate::rechecks`).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde_json::Value;
-
-use super::{posts_needs, PostsFacts};
+use super::{PostsFacts, PostsNeeds};
 use crate::domain::{Kind, Post};
-use crate::projection::project;
 use crate::projection::write::Write;
-use crate::store::{metrics, Container, Store};
+use crate::store::Container;
 
 /// How long a counter change announced by a pending count (see [`crate::domain::pending`]) may
 /// take to land. A post is recounted only once every pending count in its partition is older
@@ -71,21 +66,6 @@ pub struct PendingCount {
     pub since: String,
 }
 
-/// Marks the change a driver makes up to look at a post's counters again ([`recheck`]): it
-/// recounts, and writes no copy (a counter it corrects comes back as a change of the post,
-/// whose projection refreshes the copies).
-pub const RECHECK: &str = "recheck";
-
-/// The change that makes the projection look at `post_id`'s counters again.
-pub fn recheck(post_id: &str) -> Value {
-    serde_json::json!({ "id": post_id, "postId": post_id, "type": Kind::Post, RECHECK: true })
-}
-
-/// Whether `doc` is a [`recheck`] rather than a change of the post.
-pub fn is_recheck(doc: &Value) -> bool {
-    doc.get(RECHECK) == Some(&Value::Bool(true))
-}
-
 /// What a recount does with a counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CounterFix {
@@ -129,11 +109,12 @@ fn awaits_change(facts: &PostsFacts, id: &str) -> bool {
 }
 
 /// Posts with a counter change on its way: project them again after [`INCREMENT_GRACE`].
-pub fn deferred(changes: &[Value], facts: &PostsFacts) -> Vec<String> {
-    posts_needs(changes)
+pub fn deferred(needs: &PostsNeeds, facts: &PostsFacts) -> Vec<String> {
+    needs
         .posts
-        .into_iter()
-        .filter(|id| facts.posts.contains_key(id) && awaits_change(facts, id))
+        .iter()
+        .filter(|id| facts.posts.contains_key(*id) && awaits_change(facts, id))
+        .cloned()
         .collect()
 }
 
@@ -147,15 +128,16 @@ fn confirmed(facts: &PostsFacts, post: &Post) -> bool {
 
 /// Posts whose counters this batch found with nothing left to wait for or correct: no pending
 /// count, or a recount that found them right. A recheck a driver holds for one is answered.
-pub fn settled(changes: &[Value], facts: &PostsFacts) -> Vec<String> {
-    posts_needs(changes)
+pub fn settled(needs: &PostsNeeds, facts: &PostsFacts) -> Vec<String> {
+    needs
         .posts
-        .into_iter()
+        .iter()
         .filter(|id| {
-            facts.posts.get(id).is_some_and(|post| {
-                facts.pending.get(id).is_some_and(Vec::is_empty) || confirmed(facts, post)
+            facts.posts.get(*id).is_some_and(|post| {
+                facts.pending.get(*id).is_some_and(Vec::is_empty) || confirmed(facts, post)
             })
         })
+        .cloned()
         .collect()
 }
 
@@ -174,52 +156,4 @@ pub(super) fn answered(facts: &PostsFacts) -> Vec<Write> {
                 .map(|p| Write::delete(Container::Posts, id.clone(), p.id.clone()))
         })
         .collect()
-}
-
-/// For a driver that keeps nothing between batches (the Functions triggers): project
-/// [`recheck`] of each deferred post once [`INCREMENT_GRACE`] has passed, and again for as long as
-/// it stays deferred, in a task of its own. Held in memory only: should the process stop first,
-/// the counter is corrected by the post's next change.
-pub fn recheck_later(store: Arc<dyn Store>, posts: Vec<String>) {
-    // One pending recheck per post in this process, however many batches defer it.
-    static PENDING: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    let pending = PENDING.get_or_init(Default::default);
-    let claim = |posts: Vec<String>| -> Vec<String> {
-        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-        posts
-            .into_iter()
-            .filter(|id| p.insert(id.clone()))
-            .collect()
-    };
-    let release = |posts: &[String]| {
-        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-        for id in posts {
-            p.remove(id);
-        }
-    };
-    let mut posts = claim(posts);
-    if posts.is_empty() {
-        return;
-    }
-    tokio::spawn(async move {
-        let mut failures = 0;
-        while !posts.is_empty() {
-            tokio::time::sleep(INCREMENT_GRACE).await;
-            // Released before the look, so a batch deferring a post meanwhile is not lost.
-            release(&posts);
-            let docs: Vec<Value> = posts.iter().map(|p| recheck(p)).collect();
-            match metrics::projecting(project(&*store, Container::Posts, &docs)).await {
-                Ok(report) => posts = claim(report.deferred),
-                Err(e) if failures < 5 => {
-                    failures += 1;
-                    tracing::warn!(error = %e, "counter recheck failed; retrying");
-                    posts = claim(posts);
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "counter recheck failed; given up");
-                    return;
-                }
-            }
-        }
-    });
 }

@@ -10,6 +10,7 @@ use super::feed::FeedEntry;
 use super::{PostsFacts, PostsNeeds};
 use crate::domain::pending::PENDING_COUNT;
 use crate::domain::{is_deleted, Kind, Meta, Post, FEED_KEEP, FEED_PK};
+use crate::projection::change::{Change, ChangeKind};
 use crate::projection::engine::{newest_change, read_not_older};
 use crate::projection::write::content;
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
@@ -22,7 +23,7 @@ use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 /// [`check_counters`].
 pub async fn posts_facts(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     needs: &PostsNeeds,
 ) -> StoreResult<PostsFacts> {
     // Taken before reading: a pending count made after this is not settled whatever the reads
@@ -138,12 +139,12 @@ struct PostsRead {
 
 async fn read_posts(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     needs: &PostsNeeds,
 ) -> StoreResult<PostsRead> {
     let mut out = PostsRead::default();
     for id in &needs.posts {
-        let changed = newest_change(changes, Kind::Post, id);
+        let changed = newest_change(changes, ChangeKind::Post, id);
         if let Some(v) = read_not_older(store, Container::Posts, id, id, changed).await? {
             if is_deleted(&v) {
                 let author = Meta::of(&v).user_id.unwrap_or_default().to_string();

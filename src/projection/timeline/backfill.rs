@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::limit::{limit_state, LimitState};
-use super::{trim, Batch};
+use super::trim::trim;
+use super::Batch;
 use crate::domain::follows::{
     following_id, marker_id, Edge, FollowKind, MergeMarker, TimelineEntry, TimelineItem, REF_USER,
     TIMELINE, TIMELINE_KEEP, TIMELINE_SIZE,
 };
 use crate::domain::{Kind, Post};
+use crate::projection::change::Change;
 use crate::projection::engine::{
     apply_all, apply_one, delete_item, delete_matching, live_user, query_all, read_not_older,
 };
@@ -25,7 +27,7 @@ use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 /// A live edge whose mirror is not there yet waits for the mirror's own change.
 pub(super) async fn follow_changed(
     store: &dyn Store,
-    changes: &[Value],
+    changes: &[&Change],
     f: &str,
     x: &str,
     from_mirror: bool,

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::limit::limit_state;
-use super::trim;
+use super::trim::trim;
 use crate::domain::follows::{
     entry_content, following_id, timeline_id, trims, TimelineEntry, FOLLOWER, REF_USER, TIMELINE,
 };

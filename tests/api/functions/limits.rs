@@ -202,9 +202,10 @@ async fn a_batch_over_the_document_limit_is_refused_and_nothing_of_it_applied() 
     let user = app.create_user("ana").await;
     let post = app.create_post(&id(&user), "t", "c").await;
     let stored = app.current(Container::Posts, &id(&post), &id(&post)).await;
-    // The post first, then filler up to one over the limit, in every encoding.
+    // The post first, then filler (items of a kind no projection watches) up to one over the
+    // limit, in every encoding.
     let mut docs = vec![stored];
-    docs.extend((1..=MAX_DOCUMENTS).map(|i| json!({ "id": format!("x{i}"), "type": "like" })));
+    docs.extend((1..=MAX_DOCUMENTS).map(|i| json!({ "id": format!("x{i}"), "type": "filler" })));
     let once = serde_json::to_string(&docs).unwrap();
     let twice = serde_json::to_string(&once).unwrap();
     for documents in [
@@ -295,7 +296,7 @@ async fn memory_stays_bounded_for_any_body_the_limit_admits() {
     let per_doc = INVOCATION_BODY_LIMIT / MAX_DOCUMENTS / 8 - 64;
     let content = "\\\"".repeat(per_doc / 2);
     let docs: Vec<Value> = (0..MAX_DOCUMENTS)
-        .map(|i| json!({ "id": format!("gone-{i}"), "postId": format!("gone-{i}"), "type": "post", "content": content }))
+        .map(|i| json!({ "id": format!("gone-{i}"), "postId": format!("gone-{i}"), "userId": "nobody", "type": "post", "content": content }))
         .collect();
     let twice = serde_json::to_string(&serde_json::to_string(&docs).unwrap()).unwrap();
     let fullest = raw_envelope(&twice);
@@ -378,7 +379,8 @@ async fn bodies_over_the_memory_budget_together_are_applied_one_after_the_other(
     // of the budget.
     let size = blog::functions::INVOCATION_BYTES_AT_ONCE / 2 + 1024;
     let pad = "x".repeat(size - 200);
-    let docs = json!([{ "id": "gone", "postId": "gone", "type": "post", "pad": pad }]);
+    let docs =
+        json!([{ "id": "gone", "postId": "gone", "userId": "nobody", "type": "post", "pad": pad }]);
     let body = raw_envelope(&docs.to_string());
     let addr = handler.base.trim_start_matches("http://").to_string();
     let head = format!(

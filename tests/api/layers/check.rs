@@ -19,12 +19,18 @@ use syn::visit::Visit;
 pub struct Imports {
     pub edges: BTreeMap<String, BTreeSet<String>>,
     pub why: BTreeMap<(String, String), String>,
+    /// Each function a module names in one of its ancestors (`super::run`, with the module
+    /// and the path naming it): a submodule may use its parent's types, constants and
+    /// re-exports, never call up into its functions (a driver inside a unit).
+    pub parent_functions: BTreeSet<(String, String)>,
 }
 
-/// What one file says: its child modules, its `use`s, and the paths its code names.
+/// What one file says: its child modules, its `use`s, the paths its code names, and the
+/// functions it defines at its top level.
 #[derive(Default)]
 struct Parsed {
     children: BTreeSet<String>,
+    functions: BTreeSet<String>,
     /// (the name bound, or none for a glob; the path; whether `pub`).
     uses: Vec<(Option<String>, Vec<String>, bool)>,
     paths: Vec<Vec<String>>,
@@ -209,6 +215,13 @@ impl Crate {
             let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             let mut parsed = Parsed::default();
             parsed.visit_file(&ast);
+            for item in &ast.items {
+                if let syn::Item::Fn(f) = item {
+                    if !is_test_only(&f.attrs) {
+                        parsed.functions.insert(f.sig.ident.to_string());
+                    }
+                }
+            }
             modules.insert(module, parsed);
         }
         // Only what the crate declares (a file behind `#[cfg(test)] mod x;` is a unit test's).
@@ -324,6 +337,14 @@ impl Crate {
                     continue;
                 };
                 let to = self.landing(&abs, 0);
+                let ancestor = to.is_empty() || module.starts_with(&format!("{to}::"));
+                if ancestor && to != *module {
+                    let name = abs.get(split(&to).len());
+                    if name.is_some_and(|n| self.modules[&to].functions.contains(n)) {
+                        out.parent_functions
+                            .insert((module.clone(), path.join("::")));
+                    }
+                }
                 if to == *module || (public && within(&to)) {
                     continue;
                 }
@@ -341,7 +362,8 @@ impl Imports {
     /// The same graph with each module taken as its ancestor `depth` levels down (`a::b::c` as
     /// `a` at depth 1), leaving out an import within one of them and one between a module and
     /// its own ancestor: a module's file is the namespace its submodules share, so it may use
-    /// them and they what it defines (`super::Report`). What is checked is everything else:
+    /// them and they the types it defines (`super::Report`; that they call none of its functions
+    /// is [`Imports::parent_functions`]). What is checked is everything else:
     /// submodules of one module among themselves (`projection::posts` and
     /// `projection::cascade`), and whole subtrees among each other.
     pub fn at_depth(&self, depth: usize) -> BTreeMap<String, BTreeSet<String>> {
