@@ -196,6 +196,29 @@ async fn of_two_concurrent_registrations_of_one_name_exactly_one_wins() {
 }
 
 #[tokio::test]
+async fn a_name_claimed_by_a_registration_under_way_is_taken() {
+    // A registration writes the name's guard first and its user last: in between, the guard's
+    // owner does not exist yet. Another registration of the name then must not take it over.
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    for (name, email) in [("Zed", "zed@x.org"), ("other", "Yve@x.org")] {
+        use blog::domain::accounts::{EmailGuard, HandleGuard};
+        let owner = "a-user-being-registered";
+        let guard = if name == "Zed" {
+            json!(HandleGuard::new("zed", owner))
+        } else {
+            json!(EmailGuard::new("yve@x.org", owner, "s", "h".into()))
+        };
+        let id = guard["id"].as_str().unwrap().to_string();
+        app.store
+            .create(blog::store::Container::Users, &id, guard)
+            .await
+            .unwrap();
+        let r = register(&app, name, email).await;
+        assert_eq!(r.status, 409, "{name}: {:?}", r.body);
+    }
+}
+
+#[tokio::test]
 async fn a_rename_frees_the_old_handle_and_keeps_the_token() {
     let app = TestApp::spawn(embedded_fixture().await, false).await;
     let first = register(&app, "ana", "ana@x.org").await;

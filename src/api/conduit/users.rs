@@ -5,8 +5,9 @@
 //! the user); a sign-in two point reads (the email's guard, the user); a profile two point reads
 //! (the username's guard, the user) and one more for a signed-in viewer (the follow edge). A
 //! change of username or email creates the new guard before the change and deletes the old one
-//! after it, so a crash in between leaves a guard that nobody holds, which the next claim of that
-//! name takes back ([`claim`]).
+//! after it, so a crash in between leaves a guard that nobody holds, which a claim of that name
+//! takes back once the guard is a minute old ([`claim`]; younger, it may belong to a registration
+//! or change still under way).
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
@@ -102,9 +103,16 @@ pub(super) async fn read_user(store: &dyn Store, id: &str) -> Result<Option<User
         .and_then(|u| User::deserialize(&u).ok()))
 }
 
+/// How long a guard is held whatever its owner looks like: a registration or a change of name
+/// creates the guard before it writes the user, so until then the guard's owner is missing or
+/// still carries another name, and another claim must not take the guard back meanwhile. Longer
+/// than a request may run; a guard a crash left behind is free after it.
+const GUARD_GRACE_SECS: i64 = 60;
+
 /// Take the guard `guard` (a new item in its own partition) for `owner`: created, or taken back
 /// from a holder that no longer holds it (`held` says whether the stored guard's holder still
-/// does). `false` when someone holds it.
+/// does; a guard written less than [`GUARD_GRACE_SECS`] ago is held). `false` when someone holds
+/// it.
 async fn claim<F, Fut>(store: &dyn Store, guard: Value, held: F) -> Result<bool>
 where
     F: FnOnce(Value) -> Fut,
@@ -124,7 +132,9 @@ where
         return Ok(false);
     };
     let etag = existing["_etag"].as_str().map(String::from);
-    if held(existing).await? {
+    let written = existing["_ts"].as_i64().unwrap_or(i64::MAX);
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    if now.saturating_sub(written) < GUARD_GRACE_SECS || held(existing).await? {
         return Ok(false);
     }
     match store
