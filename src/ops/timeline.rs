@@ -47,8 +47,8 @@ use super::lag::{Touched, Window};
 use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
 use super::TRAVERSAL_PAGE;
 use crate::domain::Kind;
-use crate::projection;
 use crate::projection::write::Write;
+use crate::projection::{self, upgrade};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 use check::check_user;
 use read::{live_user, Live};
@@ -181,7 +181,7 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
         }
         tokio::time::sleep(settle).await;
         let limit = projection::timeline::limit_in_force(store).await?;
-        let moving = projection::relocation::moving(store).await?;
+        let moving = upgrade::timelines::moving(store).await?;
         let window = Window::open(store).await?;
         let mut looked = Vec::new();
         for (user, _) in &pending {
@@ -219,7 +219,7 @@ async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)
     let mut check = Check::default();
     let mut suspects = Vec::new();
     let limit = projection::timeline::limit_in_force(store).await?;
-    let moving = projection::relocation::moving(store).await?;
+    let moving = upgrade::timelines::moving(store).await?;
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)
         .live()

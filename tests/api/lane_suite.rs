@@ -825,14 +825,14 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
     let layout = blog::store::LAYOUT_ID;
     let recorded = store.read(Container::Leases, layout, layout).await.unwrap();
     assert!(
-        blog::store::timelines_moved(recorded.as_ref()),
+        blog::projection::upgrade::timelines::moved(recorded.as_ref()),
         "the move is not recorded: {recorded:?}"
     );
     let job = store
         .read(
             Container::Users,
-            projection::relocation::JOB_PARTITION,
-            projection::relocation::JOB_ID,
+            projection::upgrade::timelines::JOB_PARTITION,
+            projection::upgrade::timelines::JOB_ID,
         )
         .await
         .unwrap();
@@ -878,7 +878,12 @@ pub async fn a_removal_racing_the_move_of_its_item_is_not_undone(fixture: Fixtur
             .boxed()
         }
     });
-    assert_eq!(projection::relocation::start(&*store).await.unwrap(), 1);
+    assert_eq!(
+        projection::upgrade::timelines::start(&*store)
+            .await
+            .unwrap(),
+        1
+    );
     // Its steps, each as the job item's change delivers it, until the job item goes (across
     // partitions a page may hold one partition key range, so this may take more than one).
     for step in 0.. {
@@ -886,8 +891,8 @@ pub async fn a_removal_racing_the_move_of_its_item_is_not_undone(fixture: Fixtur
         let job = store
             .read(
                 Container::Users,
-                projection::relocation::JOB_PARTITION,
-                projection::relocation::JOB_ID,
+                projection::upgrade::timelines::JOB_PARTITION,
+                projection::upgrade::timelines::JOB_ID,
             )
             .await
             .unwrap();
