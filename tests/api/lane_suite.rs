@@ -770,6 +770,12 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
     let p2 = id(&app.create_post(&bob, "two", "c").await);
     app.settle().await;
     as_an_earlier_release_left_it(store).await;
+    let moving = ", timeline items still moving from `users`";
+    let before = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap()
+        .render();
+    assert!(before.contains(moving), "{before}");
     // A step cut short between its two writes: ana's entry of p1 in both places.
     let cut = store
         .read(Container::Users, ana, &follows::timeline_id(&p1))
@@ -845,6 +851,7 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
         "{}",
         outcome.render()
     );
+    assert!(!outcome.render().contains(moving), "{}", outcome.render());
 }
 
 /// A removal that takes an item out of `users` between the move's read of it and the move's

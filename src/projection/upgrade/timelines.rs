@@ -111,6 +111,16 @@ impl Places {
     }
 }
 
+/// What `handler verify` adds to its line of the follows and timelines while the move is not
+/// done (`moving`, as the store's layout record says); nothing once it is.
+pub fn verify_note(moving: bool) -> &'static str {
+    if moving {
+        ", timeline items still moving from `users` (no `timelinesMoved` recorded)"
+    } else {
+        ""
+    }
+}
+
 /// The kinds an erased user's partition of `users` is cleared of: `kind`, and the timeline
 /// items an earlier release left there (whether or not the move is done: a query that finds
 /// none of them costs what one without them would).
