@@ -88,7 +88,7 @@ pub struct Check {
     /// Whether lag was judged by the lanes' positions (`super::lag`); without them, by time alone.
     pub lag_known: bool,
     /// Whether timeline items may still be in `users`, where an earlier release kept them (the
-    /// store's layout record does not say `timelinesMoved`): `upgrade::timelines`.
+    /// store's layout record does not say they moved): `upgrade::timelines`.
     pub moving: bool,
     /// The users whose partitions (and posts) the check read: the user, whom they follow, who
     /// follows them.

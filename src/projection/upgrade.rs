@@ -4,7 +4,8 @@
 //!   `timelines`, with the reads and removals that look in both places meanwhile; deleted in
 //!   0.2.0, the first release after every deployment has recorded `timelinesMoved`.
 //!
-//! Everything else names such a part only through a call `upgrade::<part>::…`, so deleting one
-//! is deleting its module and those calls.
+//! Everything else names such a part only through a path `upgrade::<part>::…`, so deleting one
+//! is deleting its module and those calls (for the timelines, `docs/ARCHITECTURE.md` lists them
+//! and `tests/api/architecture.rs` holds the code to that list).
 
 pub mod timelines;
