@@ -344,3 +344,22 @@ async fn still_wanted(
     let post = retry(|| store.read(Container::Posts, post_id, post_id)).await?;
     Ok(post.is_some_and(|p| !is_deleted(&p)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store created by this release records what the move reads as done; one without the
+    /// record, or with it saying anything else, is moving.
+    #[test]
+    fn a_new_store_has_nothing_to_move() {
+        assert!(moved(Some(&crate::store::new_store_layout())));
+        assert!(!moved(None));
+        assert!(!moved(Some(&json!({ "id": LAYOUT_ID }))));
+        assert!(!moved(Some(
+            &json!({ "id": LAYOUT_ID, TIMELINES_MOVED: "yes" })
+        )));
+        assert_eq!(places(false), [Container::Timelines]);
+        assert_eq!(places(true), [Container::Users, Container::Timelines]);
+    }
+}
