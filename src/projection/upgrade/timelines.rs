@@ -25,7 +25,8 @@
 //!   stays only if it is still wanted (the follow is live, and the post too, or the author
 //!   still merged), so a concurrent unfollow, post deletion or erasure is never undone by the
 //!   move. A rename racing the move of one entry may leave that entry with the old name until
-//!   the post changes again; `handler verify` reports it and `--repair` rewrites it.
+//!   the post changes again; `handler verify` reports it and `--repair` rewrites it. Until
+//!   the move is done, `handler verify` says so ([`verify_note`]).
 //!
 //! Outside this module the move leaves: the job's shape (`Work::Move`, `MOVE_JOB` in
 //! `domain::jobs`), the lane's judge of a marker it is handed ([`Marks`]), and the store's
@@ -153,7 +154,7 @@ const RECHECK_MOVE: std::time::Duration = std::time::Duration::from_secs(1);
 /// Where a timeline read looks for timeline items: process state the timeline read and the
 /// application's state share. Timeline items may still be in `users`, where an earlier release
 /// kept them, until the timeline lane has moved them. The process asks the store's layout
-/// record at its first timeline read, and again at most every [`RECHECK_MOVE`] while the move
+/// record at its first timeline read, and again at most every `RECHECK_MOVE` while the move
 /// is not done; once it is, never again. The asking runs in a task of its own: process
 /// bookkeeping, one point read per process once the move is done, not a request's operation
 /// (the first timeline read waits for the first answer; later ones go on with what is known,
