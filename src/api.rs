@@ -27,7 +27,6 @@ pub mod search_limit;
 mod state;
 mod tags;
 mod timeline;
-mod timeline_place;
 mod users;
 pub mod views;
 pub mod write_limit;

@@ -14,7 +14,7 @@
 //!   account's erasure (users feed);
 //! - [`follows`]: follow mirrors and counts (users feed);
 //! - [`timeline`]: the personal timelines (both feeds), with the merged authors ([`over_limit`])
-//!   and the move of timeline items ([`relocation`]);
+//!   and the move of timeline items an earlier release kept in `users` ([`upgrade`]);
 //! - [`bookmarks`]: bookmarks' copies in the bookmarkers' partitions, and `bookmarkCount`.
 //! - [`tags`]: each tag's copies of its posts and the tags' counts (posts feed).
 //!
@@ -42,12 +42,12 @@ pub mod fanout;
 pub mod follows;
 pub mod over_limit;
 pub mod posts;
-pub mod relocation;
 pub mod rename;
 pub mod tags;
 pub mod timeline;
 #[cfg(test)]
 mod touched;
+pub mod upgrade;
 pub mod write;
 
 use serde_json::Value;

@@ -70,19 +70,10 @@ impl Container {
 /// The `leases` item recording where the store keeps what an earlier release kept elsewhere:
 /// `{ "id": LAYOUT_ID, TIMELINES_MOVED: true }` once no timeline item is left in `users` (a new
 /// store records it when it creates its containers; an existing one once the timeline lane has
-/// moved them, `crate::projection::relocation`).
+/// moved them, `crate::projection::upgrade::timelines`, which reads it).
 pub const LAYOUT_ID: &str = "store.layout";
 /// The field of [`LAYOUT_ID`] saying that timeline items live in `timelines` only.
 pub const TIMELINES_MOVED: &str = "timelinesMoved";
-
-/// Whether the layout record `layout` (as read; `None`: there is none) says that no timeline
-/// item is left in `users`.
-pub fn timelines_moved(layout: Option<&Value>) -> bool {
-    layout
-        .and_then(|l| l.get(TIMELINES_MOVED))
-        .and_then(Value::as_bool)
-        == Some(true)
-}
 
 /// The layout record of a store created by this release: nothing to move.
 pub fn new_store_layout() -> Value {

@@ -3,14 +3,13 @@
 //! all name it, so in `app` it would make a cycle (the routes importing the module that imports
 //! them). For the same reason each of its parts lives in a module that does not name it: the
 //! snapshots (`feed_cache`, `counts_cache`), the budgets (`write_limit`, `search_limit`) and
-//! where timeline items are (`timeline_place`).
+//! where timeline items are while an earlier release's may remain (`upgrade::timelines::Place`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::counts_cache::CountsCache;
 use super::feed_cache::{self, FeedCache};
-use super::timeline_place::TimelinePlace;
 use super::write_limit::Accounts;
 use super::{search_limit, write_limit};
 use crate::auth::Auth;
@@ -53,7 +52,7 @@ pub struct Shared {
     /// Each client's search budget (`BLOG_SEARCHES_PER_MINUTE`) and the searches in flight.
     pub searches: Arc<search_limit::SearchLimit>,
     /// Whether timeline items may still be where an earlier release kept them.
-    pub(super) timelines: Arc<TimelinePlace>,
+    pub(super) timelines_left: Arc<crate::projection::upgrade::timelines::Place>,
     /// How far the change-feed pump is, where one runs in this process: what a RealWorld
     /// write waits on so that its caller's next read shows it.
     pub progress: Arc<crate::pump::Progress>,
@@ -81,7 +80,7 @@ impl AppState {
                 0,
                 search_limit::DEFAULT_SEARCHES_IN_FLIGHT,
             )),
-            timelines: Arc::default(),
+            timelines_left: Arc::default(),
             progress: Arc::default(),
             accounts: Arc::default(),
             live: Hub::new(Limits::default()),

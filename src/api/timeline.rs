@@ -5,7 +5,6 @@
 use axum::extract::State;
 use axum::response::Response;
 use futures::TryFutureExt;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::mutes::{muted_by, Reader};
@@ -15,7 +14,7 @@ use super::{page_response, AppState, Paging, PathId};
 use crate::domain::follows::{is_marker, FollowKind, TimelineItem, MAX_FOLLOWING, TIMELINE_SIZE};
 use crate::domain::Kind;
 use crate::error::{ApiError, ApiResult};
-use crate::projection::over_limit;
+use crate::projection::{over_limit, upgrade};
 use crate::store::{Container, Order, Query};
 
 /// `GET /api/users/{userId}/timeline`: at most 3 + `limit` store operations, whoever the user
@@ -27,9 +26,9 @@ use crate::store::{Container, Order, Query};
 /// while the process's snapshot of its counts holds); a post found deleted is left out of the
 /// page. The continuation token is the number of posts earlier pages passed over; each page
 /// reads the newest `served + limit` again and skips those, so a page costs the same however
-/// deep. While timeline items may still be where an earlier release kept them ([`TimelinePlace`]),
-/// the first query is asked of `users` too (one more operation), and of an item in both places
-/// the one in `timelines` is taken. The reader's mute list is read alongside the first query (one
+/// deep. While timeline items may still be where an earlier release kept them
+/// (`upgrade::timelines::Place`), the first query is asked of `users` too (one more operation),
+/// and of an item in both places the one in `timelines` is taken. The reader's mute list is read alongside the first query (one
 /// point read), and the muted users' entries and markers are passed over.
 #[utoipa::path(
     get,
@@ -73,31 +72,7 @@ pub async fn read_timeline(
         .limit((MAX_FOLLOWING + want) as u32);
     let page = s.store.query(Container::Timelines, &q).err_into();
     let (mut page, muted) = futures::try_join!(page, muted_by(&*s.store, reader.as_ref()))?;
-    // Read once: each item's place in the timeline (id and date), then what it is.
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Placed {
-        id: String,
-        #[serde(default)]
-        creation_date: String,
-    }
-    let placed = |i: &Value| Placed::deserialize(i).map(|p| (p.creation_date, p.id)).ok();
-    if s.timelines.moving(&s.store).await {
-        let old = s.store.query(Container::Users, &q).await?;
-        let held: std::collections::HashSet<String> = page
-            .items
-            .iter()
-            .filter_map(|i| placed(i).map(|(_, id)| id))
-            .collect();
-        page.items.extend(
-            old.items
-                .into_iter()
-                .filter(|i| placed(i).is_none_or(|(_, id)| !held.contains(&id))),
-        );
-        page.items
-            .sort_by_cached_key(|i| std::cmp::Reverse(placed(i).unwrap_or_default()));
-        page.continuation = page.continuation.or(old.continuation);
-    }
+    upgrade::timelines::Place::add_items_left(&s.timelines_left, &s.store, &q, &mut page).await?;
     let mut markers = Vec::new();
     let mut entries = Vec::new();
     let mut more = page.continuation.is_some();

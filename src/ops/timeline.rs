@@ -47,8 +47,8 @@ use super::lag::{Touched, Window};
 use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
 use super::TRAVERSAL_PAGE;
 use crate::domain::Kind;
-use crate::projection;
 use crate::projection::write::Write;
+use crate::projection::{self, upgrade};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 use check::check_user;
 use read::{live_user, Live};
@@ -87,6 +87,9 @@ pub struct Check {
     pub lagging: u64,
     /// Whether lag was judged by the lanes' positions (`super::lag`); without them, by time alone.
     pub lag_known: bool,
+    /// Whether timeline items may still be in `users`, where an earlier release kept them (the
+    /// store's layout record does not say they moved): `upgrade::timelines`.
+    pub moving: bool,
     /// The users whose partitions (and posts) the check read: the user, whom they follow, who
     /// follows them.
     sources: BTreeSet<String>,
@@ -130,6 +133,7 @@ impl Check {
     /// The lines of the report.
     pub fn render(&self) -> String {
         let mut out = format!("follows and timelines: {} items checked", self.checked);
+        out.push_str(upgrade::timelines::verify_note(self.moving));
         if self.lagging > 0 {
             out.push_str(&format!(
                 ", {} lagging (a change still on its way through the change feed at every look; \
@@ -181,7 +185,7 @@ pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
         }
         tokio::time::sleep(settle).await;
         let limit = projection::timeline::limit_in_force(store).await?;
-        let moving = projection::relocation::moving(store).await?;
+        let moving = upgrade::timelines::moving(store).await?;
         let window = Window::open(store).await?;
         let mut looked = Vec::new();
         for (user, _) in &pending {
@@ -216,10 +220,13 @@ fn lagging(touched: &Touched, user: &str, one: &Check) -> bool {
 /// Every user's check: the counts of all, and each user whose check found something (their id
 /// and check).
 async fn check_all(store: &dyn Store) -> StoreResult<(Check, Vec<(String, Check)>)> {
-    let mut check = Check::default();
-    let mut suspects = Vec::new();
     let limit = projection::timeline::limit_in_force(store).await?;
-    let moving = projection::relocation::moving(store).await?;
+    let moving = upgrade::timelines::moving(store).await?;
+    let mut check = Check {
+        moving,
+        ..Check::default()
+    };
+    let mut suspects = Vec::new();
     let mut q = Query::cross_partition()
         .of_kind(Kind::User)
         .live()

@@ -61,7 +61,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::change::{Change, ChangeKind, Item};
 use super::engine::{compare_versions, current_job, failed, live_user, read_job, wrote, Unit};
 use super::over_limit;
-use super::relocation;
+use super::upgrade;
 use crate::domain::is_deleted;
 use crate::domain::jobs::{delete_job_id, Job, Work};
 use crate::store::{Container, Store, StoreResult};
@@ -98,9 +98,8 @@ pub async fn set_follow_counts_and_cross(store: &dyn Store, user_id: &str) -> St
 #[derive(Debug, Default)]
 struct Batch {
     limit: Option<u64>,
-    moving: Option<bool>,
-    /// Writes made starting the move of timeline items (`relocation`).
-    started: usize,
+    /// Where timeline items may be, while an earlier release's may remain in `users`.
+    places: upgrade::timelines::Places,
 }
 
 impl Batch {
@@ -114,18 +113,10 @@ impl Batch {
         Ok(l)
     }
 
-    /// The containers timeline items may be in ([`relocation::places`]): learning that some may
-    /// still be in `users` starts their move, unless it is under way.
+    /// The containers timeline items may be in (`upgrade::timelines::Places`; `timelines` alone
+    /// once the move is done).
     async fn places(&mut self, store: &dyn Store) -> StoreResult<&'static [Container]> {
-        if let Some(m) = self.moving {
-            return Ok(relocation::places(m));
-        }
-        let m = relocation::moving(store).await?;
-        if m {
-            self.started += relocation::start(store).await?;
-        }
-        self.moving = Some(m);
-        Ok(relocation::places(m))
+        upgrade::timelines::Places::of(&mut self.places, store).await
     }
 }
 
@@ -224,7 +215,7 @@ pub async fn project_posts(store: &dyn Store, changes: &[&Change]) -> StoreResul
         let places = batch.places(store).await?;
         written += copies::delete_step(store, places, author, post_id, job.as_ref()).await?;
     }
-    Ok(written + batch.started)
+    Ok(written + batch.places.started)
 }
 
 /// The users feed, timeline lane. Returns the writes made.
@@ -276,7 +267,7 @@ pub async fn project_users(store: &dyn Store, changes: &[&Change]) -> StoreResul
             written += job_step(store, job, &mut batch).await?;
         }
     }
-    Ok(written + batch.started)
+    Ok(written + batch.places.started)
 }
 
 async fn user_changed(
@@ -334,14 +325,14 @@ async fn job_step(store: &dyn Store, delivered: &Job, batch: &mut Batch) -> Stor
             crossing::limit_step(store, places, &job).await
         }
         Work::Erase => erasure::erase_step(store, user_id, Some(&job)).await,
-        Work::Move { .. } => relocation::step(store, &job, author_marks).await,
+        Work::Move { .. } => upgrade::timelines::step(store, &job, author_marks).await,
         // The bookmarks lane's.
         Work::Bookmarks { .. } => Ok(0),
     }
 }
 
 /// Whether new followers of `author` get a marker ([`LimitState::marks`]); `false` for an
-/// author who is gone.
+/// author who is gone. What the move judges a marker by (`upgrade::timelines::Marks`).
 fn author_marks<'a>(
     store: &'a dyn Store,
     author: &'a str,

@@ -215,3 +215,158 @@ fn a_file_with_too_many_lines_of_code_is_found() {
         ]
     );
 }
+
+/// The one module of the move of timeline items from `users` to `timelines`, deleted in 0.2.0
+/// (`docs/deploy.md`, "Upgrading an existing deployment"), and its parent, which names it.
+const MOVE_MODULE: [&str; 2] = [
+    "src/projection/upgrade/timelines.rs",
+    "src/projection/upgrade.rs",
+];
+
+/// The store's layout record (`store::LAYOUT_ID`), which a new store writes saying that nothing
+/// is left to move: the store is below the projections, so the module cannot hold it.
+const LAYOUT_RECORD: [&str; 3] = [
+    "src/store.rs",
+    "src/store/embedded.rs",
+    "src/store/cosmos/bootstrap.rs",
+];
+
+/// Names only the move has: the layout record and its field (which the files of
+/// [`LAYOUT_RECORD`] name too), and the move's former homes (which no file names).
+const RECORD_NAMES: [&str; 3] = ["LAYOUT_ID", "TIMELINES_MOVED", "timelinesMoved"];
+const OLD_NAMES: [&str; 3] = ["timelines_moved", "relocation", "TimelinePlace"];
+
+/// What holds the code to the move's one module, under `root`: the lines (`path:line: text`)
+/// of other source files that name the move but through the module (a name of [`OLD_NAMES`],
+/// one of [`RECORD_NAMES`] outside the layout record, or a `use` of names out of the
+/// module, after which a call would not say where it goes), and the files naming the module
+/// (`upgrade::timelines`), the sites its deletion touches.
+fn move_outside_its_module(root: &Path) -> (Vec<String>, Vec<String>) {
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    let mut wrong = Vec::new();
+    let mut sites = Vec::new();
+    for file in files {
+        let path = file.strip_prefix(root).unwrap().display().to_string();
+        if MOVE_MODULE.contains(&path.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut in_use = false;
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            in_use |= code.starts_with("use ") || code.starts_with("pub use ");
+            let record = RECORD_NAMES.iter().any(|m| line.contains(m));
+            let old = OLD_NAMES.iter().any(|m| line.contains(m));
+            let imported = in_use && line.contains("upgrade::timelines::");
+            if (record && !LAYOUT_RECORD.contains(&path.as_str())) || old || imported {
+                wrong.push(format!("{path}:{}: {}", n + 1, code));
+            }
+            in_use &= !line.contains(';');
+            if line.contains("upgrade::timelines") && !sites.contains(&path) {
+                sites.push(path.clone());
+            }
+        }
+    }
+    sites.sort();
+    (wrong, sites)
+}
+
+/// The files `docs/ARCHITECTURE.md` lists as naming the move's module: those quoted in its
+/// paragraph that starts `**Deleting the timelines move.**`.
+fn listed_move_sites(page: &str) -> Vec<String> {
+    let paragraph = page
+        .split("\n\n")
+        .find(|p| p.starts_with("**Deleting the timelines move.**"))
+        .expect("docs/ARCHITECTURE.md says what deleting the timelines move takes");
+    let mut listed: Vec<String> = paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|q| q.starts_with("src/") && q.ends_with(".rs"))
+        .filter(|q| !MOVE_MODULE.contains(q))
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    listed.dedup();
+    listed
+}
+
+/// Everything that exists only for the timelines move goes through its one module: deleting it
+/// is deleting the module and the calls in the files the architecture page lists, each a
+/// path `upgrade::timelines::…`.
+#[test]
+fn the_timelines_move_is_reached_only_through_its_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (wrong, sites) = move_outside_its_module(root);
+    assert!(
+        wrong.is_empty(),
+        "the timelines move named outside `upgrade::timelines`:\n{}",
+        wrong.join("\n")
+    );
+    let page = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let listed = listed_move_sites(&page);
+    let unlisted: Vec<&String> = sites.iter().filter(|s| !listed.contains(s)).collect();
+    let stale: Vec<&String> = listed.iter().filter(|l| !sites.contains(l)).collect();
+    assert!(
+        unlisted.is_empty() && stale.is_empty(),
+        "docs/ARCHITECTURE.md's list of the move's sites lacks {unlisted:?}, and names {stale:?}, \
+         which do not name `upgrade::timelines`"
+    );
+}
+
+/// A planted reference to the move outside its module is found: an old name (even in the
+/// store), the layout record's field (outside the store), a `use` of names out of the module (on one line or several); a call
+/// spelling the module's path is not, and is a site.
+#[test]
+fn a_reference_to_the_move_outside_its_module_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let plant = |path: &str, text: &str| {
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    };
+    plant(
+        MOVE_MODULE[0],
+        "pub fn moving() -> bool { true } // timelinesMoved\n",
+    );
+    plant(
+        "src/store.rs",
+        "pub const TIMELINES_MOVED: &str = \"timelinesMoved\";\n",
+    );
+    plant(
+        "src/a.rs",
+        "fn f() -> bool { crate::projection::upgrade::timelines::moving() }\n",
+    );
+    let (wrong, sites) = move_outside_its_module(dir.path());
+    assert!(wrong.is_empty(), "{wrong:?}");
+    assert_eq!(sites, ["src/a.rs"]);
+    for (planted, text) in [
+        (
+            "src/store/embedded.rs",
+            "fn moved(l: &Value) -> bool { timelines_moved(l) }\n",
+        ),
+        (
+            "src/b.rs",
+            "fn f(l: &Value) -> bool { crate::store::timelines_moved(l) }\n",
+        ),
+        ("src/c.rs", "const F: &str = \"timelinesMoved\";\n"),
+        (
+            "src/d.rs",
+            "use crate::projection::upgrade::timelines::moving;\n",
+        ),
+        (
+            "src/e.rs",
+            "use crate::projection::{\n    over_limit,\n    upgrade::timelines::moving,\n};\n",
+        ),
+    ] {
+        plant(planted, text);
+        let (wrong, _) = move_outside_its_module(dir.path());
+        assert!(
+            wrong.len() == 1 && wrong[0].starts_with(planted),
+            "{planted}: {wrong:?}"
+        );
+        std::fs::remove_file(dir.path().join(planted)).unwrap();
+        assert!(move_outside_its_module(dir.path()).0.is_empty());
+    }
+}

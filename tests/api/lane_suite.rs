@@ -770,6 +770,12 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
     let p2 = id(&app.create_post(&bob, "two", "c").await);
     app.settle().await;
     as_an_earlier_release_left_it(store).await;
+    let moving = ", timeline items still moving from `users`";
+    let before = verify_and_repair(store, false, Duration::ZERO, &Progress::hidden)
+        .await
+        .unwrap()
+        .render();
+    assert!(before.contains(moving), "{before}");
     // A step cut short between its two writes: ana's entry of p1 in both places.
     let cut = store
         .read(Container::Users, ana, &follows::timeline_id(&p1))
@@ -825,14 +831,14 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
     let layout = blog::store::LAYOUT_ID;
     let recorded = store.read(Container::Leases, layout, layout).await.unwrap();
     assert!(
-        blog::store::timelines_moved(recorded.as_ref()),
+        blog::projection::upgrade::timelines::moved(recorded.as_ref()),
         "the move is not recorded: {recorded:?}"
     );
     let job = store
         .read(
             Container::Users,
-            projection::relocation::JOB_PARTITION,
-            projection::relocation::JOB_ID,
+            projection::upgrade::timelines::JOB_PARTITION,
+            projection::upgrade::timelines::JOB_ID,
         )
         .await
         .unwrap();
@@ -845,6 +851,7 @@ pub async fn timeline_items_an_earlier_release_kept_in_users_move_to_timelines(f
         "{}",
         outcome.render()
     );
+    assert!(!outcome.render().contains(moving), "{}", outcome.render());
 }
 
 /// A removal that takes an item out of `users` between the move's read of it and the move's
@@ -878,7 +885,12 @@ pub async fn a_removal_racing_the_move_of_its_item_is_not_undone(fixture: Fixtur
             .boxed()
         }
     });
-    assert_eq!(projection::relocation::start(&*store).await.unwrap(), 1);
+    assert_eq!(
+        projection::upgrade::timelines::start(&*store)
+            .await
+            .unwrap(),
+        1
+    );
     // Its steps, each as the job item's change delivers it, until the job item goes (across
     // partitions a page may hold one partition key range, so this may take more than one).
     for step in 0.. {
@@ -886,8 +898,8 @@ pub async fn a_removal_racing_the_move_of_its_item_is_not_undone(fixture: Fixtur
         let job = store
             .read(
                 Container::Users,
-                projection::relocation::JOB_PARTITION,
-                projection::relocation::JOB_ID,
+                projection::upgrade::timelines::JOB_PARTITION,
+                projection::upgrade::timelines::JOB_ID,
             )
             .await
             .unwrap();

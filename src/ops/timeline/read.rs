@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::domain::follows::{Edge, FollowKind, TimelineItem, TIMELINE, TIMELINE_SIZE};
 use crate::domain::{is_live, Kind, Post, User};
 use crate::ops::TRAVERSAL_PAGE;
+use crate::projection::upgrade;
 use crate::store::{retry, Container, Order, Query, Store, StoreResult};
 
 /// Every live item of `type` `kind` in `user`'s partition of `c`.
@@ -80,7 +81,7 @@ pub(super) async fn follows(store: &dyn Store, owner: &str, id: &str) -> StoreRe
 
 /// `user`'s timeline items, each with the container it is in and as read (`Err`: what it does
 /// not read as): those in `timelines`, and while the move is not done (`moving`) those in
-/// `users` that `timelines` does not hold too.
+/// `users` that `timelines` does not hold too (`upgrade::timelines::items_left`).
 pub(super) async fn timeline_items(
     store: &dyn Store,
     user: &str,
@@ -97,11 +98,9 @@ pub(super) async fn timeline_items(
         all_of(store, Container::Timelines, user, TIMELINE).await?,
     )
     .collect();
-    if moving {
-        let held: BTreeSet<String> = items.iter().map(|(_, id, _)| id.clone()).collect();
-        let old = all_of(store, Container::Users, user, TIMELINE).await?;
-        items.extend(read(Container::Users, old).filter(|(_, id, _)| !held.contains(id)));
-    }
+    let old = upgrade::timelines::items_left(store, moving, user, TRAVERSAL_PAGE).await?;
+    let held: BTreeSet<String> = items.iter().map(|(_, id, _)| id.clone()).collect();
+    items.extend(read(Container::Users, old).filter(|(_, id, _)| !held.contains(id)));
     Ok(items)
 }
 

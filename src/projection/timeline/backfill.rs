@@ -84,7 +84,7 @@ pub(super) async fn copy_or_mark(
 
 /// Make `f`'s timeline hold the [`TIMELINE_SIZE`] newest posts of `x` (called `name` now), from
 /// the short-form copies in `x`'s partition, and no marker for `x` (in any of `places`, see
-/// [`relocation::places`]): only the entries missing or differing are written, so a follow
+/// `upgrade::timelines::places`): only the entries missing or differing are written, so a follow
 /// projected again (its edge, then its mirror, a redelivered batch) costs two queries and no
 /// write.
 async fn backfill(

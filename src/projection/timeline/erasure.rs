@@ -4,7 +4,7 @@
 use crate::domain::follows::TIMELINE;
 use crate::domain::jobs::{Job, Work, ERASE_JOB, JOB};
 use crate::projection::engine::{delete_item, delete_matching, read_job, save_job};
-use crate::projection::over_limit;
+use crate::projection::{over_limit, upgrade};
 use crate::store::{Container, Query, Store, StoreResult};
 
 /// User `user_id` is erased: the next step of their timeline's removal. Returns the writes
@@ -23,7 +23,7 @@ pub(super) async fn erase_step(
     job: Option<&Job>,
 ) -> StoreResult<usize> {
     let theirs = Query::partition(user_id)
-        .any_of("type", [TIMELINE.to_string(), JOB.to_string()])
+        .any_of("type", upgrade::timelines::with_items_left(JOB))
         .ne("id", ERASE_JOB);
     let (mut written, mut more) = delete_matching(store, Container::Users, theirs, 1).await?;
     let timeline = Query::partition(user_id).eq("type", TIMELINE);

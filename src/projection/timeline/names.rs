@@ -40,7 +40,8 @@ pub(super) async fn rename_step(
     let q = naming(user_id).ne("userUsername", name).live().limit(PAGE);
     let mut writes = Vec::new();
     let mut more = false;
-    // `users` holds the edges, and entries an earlier release wrote until they are moved.
+    // `users` holds the edges (and entries an earlier release wrote until they are moved:
+    // `upgrade::timelines`, the same query finds them).
     for c in [Container::Users, Container::Timelines] {
         let page = retry(|| store.query(c, &q)).await?;
         more |= page.continuation.is_some() || page.items.len() >= PAGE as usize;
