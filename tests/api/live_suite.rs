@@ -403,13 +403,7 @@ pub async fn caps_answer_429_per_client_and_503_in_total() {
     })
     .await;
     let (_first, _) = ready(&app, "post:p", None).await;
-    let refused = open(&app, "post:p", None).await.err().expect("refused");
-    refused.assert_problem(429);
-    assert!(refused.body["type"]
-        .as_str()
-        .unwrap()
-        .ends_with("/too-many-streams"));
-    assert!(refused.header("retry-after").is_some());
+    another_is_refused(&app, 429, "/too-many-streams").await;
     // Other requests go on.
     assert_eq!(app.get("/api/feed").await.status, 200);
 
@@ -422,14 +416,17 @@ pub async fn caps_answer_429_per_client_and_503_in_total() {
     })
     .await;
     let (first, _) = ready(&app, "post:p", None).await;
-    let refused = open(&app, "post:p", None).await.err().expect("refused");
-    refused.assert_problem(503);
-    assert!(refused.body["type"]
-        .as_str()
-        .unwrap()
-        .ends_with("/streams-full"));
-    assert!(refused.header("retry-after").is_some());
+    another_is_refused(&app, 503, "/streams-full").await;
     drop(first);
+}
+
+/// Another stream of `app` is refused with `status`, a problem whose type ends with `kind`, and
+/// `Retry-After`.
+async fn another_is_refused(app: &TestApp, status: u16, kind: &str) {
+    let refused = open(app, "post:p", None).await.err().expect("refused");
+    refused.assert_problem(status);
+    assert!(refused.body["type"].as_str().unwrap().ends_with(kind));
+    assert!(refused.header("retry-after").is_some());
 }
 
 /// Bad topics or a cursor this server never gave: 400 naming the input, and no stream.
