@@ -43,20 +43,7 @@ pub struct Worth;
 
 impl Predicate for Worth {
     fn should_compress<B: axum::body::HttpBody>(&self, resp: &axum::http::Response<B>) -> bool {
-        let seen = Seen::of(resp.headers());
-        let ty = seen.content_type;
-        let kind = (ty.starts_with("image/svg+xml") || !ty.starts_with("image/"))
-            && (ty.starts_with("application/grpc-web") || !ty.starts_with("application/grpc"))
-            && !ty.starts_with("text/event-stream");
-        !seen.encoded
-            && !seen.ranged
-            && kind
-            && resp
-                .body()
-                .size_hint()
-                .exact()
-                .or(seen.length)
-                .is_none_or(|size| size >= u64::from(MIN_SIZE))
+        Seen::of(resp.headers()).worth(resp.body().size_hint().exact())
     }
 }
 
@@ -70,6 +57,20 @@ struct Seen<'a> {
 }
 
 impl<'a> Seen<'a> {
+    /// Whether the answer is worth compressing ([`Worth`]), its body `exact` bytes if known.
+    fn worth(&self, exact: Option<u64>) -> bool {
+        let ty = self.content_type;
+        let kind = (ty.starts_with("image/svg+xml") || !ty.starts_with("image/"))
+            && (ty.starts_with("application/grpc-web") || !ty.starts_with("application/grpc"))
+            && !ty.starts_with("text/event-stream");
+        !self.encoded
+            && !self.ranged
+            && kind
+            && exact
+                .or(self.length)
+                .is_none_or(|size| size >= u64::from(MIN_SIZE))
+    }
+
     fn of(headers: &'a HeaderMap) -> Self {
         let mut seen = Seen {
             content_type: "",
@@ -202,7 +203,9 @@ where
             AnswerProj::Passed { inner } => return inner.poll(cx),
             AnswerProj::Plain { inner, named } => {
                 let Ok(mut resp) = ready!(inner.poll(cx));
-                if Worth.should_compress(&resp) && !Seen::of(resp.headers()).varies {
+                let seen = Seen::of(resp.headers());
+                if seen.worth(axum::body::HttpBody::size_hint(resp.body()).exact()) && !seen.varies
+                {
                     resp.headers_mut()
                         .append(header::VARY, HeaderValue::from_static("accept-encoding"));
                 }
