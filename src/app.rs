@@ -43,13 +43,13 @@ pub fn routes(config: &Config) -> Router<AppState> {
     } else {
         api
     };
-    // Live updates, standalone only: under the Functions host an answer is buffered whole, so
-    // a stream would hold one of the instance's few HTTP slots until the host's timeout.
-    let routes = if config.hosted {
-        routes
+    // Live updates: under the Functions host each stream is an invocation the host proxies.
+    let events = if config.hosted {
+        axum::routing::get(api::events::hosted)
     } else {
-        routes.route("/api/events", axum::routing::get(api::events::events))
+        axum::routing::get(api::events::events)
     };
+    let routes = routes.route("/api/events", events);
     let routes = if config.conduit {
         routes.merge(api::conduit::routes(config.limits.request_timeout))
     } else {

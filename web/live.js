@@ -1,5 +1,5 @@
 // Live updates (docs/live.md): one stream of hints per screen, the data read through the API.
-// Without a stream (the Functions host, a cap reached) the screen polls every 15 s.
+// Without a stream (a cap reached) the screen polls every 15 s.
 
 const KINDS = 'post removed follows comment commentRemoved like unliked changed deleted follower unfollowed reset';
 

@@ -1,5 +1,10 @@
-//! `GET /api/events?topics=…`: live updates as server-sent events (`docs/live.md`). Served
-//! standalone only, outside the request timeout: a stream lasts as long as its page.
+//! `GET /api/events?topics=…`: live updates as server-sent events (`docs/live.md`), outside
+//! the request timeout. Standalone a stream lasts as long as its page. Under the Functions host
+//! each stream is an invocation the host proxies: it ends after the hub's `lifetime`, well
+//! within the host's function timeout, and the page's `EventSource` reconnects with
+//! `Last-Event-ID`; every stream reaches the handler over the host's own connection, so the
+//! per-client cap (a client address) does not apply there and the per-process cap is per
+//! instance.
 //!
 //! Each topic is open to whoever may make the read it shadows, and every one of those reads
 //! is anonymous, so a topic is checked for its form only. The stream takes a slot under the
@@ -16,6 +21,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
 
 use super::AppState;
 use crate::error::{ApiError, ApiResult, Place};
@@ -23,12 +29,17 @@ use crate::live::hub::Refused;
 use crate::live::stream::{Message, Stream};
 use crate::live::{Cursor, Topic};
 
+/// The function that hands `GET /api/events` over under the Functions host (`functions/Events`):
+/// a stream, not an operation of the OpenAPI document.
+pub const FUNCTION_ROUTE: (&str, &str) = ("events", "GET");
 /// The most topics one stream names.
 pub const MAX_TOPICS: usize = 16;
 /// How often a quiet stream sends a comment, so that proxies keep it open.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// When a refused stream is worth trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
+/// How long a page's `EventSource` waits before it reconnects to a stream that ended.
+const RECONNECT: Duration = Duration::from_secs(1);
 
 /// The topics named in `topics` (comma-separated, each once).
 fn topics(params: &HashMap<String, String>) -> ApiResult<Vec<Topic>> {
@@ -93,16 +104,29 @@ fn event(m: Message) -> Event {
     }
 }
 
-/// `GET /api/events`.
+/// `GET /api/events`, standalone: each client address under the per-client cap, the stream as
+/// long as its page.
 pub async fn events(State(s): State<AppState>, req: Request) -> ApiResult<Response> {
+    let client = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| crate::server::client_of(c.0.ip()));
+    serve(s, req, client).await
+}
+
+/// `GET /api/events` under the Functions host: no client address to go by (the host's
+/// connection carries every stream).
+pub async fn hosted(State(s): State<AppState>, req: Request) -> ApiResult<Response> {
+    serve(s, req, None).await
+}
+
+async fn serve(s: AppState, req: Request, client: Option<std::net::IpAddr>) -> ApiResult<Response> {
     let (uri, headers) = (req.uri(), req.headers());
-    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>();
     let axum::extract::Query(params) =
         axum::extract::Query::<HashMap<String, String>>::try_from_uri(uri)
             .map_err(|_| ApiError::BadRequest("the query string could not be decoded".into()))?;
     let topics = topics(&params)?;
     let cursor = cursor(&params, headers)?;
-    let client = peer.map(|c| crate::server::client_of(c.0.ip()));
     let limits = s.live.limits();
     let slot = s.live.admit(client).map_err(|refused| match refused {
         Refused::Client => ApiError::TooManyStreams {
@@ -121,10 +145,19 @@ pub async fn events(State(s): State<AppState>, req: Request) -> ApiResult<Respon
         },
     })?;
     let stream = Stream::open(s.store.clone(), s.live.clone(), slot, topics, cursor).await?;
+    // The first message tells the page how soon to come back once the stream ends.
+    let first = futures::stream::once(async { Ok(Event::default().retry(RECONNECT)) });
     let messages = futures::stream::unfold(stream, |mut stream| async move {
         let m = stream.next().await?;
         Some((Ok::<_, Infallible>(event(m)), stream))
     });
+    let messages = first.chain(messages);
+    let messages = match limits.lifetime {
+        Some(lifetime) => messages
+            .take_until(tokio::time::sleep(lifetime))
+            .left_stream(),
+        None => messages.right_stream(),
+    };
     let mut resp = Sse::new(messages)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive"))
         .into_response();

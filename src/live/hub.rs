@@ -41,6 +41,8 @@ pub struct Limits {
     pub backlog: usize,
     /// Batches the ring holds for the slowest stream.
     pub ring: usize,
+    /// How long a stream lasts; none: as long as its page.
+    pub lifetime: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -50,6 +52,19 @@ impl Default for Limits {
             total: 256,
             backlog: 1000,
             ring: 1024,
+            lifetime: None,
+        }
+    }
+}
+
+impl Limits {
+    /// Under the Functions host, where each stream is an invocation: one the host times out
+    /// (30 minutes by default on Flex Consumption) restarts the handler, so a stream ends well
+    /// before, and its page resumes from where it stood.
+    pub fn hosted() -> Limits {
+        Limits {
+            lifetime: Some(Duration::from_secs(10 * 60)),
+            ..Limits::default()
         }
     }
 }

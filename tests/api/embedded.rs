@@ -92,8 +92,8 @@ mod live {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_functions_host_has_no_streams() {
-        crate::live_suite::the_functions_host_has_no_streams().await;
+    async fn under_the_functions_host_streams_end_and_resume() {
+        crate::live_suite::under_the_functions_host_streams_end_and_resume().await;
     }
 }
 

@@ -46,6 +46,7 @@ pub const LIMITS: Limits = Limits {
     total: 256,
     backlog: 6,
     ring: 1024,
+    lifetime: None,
 };
 
 /// One SSE message as a browser sees it: its event name (empty for an `id` alone), its data,
@@ -469,13 +470,42 @@ pub async fn streams_end_when_the_server_shuts_down() {
     assert!(matches!(end, Ok(None)), "the stream ended: {end:?}");
 }
 
-/// Under the Functions host there is no stream to open.
-pub async fn the_functions_host_has_no_streams() {
+/// Under the Functions host a stream is served as standalone, but every stream comes over the host's own connection so the per-client cap does not apply, and
+/// each ends after its lifetime: the page resumes from its last `id:` and misses nothing.
+pub async fn under_the_functions_host_streams_end_and_resume() {
+    let lifetime = Duration::from_secs(2);
     let app = TestApp::spawn_with(crate::helpers::embedded_fixture().await, false, |a| {
-        a.hosted(true)
+        a.hosted(true).live_limits(Limits {
+            per_client: 1,
+            lifetime: Some(lifetime),
+            ..LIMITS
+        })
     })
     .await;
-    app.get("/api/events?topics=post:p")
-        .await
-        .assert_problem(404);
+    let ana = id(&app.create_user("ana").await);
+    let post = id(&app.create_post(&ana, "Hello", "first").await);
+    app.settle().await;
+    let topic = format!("post:{post}");
+    let (mut events, seen) = ready(&app, &topic, None).await;
+    let at = seen
+        .last()
+        .unwrap()
+        .id
+        .clone()
+        .expect("ready says where it stands");
+    // A second stream from the same address: under the host that is any two readers.
+    let (_second, _) = ready(&app, &topic, None).await;
+    // The stream ends cleanly after its lifetime (within `QUIET`, or `next` fails the test).
+    while let Some(m) = events.next().await {
+        assert!(m.event.is_empty(), "nothing happened: {m:?}");
+    }
+    let comment = id(&app.comment(&post, &ana, "while away").await.body);
+    app.settle().await;
+    let (_, missed) = ready(&app, &topic, Some(&at)).await;
+    assert!(
+        missed
+            .iter()
+            .any(|m| m.event == "comment" && m.data["commentId"] == comment.as_str()),
+        "{missed:?}"
+    );
 }

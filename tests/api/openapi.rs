@@ -307,10 +307,12 @@ async fn the_served_document_lists_exactly_the_operations_the_router_and_the_fun
             }
         }
     }
-    // The web client's and the reference's functions serve pages, not operations of the API.
+    // The web client's and the reference's functions serve pages, and the live updates' a
+    // stream, not operations of the API.
     for (route, method) in [
         blog::web::FUNCTION_ROUTE,
         blog::web::reference::FUNCTION_ROUTE,
+        blog::api::events::FUNCTION_ROUTE,
     ] {
         assert!(functions.remove(&(format!("/api/{route}"), method.to_string())));
     }

@@ -50,6 +50,7 @@ fn router_requests() -> BTreeSet<(String, String)> {
             [
                 blog::web::FUNCTION_ROUTE,
                 blog::web::reference::FUNCTION_ROUTE,
+                blog::api::events::FUNCTION_ROUTE,
             ]
             .map(|(route, method)| (route.to_string(), method.to_string())),
         )
