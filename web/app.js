@@ -2,7 +2,9 @@
 // (#/, #/post/<id>, #/user/<id>, #/following, #/saved, #/search/<words>, #/write, #/me,
 // #/tag/<tag>, #/tags), so the page works at any path it is served from.
 
+import { api } from './api.js';
 import { init, session } from './auth.js';
+import { follow } from './live.js';
 import { h, put } from './ui.js';
 import { feed, following, saved, search } from './feed.js';
 import { me } from './me.js';
@@ -14,7 +16,35 @@ import { write } from './write.js';
 const main = document.getElementById('main');
 const notice = document.getElementById('notice');
 const whoami = document.getElementById('whoami');
+const badge = document.getElementById('badge');
 let generation = 0;
+let watched = null;
+
+// The badge: new followers since you last opened your account page, from your `user:` stream
+// (or from your follower count every 15 s without one).
+function showBadge(n) {
+  badge.hidden = !n;
+  put(badge, String(n));
+  badge.setAttribute('aria-label', `${n} new follower${n === 1 ? '' : 's'}`);
+}
+function watch() {
+  const id = session.user?.id;
+  if (watched?.id === id) return;
+  if (watched) watched.on = false;
+  watched = id && { id, on: true, n: 0 };
+  showBadge(0);
+  if (!id) return;
+  const w = watched;
+  const bump = (by) => showBadge((w.n += by));
+  let last = null;
+  follow({ alive: () => w.on }, [`user:${id}`], (kind) => kind === 'follower' && bump(1), async () => {
+    try {
+      const n = (await api('GET', `users/${encodeURIComponent(id)}`)).data.followerCount || 0;
+      if (last !== null && n > last) bump(n - last);
+      last = n;
+    } catch {}
+  });
+}
 
 function updateHeader() {
   let label = 'Sign in';
@@ -23,6 +53,7 @@ function updateHeader() {
   else if (session.signedIn) label = 'Choose your name';
   put(whoami, label);
   whoami.setAttribute('aria-label', session.user ? `Signed in as ${session.user.username}: your account` : label);
+  watch();
 }
 
 function showNotice(e) {
@@ -87,6 +118,7 @@ async function route({ focus = true } = {}) {
     return;
   }
   const [view, ...params] = found;
+  if (view === me && watched) showBadge((watched.n = 0));
   try {
     await view(ctx, ...params);
   } catch (e) {

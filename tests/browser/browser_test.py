@@ -575,6 +575,18 @@ try:
     d.execute_script(send_as_bo, f"posts/{bo_post}/comments", {"userId": bo_id, "content": "Seen live."})
     until("the comment, live", lambda: any(c.text.endswith("Seen live.") or "Seen live." in c.text for c in qs("li.comment")))
     until("the comment count, live", lambda: text("#comment-count") == "1 comment")
+    # bo follows ana: her badge says so at once, and her account page clears it.
+    assert not q("#badge").is_displayed(), text("#badge")
+    d.execute_script(
+        "return fetch('/api/users/' + arguments[0] + '/following/' + arguments[1], {method: 'PUT'}).then((r) => r.status);",
+        bo_id,
+        user_id,
+    )
+    until("the badge of a new follower", lambda: q("#badge").is_displayed() and text("#badge") == "1")
+    assert q("#badge").get_attribute("aria-label") == "1 new follower"
+    shot("new-follower-badge")
+    go("#/me")
+    until("the badge cleared", lambda: not q("#badge").is_displayed())
     go(f"#/user/{bo_id}")
     h1_is("bo")
     until("the unfollow button", lambda: q("#follow").is_enabled() and q("#follow").text == "Unfollow")
