@@ -101,6 +101,8 @@ pub struct Hub {
     limits: Limits,
     admitted: Mutex<Admitted>,
     following: Mutex<Following>,
+    /// Whether the follower runs, as [`Hub::following`] says, for whoever waits for it to stop.
+    runs: watch::Sender<bool>,
     closing: watch::Sender<bool>,
 }
 
@@ -162,6 +164,7 @@ impl Hub {
             limits,
             admitted: Mutex::default(),
             following: Mutex::default(),
+            runs: watch::Sender::new(false),
             closing: watch::Sender::new(false),
         })
     }
@@ -226,6 +229,7 @@ impl Hub {
                 position,
                 left,
             });
+            self.runs.send_replace(true);
         }
         let running = f.running.as_ref().expect("running");
         Joined {
@@ -248,6 +252,13 @@ impl Hub {
         lock(&self.following).running.is_some()
     }
 
+    /// Once the follower does not run: at once if it does not, else when it stops (it stops
+    /// after the last stream has given back its slot).
+    pub async fn stopped(&self) {
+        let mut runs = self.runs.subscribe();
+        let _ = runs.wait_for(|runs| !*runs).await;
+    }
+
     /// End the follower and every stream at once (the server shuts down).
     pub fn close(&self) {
         self.closing.send_replace(true);
@@ -266,6 +277,7 @@ impl Hub {
             .is_some_and(|r| r.ring.same_channel(ring))
         {
             f.running = None;
+            self.runs.send_replace(false);
         }
     }
 
@@ -277,6 +289,7 @@ impl Hub {
             return false;
         }
         f.running = None;
+        self.runs.send_replace(false);
         f.last = Some(at.clone());
         true
     }

@@ -41,6 +41,9 @@ pub enum Message {
 }
 
 pub struct Stream {
+    /// First, so that it is given back before the ring's receiver in `joined` is dropped: a
+    /// follower that stops for want of streams finds the slots given back too.
+    _slot: Slot,
     store: Arc<dyn Store>,
     hub: Arc<Hub>,
     topics: Vec<Topic>,
@@ -54,7 +57,6 @@ pub struct Stream {
     /// The changes the backlog passed on, until the follower's batches are past them.
     seen: HashSet<String>,
     quiet: usize,
-    _slot: Slot,
 }
 
 impl Stream {
