@@ -10,13 +10,13 @@
 //! 2. Users, page by page: a bookmarked post's copy in a user's partition (the post its id
 //!    names) is extra unless the user's bookmark of the post is live, and so is the post.
 //!
-//! Every finding is about one post: its count, or a copy of it. What a first look finds is
-//! looked at again inside a [`Window`] (`super::lag`), at once with `settle` zero, else `settle`
-//! later, up to [`LATER_LOOKS`] times: the posts and copies found wrong, not the whole store. A
-//! finding is drift at the first such look that finds it wrong while no change of its post's
-//! partition was in flight or made during the look; still lagging at the last look, its post
-//! counts as lagging ([`Check::lagging`]) and the repair leaves it to the change feed. Where the
-//! lanes' positions are not known (the Functions host), what is still wrong at the next look is
+//! Every finding is about one post: its count, or a copy of it. What a first look finds is looked
+//! at again inside a window of the change feeds ([`part::judge`]), at once with `settle` zero, else
+//! `settle` later, up to [`part::LATER_LOOKS`] times: the posts and copies found wrong, not the
+//! whole store. A finding is drift at the first such look that finds it wrong while no change of
+//! its post's partition was in flight or made during the look; still lagging at the last look, its
+//! post counts as lagging ([`Check::lagging`]) and the repair leaves it to the change feed. Where
+//! the lanes' positions are not known (the Functions host), what is still wrong at the next look is
 //! drift.
 //!
 //! The repair hands each finding to the projection as its bookmark's change
@@ -31,8 +31,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::expected::differences;
-use super::lag::Window;
-use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
+use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES};
 use super::progress::Progress;
 use super::verify::pages;
 use super::{PARTITIONS_IN_FLIGHT, TRAVERSAL_PAGE};
@@ -212,36 +211,26 @@ pub async fn verify(
     if first.is_clean() {
         return Ok(first);
     }
-    let mut check = Check {
+    let judged = part::judge(
+        store,
+        settle,
+        first.findings,
+        async |pending| look_again(store, pending).await,
+        async |touched, found| {
+            Ok(found
+                .iter()
+                .filter(|(_, d)| touched.post_lagging(&d.post, &[]))
+                .map(|(k, _)| k.clone())
+                .collect())
+        },
+    )
+    .await?;
+    let lagging: BTreeSet<&str> = judged.lagging.values().map(|d| d.post.as_str()).collect();
+    Ok(Check {
         checked: first.checked,
-        ..Check::default()
-    };
-    let mut pending = first.findings;
-    let looks = if settle.is_zero() { 1 } else { LATER_LOOKS };
-    for _ in 0..looks {
-        if pending.is_empty() {
-            break;
-        }
-        tokio::time::sleep(settle).await;
-        let window = Window::open(store).await?;
-        let again = look_again(store, &pending).await?;
-        let touched = window.close(store).await?;
-        let mut still = BTreeMap::new();
-        for (target, d) in again {
-            if !pending.contains_key(&target) {
-                continue;
-            }
-            if touched.known() && touched.post_lagging(&d.post, &[]) {
-                still.insert(target, d);
-            } else {
-                check.findings.insert(target, d);
-            }
-        }
-        pending = still;
-    }
-    let lagging: BTreeSet<&str> = pending.values().map(|d| d.post.as_str()).collect();
-    check.lagging = lagging.len() as u64;
-    Ok(check)
+        findings: judged.drift,
+        lagging: lagging.len() as u64,
+    })
 }
 
 /// One look at every live post's bookmarks and every user's bookmarked copies.

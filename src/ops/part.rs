@@ -9,13 +9,15 @@
 //! the change feed by the repair.
 
 use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 
+use super::lag::{Touched, Window};
 use super::progress::Progress;
-use crate::store::Store;
+use crate::store::{Store, StoreResult};
 
 /// Looks after the first at what drifted, each `settle` after the one before.
 pub const LATER_LOOKS: usize = 3;
@@ -179,4 +181,58 @@ impl<C: Look, M: Mend> Found for Outcome<C, M> {
 /// Box a part's outcome for the table.
 pub fn found<F: Found>(outcome: F) -> Box<dyn Found> {
     Box::new(outcome)
+}
+
+/// What later looks made of a first look's findings.
+#[derive(Debug)]
+pub struct Judged<K, F> {
+    /// Found wrong at a look that saw none of their sources changing: drift.
+    pub drift: BTreeMap<K, F>,
+    /// Still wrong and still lagging at the last look: left to the change feed.
+    pub lagging: BTreeMap<K, F>,
+}
+
+/// Tell lag from drift among `pending`, what a first look found wrong: look again inside a
+/// [`Window`], `settle` after the look before (at once and once with `settle` zero), up to
+/// [`LATER_LOOKS`] times. `look` finds again what is wrong (it may look at `pending` only, or at
+/// everything: only what was pending counts); `lagging` names, among what it found, what the
+/// window saw changing. A finding not found again has caught up; found again and not lagging,
+/// or where the window cannot tell (the lanes' positions unknown), it is drift; lagging, it is
+/// looked at again, and still lagging after the last look it is lag.
+pub async fn judge<K: Ord + Clone, F>(
+    store: &dyn Store,
+    settle: Duration,
+    mut pending: BTreeMap<K, F>,
+    mut look: impl AsyncFnMut(&BTreeMap<K, F>) -> StoreResult<BTreeMap<K, F>>,
+    mut lagging: impl AsyncFnMut(&Touched, &BTreeMap<K, F>) -> StoreResult<BTreeSet<K>>,
+) -> StoreResult<Judged<K, F>> {
+    let mut drift = BTreeMap::new();
+    let looks = if settle.is_zero() { 1 } else { LATER_LOOKS };
+    for _ in 0..looks {
+        if pending.is_empty() {
+            break;
+        }
+        tokio::time::sleep(settle).await;
+        let window = Window::open(store).await?;
+        let mut again = look(&pending).await?;
+        let touched = window.close(store).await?;
+        again.retain(|k, _| pending.contains_key(k));
+        let moving = if touched.known() {
+            lagging(&touched, &again).await?
+        } else {
+            BTreeSet::new()
+        };
+        pending = BTreeMap::new();
+        for (k, f) in again {
+            if moving.contains(&k) {
+                pending.insert(k, f);
+            } else {
+                drift.insert(k, f);
+            }
+        }
+    }
+    Ok(Judged {
+        drift,
+        lagging: pending,
+    })
 }

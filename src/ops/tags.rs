@@ -7,20 +7,21 @@
 //!    is gone, deleted or no longer carries the tag is extra; the number of copies is the count
 //!    the tag's item should hold.
 //!
-//! A change still on its way through the change feed is not drift. Each look runs inside a
-//! [`Window`] (`super::lag`), as the other parts' do: a finding is *lagging* at a look when a
-//! change of its sources was in flight or made during the look (a post's copies and record: a
-//! change of that post; a tag's count: a change of a post in the tag's partition, or of one
-//! carrying the tag or copied under it). What a first look finds wrong is looked at again inside
-//! a window (at once with `settle` zero, else `settle` later, up to [`LATER_LOOKS`] times), and
-//! reported as drift at the first such look that finds it wrong and not lagging; still lagging
-//! at the last look, it is counted as lag ([`Check::lagging`]) and a repair leaves it to the
-//! change feed. Where the lanes' positions are not known (the Functions host), what is still
-//! wrong at the next look is drift.
+//! A change still on its way through the change feed is not drift. Each look runs inside a window
+//! of the change feeds ([`part::judge`]), as the other parts' do: a finding is *lagging* at a look
+//! when a change of its sources was in flight or made during the look (a post's copies and record:
+//! a change of that post; a tag's count: a change of a post in the tag's partition, or of one
+//! carrying the tag or copied under it). What a first look finds wrong is looked at again inside a
+//! window (at once with `settle` zero, else `settle` later, up to [`part::LATER_LOOKS`] times), and
+//! reported as drift at the first such look that finds it wrong and not lagging; still lagging at
+//! the last look, it is counted as lag ([`Check::lagging`]) and a repair leaves it to the change
+//! feed. Where the lanes' positions are not known (the Functions host), what is still wrong at the
+//! next look is drift.
 //! The repair writes through the projection's own functions: a post's copies and record as
 //! `sync_post` writes them (its record removed first, so nothing is taken as written already),
 //! an extra copy deleted once a fresh read confirms it, a count set from its partition.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
@@ -33,8 +34,8 @@ use crate::projection::tags::{copied_of, post_of, set_tag_count, sync_post, want
 use crate::projection::Write;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 
-use super::lag::{Touched, Window};
-use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
+use super::lag::Touched;
+use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES};
 use super::TRAVERSAL_PAGE;
 
 pub const PART: Part = Part {
@@ -168,47 +169,40 @@ pub async fn verify_and_repair(
 /// Check every tag copy, record and count, telling lag from drift (see the module's
 /// documentation). A first look that finds nothing is the answer (no window is needed to tell
 /// the lag of nothing); what it finds is looked at again inside windows: at once with `settle`
-/// zero, else `settle` after each look up to [`LATER_LOOKS`] times.
+/// zero, else `settle` after each look up to [`part::LATER_LOOKS`] times.
 pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
     let first = look(store).await?;
     if first.is_clean() {
         return Ok(first);
     }
-    let mut check = Check {
+    // Each look's copies, for telling the lag of the counts it found.
+    let copies = RefCell::new(BTreeMap::new());
+    let judged = part::judge(
+        store,
+        settle,
+        first.findings,
+        async |_| {
+            let again = look(store).await?;
+            copies.replace(again.copies);
+            Ok(again.findings)
+        },
+        async |touched, found| {
+            let copies = copies.take();
+            let lagging = Lagging::of(store, touched, found, &copies).await?;
+            Ok(found
+                .iter()
+                .filter(|(_, (_, fix))| lagging.covers(fix))
+                .map(|(k, _)| k.clone())
+                .collect())
+        },
+    )
+    .await?;
+    Ok(Check {
         checked: first.checked,
+        findings: judged.drift,
+        lagging: judged.lagging.len() as u64,
         ..Check::default()
-    };
-    let mut pending = first.findings;
-    let looks = if settle.is_zero() { 1 } else { LATER_LOOKS };
-    for _ in 0..looks {
-        if pending.is_empty() {
-            break;
-        }
-        tokio::time::sleep(settle).await;
-        let (again, touched) = look_within_window(store).await?;
-        let lagging = Lagging::of(store, &touched, &again).await?;
-        let mut still = BTreeMap::new();
-        for (target, (detail, fix)) in again.findings {
-            if !pending.contains_key(&target) {
-                continue;
-            }
-            if touched.known() && lagging.covers(&fix) {
-                still.insert(target, (detail, fix));
-            } else {
-                check.findings.insert(target, (detail, fix));
-            }
-        }
-        pending = still;
-    }
-    check.lagging += pending.len() as u64;
-    Ok(check)
-}
-
-/// One look, inside a window: what it found, and what changed in flight or meanwhile.
-async fn look_within_window(store: &dyn Store) -> StoreResult<(Check, Touched)> {
-    let window = Window::open(store).await?;
-    let found = look(store).await?;
-    Ok((found, window.close(store).await?))
+    })
 }
 
 /// What a window saw, as the tags projection's sources: the posts changed, and the tags those
@@ -218,7 +212,12 @@ struct Lagging(Option<(HashSet<String>, HashSet<String>)>);
 impl Lagging {
     /// Read what each changed post carries and was copied under (two point reads a post), only
     /// when a count was found wrong.
-    async fn of(store: &dyn Store, touched: &Touched, found: &Check) -> StoreResult<Lagging> {
+    async fn of(
+        store: &dyn Store,
+        touched: &Touched,
+        found: &BTreeMap<String, (String, Fix)>,
+        copies: &BTreeMap<String, BTreeSet<String>>,
+    ) -> StoreResult<Lagging> {
         if !touched.known() {
             return Ok(Lagging(Some(Default::default())));
         }
@@ -227,10 +226,7 @@ impl Lagging {
         };
         let posts: HashSet<String> = posts.into_iter().map(String::from).collect();
         let mut tags = HashSet::new();
-        let counts_found = found
-            .findings
-            .values()
-            .any(|(_, fix)| matches!(fix, Fix::Count(_)));
+        let counts_found = found.values().any(|(_, fix)| matches!(fix, Fix::Count(_)));
         if counts_found {
             for id in &posts {
                 let record = retry(|| store.read(Container::Feed, TAGGED, id)).await?;
@@ -246,8 +242,8 @@ impl Lagging {
                 }
             }
         }
-        let copied = |tag: &str| found.copies.get(tag).into_iter().flatten();
-        for (_, fix) in found.findings.values() {
+        let copied = |tag: &str| copies.get(tag).into_iter().flatten();
+        for (_, fix) in found.values() {
             if let Fix::Count(tag) = fix {
                 if copied(tag).any(|id| posts.contains(id)) {
                     tags.insert(tag.clone());

@@ -44,7 +44,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::lag::{Touched, Window};
-use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES, LATER_LOOKS};
+use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES};
 use super::TRAVERSAL_PAGE;
 use crate::domain::Kind;
 use crate::projection::write::Write;
@@ -159,56 +159,59 @@ impl Check {
 /// Check every user's follows and timeline. Each look runs inside a [`Window`] (`super::lag`):
 /// a user whose check read a partition (theirs, a followee's, a follower's) or an author with a
 /// change in flight or made during the look is lagging at that look. What is wrong is looked at
-/// again, `settle` later, up to [`LATER_LOOKS`] times, and reported as drift at the first look
-/// that finds it wrong and not lagging; still lagging at the last look, it is counted as lag
-/// ([`Check::lagging`]), and a repair leaves it to the change feed. Where the lanes' positions
-/// are not known (the Functions host), what is still wrong `settle` later is drift. `settle`
-/// zero judges the first look alone.
+/// again ([`part::judge`]), `settle` later, up to [`part::LATER_LOOKS`] times, and reported as
+/// drift at the first look that finds it wrong and not lagging; still lagging at the last look,
+/// it is counted as lag ([`Check::lagging`]), and a repair leaves it to the change feed. Where
+/// the lanes' positions are not known (the Functions host), what is still wrong `settle` later
+/// is drift. `settle` zero judges the first look alone.
 pub async fn verify(store: &dyn Store, settle: Duration) -> StoreResult<Check> {
     let window = Window::open(store).await?;
     let (mut check, suspects) = check_all(store).await?;
     let touched = window.close(store).await?;
     check.lag_known = touched.known();
-    let mut pending = Vec::new();
+    let mut pending = BTreeMap::new();
     for (user, one) in suspects {
         if !settle.is_zero() {
-            pending.push((user, one));
+            pending.insert(user, one);
         } else if lagging(&touched, &user, &one) {
             check.lagging += one.drifted();
         } else {
             check.absorb(one);
         }
     }
-    for _ in 0..LATER_LOOKS {
-        if pending.is_empty() {
-            break;
-        }
-        tokio::time::sleep(settle).await;
-        let limit = projection::timeline::limit_in_force(store).await?;
-        let moving = upgrade::timelines::moving(store).await?;
-        let window = Window::open(store).await?;
-        let mut looked = Vec::new();
-        for (user, _) in &pending {
-            let Some(user) = live_user(store, user).await? else {
-                continue;
-            };
-            let mut one = Check::default();
-            check_user(store, &user, limit, moving, &mut one).await?;
-            if !one.is_clean() {
-                looked.push((user.user.user_id, one));
+    let judged = part::judge(
+        store,
+        settle,
+        pending,
+        async |pending| {
+            let limit = projection::timeline::limit_in_force(store).await?;
+            let moving = upgrade::timelines::moving(store).await?;
+            let mut looked = BTreeMap::new();
+            for user in pending.keys() {
+                let Some(user) = live_user(store, user).await? else {
+                    continue;
+                };
+                let mut one = Check::default();
+                check_user(store, &user, limit, moving, &mut one).await?;
+                if !one.is_clean() {
+                    looked.insert(user.user.user_id, one);
+                }
             }
-        }
-        let touched = window.close(store).await?;
-        pending = Vec::new();
-        for (user, one) in looked {
-            if touched.known() && lagging(&touched, &user, &one) {
-                pending.push((user, one));
-            } else {
-                check.absorb(one);
-            }
-        }
+            Ok(looked)
+        },
+        async |touched, found| {
+            Ok(found
+                .iter()
+                .filter(|(user, one)| lagging(touched, user, one))
+                .map(|(user, _)| user.clone())
+                .collect())
+        },
+    )
+    .await?;
+    for one in judged.drift.into_values() {
+        check.absorb(one);
     }
-    check.lagging += pending.iter().map(|(_, one)| one.drifted()).sum::<u64>();
+    check.lagging += judged.lagging.values().map(Check::drifted).sum::<u64>();
     Ok(check)
 }
 
