@@ -101,6 +101,13 @@ pub enum ApiError {
         detail: String,
         retry_after: Duration,
     },
+    /// 503: the push service of live updates (Azure Web PubSub) gave no client URL; retry
+    /// after the given time.
+    #[error("{detail}")]
+    PushUnavailable {
+        detail: String,
+        retry_after: Duration,
+    },
     /// 503: the store is unreachable or not ready; retry after the given time.
     #[error("the store is unavailable; retry later")]
     Unavailable { retry_after: Duration },
@@ -262,6 +269,8 @@ pub const TOO_MANY_SEARCHES: ProblemType = kind("too-many-searches", "Too many s
 pub const TOO_MANY_STREAMS: ProblemType = kind("too-many-streams", "Too many streams", 429);
 pub const STORE_BUSY: ProblemType = kind("store-busy", "Store busy", 429);
 pub const STREAMS_FULL: ProblemType = kind("streams-full", "No stream free", 503);
+pub const PUSH_UNAVAILABLE: ProblemType =
+    kind("push-unavailable", "Push service unavailable", 503);
 pub const UNAVAILABLE: ProblemType = kind("unavailable", "Store unavailable", 503);
 pub const IDENTITY_UNAVAILABLE: ProblemType =
     kind("identity-unavailable", "Identity provider unavailable", 503);
@@ -269,7 +278,7 @@ pub const TIMED_OUT: ProblemType = kind("timed-out", "Timed out", 503);
 pub const INTERNAL: ProblemType = kind("internal", "Internal error", 500);
 
 /// Every kind of problem the API answers.
-pub const PROBLEM_TYPES: [ProblemType; 24] = [
+pub const PROBLEM_TYPES: [ProblemType; 25] = [
     INVALID_INPUT,
     MALFORMED_BODY,
     BAD_REQUEST,
@@ -291,6 +300,7 @@ pub const PROBLEM_TYPES: [ProblemType; 24] = [
     STORE_BUSY,
     UNAVAILABLE,
     STREAMS_FULL,
+    PUSH_UNAVAILABLE,
     IDENTITY_UNAVAILABLE,
     TIMED_OUT,
     INTERNAL,
@@ -340,6 +350,7 @@ impl ApiError {
             | ApiError::TooManyStreams { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable { .. }
             | ApiError::StreamsFull { .. }
+            | ApiError::PushUnavailable { .. }
             | ApiError::IdentityUnavailable { .. }
             | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Misconfigured(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -367,6 +378,7 @@ impl ApiError {
             ApiError::TooManySearches { .. } => TOO_MANY_SEARCHES,
             ApiError::TooManyStreams { .. } => TOO_MANY_STREAMS,
             ApiError::StreamsFull { .. } => STREAMS_FULL,
+            ApiError::PushUnavailable { .. } => PUSH_UNAVAILABLE,
             ApiError::Throttled { .. } => STORE_BUSY,
             ApiError::Unavailable { .. } => UNAVAILABLE,
             ApiError::IdentityUnavailable { .. } => IDENTITY_UNAVAILABLE,
@@ -472,6 +484,7 @@ impl IntoResponse for ApiError {
             | ApiError::TooManySearches { retry_after, .. }
             | ApiError::TooManyStreams { retry_after, .. }
             | ApiError::StreamsFull { retry_after, .. }
+            | ApiError::PushUnavailable { retry_after, .. }
             | ApiError::Unavailable { retry_after }
             | ApiError::IdentityUnavailable { retry_after } => Some(*retry_after),
             ApiError::TimedOut(_) | ApiError::Erasing(_) => Some(Duration::from_secs(1)),
