@@ -173,6 +173,15 @@ impl WebPubSub {
         &self.counts
     }
 
+    /// Where clients connect: `wss://host[:port]` (`ws://` for a plain `http` endpoint on this
+    /// machine), the origin a page's `connect-src` must allow.
+    pub fn client_origin(&self) -> String {
+        match self.endpoint.strip_prefix("https://") {
+            Some(rest) => format!("wss://{rest}"),
+            None => format!("ws://{}", self.endpoint.trim_start_matches("http://")),
+        }
+    }
+
     /// The `wss://…/client/hubs/<hub>?access_token=…` URL of a connection that joins `groups`,
     /// as `user_id` when given; the token is valid [`CLIENT_TOKEN_MINUTES`] for connecting.
     pub async fn client_url(
@@ -220,12 +229,9 @@ impl WebPubSub {
                 .get("token")
                 .and_then(Value::as_str)
                 .ok_or_else(|| Unavailable("Web PubSub's answer has no `token`".into()))?;
-            let ws = match self.endpoint.strip_prefix("https://") {
-                Some(rest) => format!("wss://{rest}"),
-                None => format!("ws://{}", self.endpoint.trim_start_matches("http://")),
-            };
             Ok(format!(
-                "{ws}/client/hubs/{}?access_token={token}",
+                "{}/client/hubs/{}?access_token={token}",
+                self.client_origin(),
                 self.hub
             ))
         };

@@ -360,6 +360,16 @@ async fn negotiate_answers_a_url_joined_to_the_groups_of_the_topics() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_client_may_open_web_pubsubs_websockets() {
+    let standin = StandIn::start(ANSWER).await;
+    let app = negotiating_with(Some(standin.publisher())).await;
+    let r = app.client.get(app.url("/api/web/")).send().await.unwrap();
+    let csp = r.headers()["content-security-policy"].to_str().unwrap();
+    let host = standin.endpoint.trim_start_matches("http://");
+    assert!(csp.contains(&format!("connect-src 'self' ws://{host};")), "{csp}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn negotiate_is_404_without_web_pubsub() {
     let app = negotiating_with(None).await;
     let r = app.get("/api/events/negotiate?topics=post:p1").await;
