@@ -32,11 +32,11 @@ pub use server::{
     ServerLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_PORT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SEARCHES_PER_MINUTE, DEFAULT_WRITES_PER_MINUTE,
 };
-pub use webpubsub::{Identity, WebPubSubSettings, DEFAULT_WEBPUBSUB_HUB};
 pub use store::{
     AccountEndpoint, CosmosAuth, CosmosConnection, CosmosSettings, Secret, StoreKind,
     DEFAULT_DB_PATH, DEFAULT_FEED_CACHE_MAX_AGE,
 };
+pub use webpubsub::{Identity, WebPubSubSettings, DEFAULT_WEBPUBSUB_HUB};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {

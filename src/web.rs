@@ -116,7 +116,12 @@ pub fn origin_of(url: &str) -> Option<String> {
 /// page), and Web PubSub's client endpoint (`wss://<name>.webpubsub.azure.com`) when live
 /// updates are pushed there.
 fn connect_origins(state: &AppState) -> Vec<String> {
-    let issuer = state.auth.client_config().issuer.as_deref().and_then(origin_of);
+    let issuer = state
+        .auth
+        .client_config()
+        .issuer
+        .as_deref()
+        .and_then(origin_of);
     // Live updates' WebSockets, where Web PubSub pushes them.
     let push = state.webpubsub.as_ref().map(|w| w.client_origin());
     issuer.into_iter().chain(push).collect()

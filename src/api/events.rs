@@ -166,11 +166,10 @@ async fn groups(s: &AppState, topics: &[Topic]) -> ApiResult<Vec<String>> {
             Topic::Post(_) | Topic::User(_) => out.push(topic.name()),
             Topic::Timeline(reader) => {
                 out.push(format!("follows:{reader}"));
-                let mut authors: Vec<String> =
-                    crate::live::stream::followed(&*s.store, reader)
-                        .await?
-                        .into_iter()
-                        .collect();
+                let mut authors: Vec<String> = crate::live::stream::followed(&*s.store, reader)
+                    .await?
+                    .into_iter()
+                    .collect();
                 authors.sort();
                 authors.truncate(MAX_TIMELINE_AUTHORS);
                 out.extend(authors.into_iter().map(|a| format!("author:{a}")));

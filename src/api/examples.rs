@@ -14,8 +14,8 @@ use super::likes::LikeBody;
 use super::posts::PostBody;
 use super::users::UserBody;
 use super::views::{
-    ClientConfigView, CommentPage, NegotiatedView, CommentView, LikePage, LikeView, PostSummaryPage,
-    PostSummaryView, PostView, TagPage, TagView, UserPage, UserView, View,
+    ClientConfigView, CommentPage, CommentView, LikePage, LikeView, NegotiatedView,
+    PostSummaryPage, PostSummaryView, PostView, TagPage, TagView, UserPage, UserView, View,
 };
 use crate::auth::Auth;
 use crate::domain::{Comment, Id, Like, Post, Text, User, Username};

@@ -141,7 +141,11 @@ impl WebPubSub {
     /// current Tokio runtime), which ends once the publisher is dropped.
     pub fn from_settings(settings: &WebPubSubSettings) -> Result<Arc<WebPubSub>, String> {
         let credential = credential(&settings.identity)?;
-        Ok(WebPubSub::new(&settings.endpoint, &settings.hub, credential))
+        Ok(WebPubSub::new(
+            &settings.endpoint,
+            &settings.hub,
+            credential,
+        ))
     }
 
     /// The publisher for the service at `endpoint` (`https://host`, no trailing `/`) and `hub`.
@@ -285,7 +289,10 @@ async fn drain(
 ) {
     let mut failing = false;
     while let Some(m) = queue.recv().await {
-        let url = format!("{hub_url}/groups/{}/:send?api-version={API_VERSION}", m.group);
+        let url = format!(
+            "{hub_url}/groups/{}/:send?api-version={API_VERSION}",
+            m.group
+        );
         let send = async {
             let token = credential.token().await?;
             let answer = http

@@ -30,10 +30,7 @@ pub enum Identity {
 
 /// `None` when `BLOG_WEBPUBSUB_ENDPOINT` is unset: no push service.
 pub(super) fn webpubsub_settings(get: &Lookup) -> Result<Option<WebPubSubSettings>, SettingError> {
-    let Some(endpoint) = get("BLOG_WEBPUBSUB_ENDPOINT") else {
-        return Ok(None);
-    };
-    let endpoint = check_endpoint(endpoint.trim())?;
+    // The hub is checked even without an endpoint: a bad value is named either way.
     let hub = get("BLOG_WEBPUBSUB_HUB")
         .map(|v| v.trim().to_string())
         .unwrap_or_else(|| DEFAULT_WEBPUBSUB_HUB.into());
@@ -47,9 +44,13 @@ pub(super) fn webpubsub_settings(get: &Lookup) -> Result<Option<WebPubSubSetting
             format!("`{hub}` is not a hub name: a letter, then letters, digits or `_`"),
         ));
     }
+    let Some(endpoint) = get("BLOG_WEBPUBSUB_ENDPOINT") else {
+        return Ok(None);
+    };
+    let endpoint = check_endpoint(endpoint.trim())?;
     let client_id = get("COSMOS__clientId").map(|v| v.trim().to_string());
-    let managed = get("COSMOS__credential")
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("managedidentity"));
+    let managed =
+        get("COSMOS__credential").is_some_and(|v| v.trim().eq_ignore_ascii_case("managedidentity"));
     let identity = if managed || client_id.is_some() {
         Identity::ManagedIdentity { client_id }
     } else {
@@ -144,7 +145,10 @@ mod tests {
         assert_eq!(s.identity, Identity::ManagedIdentity { client_id: None });
         assert_eq!(parse(&[]).unwrap().webpubsub, None);
         for (k, v) in [
-            ("BLOG_WEBPUBSUB_ENDPOINT", "http://blog-x.webpubsub.azure.com"),
+            (
+                "BLOG_WEBPUBSUB_ENDPOINT",
+                "http://blog-x.webpubsub.azure.com",
+            ),
             ("BLOG_WEBPUBSUB_ENDPOINT", "blog-x.webpubsub.azure.com"),
             ("BLOG_WEBPUBSUB_ENDPOINT", "https://a/b"),
             ("BLOG_WEBPUBSUB_ENDPOINT", "https://u:p@a"),

@@ -169,9 +169,9 @@ async fn a_post_is_one_send_to_its_authors_group_whoever_follows() {
         .assert_applied();
     // Each follow is one message, to the follower's own `follows:` group.
     let follows = standin.next(edges.len()).await;
-    assert!(follows
-        .iter()
-        .all(|g| g.path.starts_with("/api/hubs/live/groups/follows:") && g.body["kind"] == "follows"));
+    assert!(follows.iter().all(
+        |g| g.path.starts_with("/api/hubs/live/groups/follows:") && g.body["kind"] == "follows"
+    ));
 
     let post = id(&app.create_post(&author, "Live", "Watch this").await);
     let doc = app.current(Container::Posts, &post, &post).await;
@@ -179,14 +179,22 @@ async fn a_post_is_one_send_to_its_authors_group_whoever_follows() {
     app.deliver("PostsTimeline", std::slice::from_ref(&doc))
         .await
         .assert_applied();
-    app.deliver("PostsChangeFeed", &[doc]).await.assert_applied();
+    app.deliver("PostsChangeFeed", &[doc])
+        .await
+        .assert_applied();
     let got = standin.next(3).await;
     assert_eq!(
         sends(&got),
         [
-            (format!("/api/hubs/live/groups/post:{post}/:send"), "changed"),
+            (
+                format!("/api/hubs/live/groups/post:{post}/:send"),
+                "changed"
+            ),
             (format!("/api/hubs/live/groups/user:{author}/:send"), "post"),
-            (format!("/api/hubs/live/groups/author:{author}/:send"), "post"),
+            (
+                format!("/api/hubs/live/groups/author:{author}/:send"),
+                "post"
+            ),
         ]
     );
     for g in &got {
@@ -201,11 +209,16 @@ async fn a_post_is_one_send_to_its_authors_group_whoever_follows() {
     );
     // A later batch's message comes next: nothing else was sent meanwhile.
     let user = app.current(Container::Users, &author, &author).await;
-    app.deliver("UsersChangeFeed", &[user]).await.assert_applied();
+    app.deliver("UsersChangeFeed", &[user])
+        .await
+        .assert_applied();
     let got = standin.next(1).await;
     assert_eq!(
         sends(&got),
-        [(format!("/api/hubs/live/groups/user:{author}/:send"), "changed")]
+        [(
+            format!("/api/hubs/live/groups/user:{author}/:send"),
+            "changed"
+        )]
     );
     assert_eq!(standin.all.lock().unwrap().len(), edges.len() + 4);
 }
@@ -219,7 +232,9 @@ async fn a_failing_or_silent_push_service_neither_fails_nor_holds_a_batch() {
     let post = id(&app.create_post(&ana, "Live", "Watch this").await);
     let doc = app.current(Container::Posts, &post, &post).await;
     // Refused: the batch is applied all the same, each message tried once.
-    app.deliver("PostsChangeFeed", &[doc]).await.assert_applied();
+    app.deliver("PostsChangeFeed", &[doc])
+        .await
+        .assert_applied();
     standin.next(3).await;
     eventually("the refusals are counted", || async {
         webpubsub.counts().failed.load(Ordering::SeqCst) == 3
@@ -231,7 +246,9 @@ async fn a_failing_or_silent_push_service_neither_fails_nor_holds_a_batch() {
     // its timeout and not tried again.
     standin.mode.store(HANG, Ordering::SeqCst);
     let user = app.current(Container::Users, &ana, &ana).await;
-    app.deliver("UsersChangeFeed", &[user]).await.assert_applied();
+    app.deliver("UsersChangeFeed", &[user])
+        .await
+        .assert_applied();
     standin.next(1).await;
     eventually("the silent send is given up", || async {
         webpubsub.counts().failed.load(Ordering::SeqCst) == 4
@@ -339,7 +356,11 @@ async fn negotiate_answers_a_url_joined_to_the_groups_of_the_topics() {
             .get(&format!("/api/events/negotiate?topics={topics}"))
             .await;
         r.assert_problem(400);
-        assert_eq!(r.body["errors"][0]["field"], "topics", "{topics}: {}", r.body);
+        assert_eq!(
+            r.body["errors"][0]["field"], "topics",
+            "{topics}: {}",
+            r.body
+        );
     }
     let r = app.get("/api/events/negotiate").await;
     r.assert_problem(400);
@@ -366,7 +387,10 @@ async fn the_web_client_may_open_web_pubsubs_websockets() {
     let r = app.client.get(app.url("/api/web/")).send().await.unwrap();
     let csp = r.headers()["content-security-policy"].to_str().unwrap();
     let host = standin.endpoint.trim_start_matches("http://");
-    assert!(csp.contains(&format!("connect-src 'self' ws://{host};")), "{csp}");
+    assert!(
+        csp.contains(&format!("connect-src 'self' ws://{host};")),
+        "{csp}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
