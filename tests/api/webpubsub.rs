@@ -407,3 +407,33 @@ async fn negotiate_is_404_without_web_pubsub() {
     let r = hosted.get("/api/events/negotiate?topics=post:p1").await;
     r.assert_problem(404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_in_callers_connection_is_theirs_whatever_the_query_says() {
+    let mut standin = StandIn::start(ANSWER).await;
+    let webpubsub = standin.publisher();
+    let app = TestApp::spawn_with(embedded_fixture().await, false, |app| {
+        app.with_auth(blog::auth::Auth::easy_auth())
+            .with_webpubsub(webpubsub)
+    })
+    .await;
+    let signed_in = |req: reqwest::RequestBuilder| {
+        req.header("X-MS-CLIENT-PRINCIPAL-IDP", "aad")
+            .header("X-MS-CLIENT-PRINCIPAL-ID", "subject-of-ana")
+    };
+    let created = app
+        .send(signed_in(app.client.post(app.url("/api/users"))).json(&json!({"username": "ana"})))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let ana = id(&created.body);
+    let negotiate = "/api/events/negotiate?topics=post:p1&userId=someone-else";
+    let r = app
+        .send(signed_in(app.client.get(app.url(negotiate))))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(standin.next(1).await[0].query("userId"), [ana.as_str()]);
+    // Anonymous: a connection of nobody's.
+    let r = app.get(negotiate).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(standin.next(1).await[0].query("userId").is_empty());
+}
