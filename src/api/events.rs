@@ -215,9 +215,10 @@ pub async fn negotiate(State(s): State<AppState>, req: Request) -> ApiResult<Jso
         .client_url(user.as_ref().map(|u| u.as_str()), &groups)
         .await
         .map_err(|e| {
+            // The cause is logged, not answered: it may name the app's identity or the service.
             tracing::warn!(error = %e, "no Web PubSub client URL");
             ApiError::PushUnavailable {
-                detail: format!("live updates are unavailable: {e}; retry later"),
+                detail: "Azure Web PubSub gave no client URL; retry later".into(),
                 retry_after: NEGOTIATE_RETRY_AFTER,
             }
         })?;

@@ -376,6 +376,9 @@ async fn negotiate_answers_a_url_joined_to_the_groups_of_the_topics() {
         .unwrap()
         .ends_with("/push-unavailable"));
     assert!(r.header("retry-after").is_some());
+    // The cause is the server's log's, not the client's.
+    let detail = r.body["detail"].as_str().unwrap();
+    assert!(!detail.contains("500"), "{detail}");
     // One call for the failing request, none for the bad ones.
     assert_eq!(standin.all.lock().unwrap().len(), 2);
 }
