@@ -85,6 +85,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "Microsoft.Network/privateEndpoints/privateDnsZoneGroups": ("azure.mgmt.network.models", "PrivateDnsZoneGroup"),
     "Microsoft.Network/privateDnsZones": ("azure.mgmt.privatedns.models", "PrivateZone"),
     "Microsoft.Network/privateDnsZones/virtualNetworkLinks": ("azure.mgmt.privatedns.models", "VirtualNetworkLink"),
+    "Microsoft.SignalRService/webPubSub": ("azure.mgmt.webpubsub.models", "WebPubSubResource"),
 }
 
 # Keys of a resource declaration that are Bicep's, not the resource body's.

@@ -34,6 +34,9 @@ AZURE_BUILT_IN_ROLES: dict[str, str] = {
     "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3": "Storage Table Data Contributor",
     "76199698-9eea-4c19-bc75-cec21354c6b6": "Storage Table Data Reader",
     # Web and Mobile
+    # (Web PubSub Service Owner: the id as the built-in roles list gives it, checked on
+    # 2026-11-29 against two published copies of that list.)
+    "12cf5a90-567b-43ae-8102-96cf46c7d9b4": "Web PubSub Service Owner",
     "2cc479cb-7b4d-49a8-b449-8c00fd0f0a4b": "Web Plan Contributor",
     "de139f84-1756-47ae-9be6-808fbbe84772": "Website Contributor",
     # Databases

@@ -44,6 +44,7 @@ COSMOS_DATA_ROLES = {
 STORAGE = "Microsoft.Storage/storageAccounts"
 INSIGHTS = "Microsoft.Insights/components"
 COSMOS = "Microsoft.DocumentDB/databaseAccounts"
+WEBPUBSUB = "Microsoft.SignalRService/webPubSub"
 
 # (principal, scope, role) the deployment must assign, and nothing else. "app": the Function App's
 # user-assigned identity; "deployer": the developer azd signs in as (principalId).
@@ -59,6 +60,8 @@ EXPECTED_ROLES: dict[tuple[str, str, str], str] = {
     # The handler writes every container and the trigger writes its leases: the whole account.
     ("app", COSMOS, "00000000-0000-0000-0000-000000000002"): "Cosmos DB Built-in Data Contributor",
     ("deployer", COSMOS, "00000000-0000-0000-0000-000000000002"): "Cosmos DB Built-in Data Contributor",
+    # Live updates: sending to groups and client tokens over the data-plane REST API.
+    ("app", WEBPUBSUB, "12cf5a90-567b-43ae-8102-96cf46c7d9b4"): "Web PubSub Service Owner",
 }
 
 # Settings the Functions host itself reads for this deployment: its storage with the
@@ -399,7 +402,9 @@ def role_assignments(bicep: Bicep) -> set[tuple[str, str, str]]:
     found: set[tuple[str, str, str]] = set()
     for module in (top.get("modules") or {}).values():
         rel = "infra/" + module["detail"]["path"]
-        passed = module["config"].get("params", {})
+        # A conditional module (`= if (...)`) holds its body one level down.
+        config = module["config"]
+        passed = (config.get("config", config) if "condition" in config else config).get("params", {})
         doc = bicep(rel)
         variables, resources = doc.get("variables") or {}, doc.get("resources") or {}
         for resource in resources.values():

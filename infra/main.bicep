@@ -149,6 +149,21 @@ param conduitEnabled bool = false
 @description('The key local accounts\' tokens are signed with (BLOG_TOKEN_KEY): a P-256 private key in PKCS#8 form, base64, the same on every instance. Empty: none is set, and each instance signs with a key of its own (tokens then hold only on the instance that issued them)')
 param tokenKey string = ''
 
+@description('Live updates through Azure Web PubSub (docs/live.md): the service, the app identity\'s Web PubSub Service Owner role and the app setting BLOG_WEBPUBSUB_ENDPOINT. Off: none of it is deployed')
+param webPubSubEnabled bool = true
+
+@description('Web PubSub tier: Free_F1 (20 concurrent connections, 20,000 messages a day) or Standard_S1 (units of 1,000 concurrent connections)')
+@allowed([
+  'Free_F1'
+  'Standard_S1'
+])
+param webPubSubSku string = 'Free_F1'
+
+@description('Standard_S1 units of 1,000 concurrent connections each (Free_F1 has one)')
+@minValue(1)
+@maxValue(100)
+param webPubSubCapacity int = 1
+
 module resources 'resources.bicep' = {
   name: 'resources'
   scope: rg
@@ -175,6 +190,9 @@ module resources 'resources.bicep' = {
     changeFeedLagThresholdMs: changeFeedLagThresholdMs
     conduitEnabled: conduitEnabled
     tokenKey: tokenKey
+    webPubSubEnabled: webPubSubEnabled
+    webPubSubSku: webPubSubSku
+    webPubSubCapacity: webPubSubCapacity
   }
 }
 

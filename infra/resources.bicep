@@ -101,6 +101,7 @@ var planName = 'plan-${baseName}-${suffix}'
 var functionAppName = toLower('func-${baseName}-${suffix}')
 var deploymentContainerName = 'app-package'
 var vnetName = 'vnet-${baseName}-${suffix}'
+var webPubSubName = toLower('wps-${baseName}-${suffix}')
 
 var authEnabled = !empty(authClientId)
 
@@ -112,6 +113,21 @@ var cosmosPrincipalIds = concat([
 
 @description('Serve the RealWorld ("Conduit") API under /api/conduit (BLOG_CONDUIT)')
 param conduitEnabled bool = false
+
+@description('Live updates through Azure Web PubSub (docs/live.md): the service, its role for the app\'s identity and BLOG_WEBPUBSUB_ENDPOINT. Off: none of it is deployed.')
+param webPubSubEnabled bool = true
+
+@description('Web PubSub tier: Free_F1 (default; 20 concurrent connections, 20,000 messages a day) or Standard_S1 (units of 1,000 connections).')
+@allowed([
+  'Free_F1'
+  'Standard_S1'
+])
+param webPubSubSku string = 'Free_F1'
+
+@description('Standard_S1 units of 1,000 concurrent connections each (Free_F1 has one).')
+@minValue(1)
+@maxValue(100)
+param webPubSubCapacity int = 1
 
 @secure()
 @description('The key local accounts\' tokens are signed with (BLOG_TOKEN_KEY); empty: none set')
@@ -164,6 +180,18 @@ module cosmos 'modules/cosmos.bicep' = {
   }
 }
 
+module webPubSub 'modules/webpubsub.bicep' = if (webPubSubEnabled) {
+  name: 'webpubsub'
+  params: {
+    name: webPubSubName
+    location: location
+    tags: tags
+    skuName: webPubSubSku
+    capacity: webPubSubCapacity
+    ownerPrincipalId: identity.outputs.principalId
+  }
+}
+
 module network 'modules/network.bicep' = if (vnetEnabled) {
   name: 'network'
   params: {
@@ -203,6 +231,9 @@ module functionApp 'modules/functionapp.bicep' = {
     authWriteScope: authWriteScope
     conduitEnabled: conduitEnabled
     tokenKey: tokenKey
+    // The module's output exists only when it is deployed; using it orders the app after the
+    // service and its role assignment.
+    webPubSubEndpoint: webPubSubEnabled ? webPubSub.outputs.endpoint : ''
   }
   // Using the storage, monitoring and cosmos outputs orders this module after those
   // deployments, role assignments included, so the host can reach storage, Cosmos DB

@@ -87,6 +87,7 @@ macro_rules! api_table {
             timeline::read_timeline,
             identity::get_me,
             identity::get_config,
+            events::negotiate,
             openapi::get_api_description,
             bookmarks::bookmark,
             bookmarks::unbookmark,

@@ -21,6 +21,10 @@ use utoipa::ToSchema;
 use crate::domain::Invalid;
 use crate::store::StoreError;
 
+mod types;
+
+pub use types::*;
+
 /// Every way a request can fail, each with the status it answers.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -98,6 +102,13 @@ pub enum ApiError {
     /// 503: the server holds as many live-update streams as it may; retry after the given time.
     #[error("{detail}")]
     StreamsFull {
+        detail: String,
+        retry_after: Duration,
+    },
+    /// 503: the push service of live updates (Azure Web PubSub) gave no client URL; retry
+    /// after the given time.
+    #[error("{detail}")]
+    PushUnavailable {
         detail: String,
         retry_after: Duration,
     },
@@ -215,87 +226,6 @@ fn join_details(errors: &[FieldError]) -> String {
         .join("; ")
 }
 
-/// What every problem `type` starts with: a `tag:` URI (RFC 4151), an identifier to compare as a
-/// string, not an address to fetch.
-pub const PROBLEM_TYPE_BASE: &str = "tag:blog-api,2026:problems/";
-
-/// A kind of problem: its `type` is [`PROBLEM_TYPE_BASE`] followed by `slug`, its `title` the
-/// same for every problem of the kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProblemType {
-    pub slug: &'static str,
-    pub title: &'static str,
-    pub status: u16,
-}
-
-impl ProblemType {
-    pub fn uri(&self) -> String {
-        format!("{PROBLEM_TYPE_BASE}{}", self.slug)
-    }
-}
-
-const fn kind(slug: &'static str, title: &'static str, status: u16) -> ProblemType {
-    ProblemType {
-        slug,
-        title,
-        status,
-    }
-}
-
-pub const INVALID_INPUT: ProblemType = kind("invalid-input", "Invalid input", 400);
-pub const MALFORMED_BODY: ProblemType = kind("malformed-body", "Malformed body", 400);
-pub const BAD_REQUEST: ProblemType = kind("bad-request", "Bad request", 400);
-pub const UNAUTHORIZED: ProblemType = kind("unauthorized", "Sign-in required", 401);
-pub const FORBIDDEN: ProblemType = kind("forbidden", "Not allowed", 403);
-pub const NOT_FOUND: ProblemType = kind("not-found", "Not found", 404);
-pub const METHOD_NOT_ALLOWED: ProblemType = kind("method-not-allowed", "Method not allowed", 405);
-pub const CONFLICT: ProblemType = kind("conflict", "Concurrent change", 409);
-pub const USER_EXISTS: ProblemType = kind("user-exists", "User exists", 409);
-pub const ERASING: ProblemType = kind("erasing", "Account being erased", 409);
-pub const STALE_VERSION: ProblemType = kind("stale-version", "Stale version", 412);
-pub const BODY_TOO_LARGE: ProblemType = kind("body-too-large", "Body too large", 413);
-pub const NOT_JSON: ProblemType = kind("unsupported-media-type", "Body not JSON", 415);
-pub const UNKNOWN_USER: ProblemType = kind("unknown-user", "Unknown user", 422);
-pub const HEADERS_TOO_LARGE: ProblemType = kind("headers-too-large", "Headers too large", 431);
-pub const TOO_MANY_WRITES: ProblemType = kind("too-many-writes", "Too many writes", 429);
-pub const TOO_MANY_SEARCHES: ProblemType = kind("too-many-searches", "Too many searches", 429);
-pub const TOO_MANY_STREAMS: ProblemType = kind("too-many-streams", "Too many streams", 429);
-pub const STORE_BUSY: ProblemType = kind("store-busy", "Store busy", 429);
-pub const STREAMS_FULL: ProblemType = kind("streams-full", "No stream free", 503);
-pub const UNAVAILABLE: ProblemType = kind("unavailable", "Store unavailable", 503);
-pub const IDENTITY_UNAVAILABLE: ProblemType =
-    kind("identity-unavailable", "Identity provider unavailable", 503);
-pub const TIMED_OUT: ProblemType = kind("timed-out", "Timed out", 503);
-pub const INTERNAL: ProblemType = kind("internal", "Internal error", 500);
-
-/// Every kind of problem the API answers.
-pub const PROBLEM_TYPES: [ProblemType; 24] = [
-    INVALID_INPUT,
-    MALFORMED_BODY,
-    BAD_REQUEST,
-    UNAUTHORIZED,
-    FORBIDDEN,
-    NOT_FOUND,
-    METHOD_NOT_ALLOWED,
-    CONFLICT,
-    USER_EXISTS,
-    ERASING,
-    STALE_VERSION,
-    BODY_TOO_LARGE,
-    NOT_JSON,
-    UNKNOWN_USER,
-    HEADERS_TOO_LARGE,
-    TOO_MANY_WRITES,
-    TOO_MANY_SEARCHES,
-    TOO_MANY_STREAMS,
-    STORE_BUSY,
-    UNAVAILABLE,
-    STREAMS_FULL,
-    IDENTITY_UNAVAILABLE,
-    TIMED_OUT,
-    INTERNAL,
-];
-
 /// An error (RFC 9457 problem details), sent as `application/problem+json`.
 #[derive(Serialize, ToSchema)]
 pub struct Problem {
@@ -340,6 +270,7 @@ impl ApiError {
             | ApiError::TooManyStreams { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable { .. }
             | ApiError::StreamsFull { .. }
+            | ApiError::PushUnavailable { .. }
             | ApiError::IdentityUnavailable { .. }
             | ApiError::TimedOut(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Misconfigured(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -367,6 +298,7 @@ impl ApiError {
             ApiError::TooManySearches { .. } => TOO_MANY_SEARCHES,
             ApiError::TooManyStreams { .. } => TOO_MANY_STREAMS,
             ApiError::StreamsFull { .. } => STREAMS_FULL,
+            ApiError::PushUnavailable { .. } => PUSH_UNAVAILABLE,
             ApiError::Throttled { .. } => STORE_BUSY,
             ApiError::Unavailable { .. } => UNAVAILABLE,
             ApiError::IdentityUnavailable { .. } => IDENTITY_UNAVAILABLE,
@@ -472,6 +404,7 @@ impl IntoResponse for ApiError {
             | ApiError::TooManySearches { retry_after, .. }
             | ApiError::TooManyStreams { retry_after, .. }
             | ApiError::StreamsFull { retry_after, .. }
+            | ApiError::PushUnavailable { retry_after, .. }
             | ApiError::Unavailable { retry_after }
             | ApiError::IdentityUnavailable { retry_after } => Some(*retry_after),
             ApiError::TimedOut(_) | ApiError::Erasing(_) => Some(Duration::from_secs(1)),

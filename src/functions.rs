@@ -29,6 +29,7 @@ use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
 use tracing::Instrument as _;
 
+use crate::live::Push;
 use crate::projection::{self, Lane, ProjectionError};
 use crate::quarantine;
 use crate::rechecks::Background;
@@ -151,12 +152,13 @@ pub const TRIGGERS: &[Trigger] = &[
 /// the host sends it over loopback at once), else it answers 408 and nothing of it is applied:
 /// an upload that stalls gives its turn back instead of holding it forever, and the host
 /// redelivers the batch.
-/// The routes take from the application's state only its store (axum's `FromRef`), so this
-/// module knows nothing of the API's state.
+/// The routes take from the application's state only its store and the push service of live
+/// updates (axum's `FromRef`), so this module knows nothing of the API's state.
 pub fn routes<S>(read_timeout: Duration, fanout_limit: Option<u64>) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<dyn Store>: FromRef<S>,
+    Push: FromRef<S>,
 {
     let limit = ConfiguredLimit {
         limit: fanout_limit,
@@ -168,6 +170,7 @@ where
             &format!("/{}", trigger.function),
             post(
                 move |State(store): State<Arc<dyn Store>>,
+                      State(push): State<Push>,
                       headers: HeaderMap,
                       _: JsonInvocation,
                       body: Body| async move {
@@ -178,7 +181,7 @@ where
                     let mut budget = Budget::default();
                     let body = read_body(body, announced, read_timeout, &mut budget).await;
                     let _turn = APPLYING.acquire().await.expect("never closed");
-                    invoke(*trigger, store, &limit, headers, body).await
+                    invoke(*trigger, store, &push, &limit, headers, body).await
                 },
             ),
         )
@@ -307,6 +310,7 @@ fn answer(status: StatusCode, logs: Vec<String>) -> Response {
 async fn invoke(
     trigger: Trigger,
     store: Arc<dyn Store>,
+    push: &Push,
     limit: &ConfiguredLimit,
     headers: HeaderMap,
     body: Result<Vec<u8>, Unread>,
@@ -323,7 +327,7 @@ async fn invoke(
     );
     async move {
         match body {
-            Ok(body) => run(trigger, store, limit, body).await,
+            Ok(body) => run(trigger, store, push, limit, body).await,
             // Over the limit, cut off or too slow: answered in the same JSON shape as every
             // other outcome.
             Err(Unread(status, why)) => {
@@ -340,6 +344,7 @@ async fn invoke(
 async fn run(
     trigger: Trigger,
     store: Arc<dyn Store>,
+    push: &Push,
     limit: &ConfiguredLimit,
     body: Vec<u8>,
 ) -> Response {
@@ -411,6 +416,16 @@ async fn run(
             quarantined,
         }) => {
             RECHECKS.defer(&store, report.deferred.clone());
+            // Live updates: each change once, from the main lane (the timeline lane reads the
+            // same changes), once applied; queued, so the batch never waits on the push service.
+            if let (Some(push), Lane::Main) = (&push.0, trigger.lane) {
+                let cursor = crate::live::Cursor::default();
+                push.publish(Arc::new(crate::live::Batch::of(
+                    container,
+                    &batch.documents,
+                    cursor,
+                )));
+            }
             let lag = lag_ms(&batch.documents, SystemTime::now());
             tracing::info!(
                 changes = report.changes,

@@ -7,6 +7,7 @@
 
 pub mod hub;
 pub mod stream;
+pub mod webpubsub;
 
 use std::sync::Arc;
 
@@ -284,6 +285,11 @@ impl Batch {
 pub trait Publish: Send + Sync {
     fn publish(&self, batch: Arc<Batch>);
 }
+
+/// The push service the change-feed triggers publish each batch to, when one is configured
+/// (`BLOG_WEBPUBSUB_ENDPOINT`): what they take from the application's state.
+#[derive(Clone, Default)]
+pub struct Push(pub Option<Arc<dyn Publish>>);
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,8 @@
 //! - `store`: the embedded or Cosmos DB store, the Cosmos DB account, the feed snapshot's age;
 //! - `auth`: who the caller of a write is (`none`, `jwt`, `easyauth`) and the scopes;
 //! - `change_feed`: the in-process pump and the timeline fan-out limit;
-//! - `logging`: the log's format and levels.
+//! - `logging`: the log's format and levels;
+//! - `webpubsub`: Azure Web PubSub, the push service of live updates on Azure.
 //!
 //! A malformed value is an error naming the setting; secrets never print. Nothing outside this
 //! module reads the environment for a setting. The modules that use a setting import it from
@@ -17,6 +18,7 @@ mod change_feed;
 mod logging;
 mod server;
 mod store;
+mod webpubsub;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -34,6 +36,7 @@ pub use store::{
     AccountEndpoint, CosmosAuth, CosmosConnection, CosmosSettings, Secret, StoreKind,
     DEFAULT_DB_PATH, DEFAULT_FEED_CACHE_MAX_AGE,
 };
+pub use webpubsub::{Identity, WebPubSubSettings, DEFAULT_WEBPUBSUB_HUB};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -71,6 +74,9 @@ pub struct Settings {
     pub conduit: bool,
     /// `BLOG_TOKEN_KEY`: the key local accounts' tokens are signed with (PKCS#8, base64).
     pub token_key: Option<Secret>,
+    /// `BLOG_WEBPUBSUB_ENDPOINT` (and `BLOG_WEBPUBSUB_HUB`): push live updates to Azure Web
+    /// PubSub; `None`: no push service.
+    pub webpubsub: Option<WebPubSubSettings>,
 }
 
 /// Where the embedded store at `db_path` keeps the key of local accounts' tokens when
@@ -170,6 +176,7 @@ impl Settings {
             timeline_fanout_limit: change_feed::timeline_fanout_limit(get)?,
             conduit,
             token_key,
+            webpubsub: webpubsub::webpubsub_settings(get)?,
         })
     }
 }

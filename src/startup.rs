@@ -24,6 +24,7 @@ use tower::util::MapResponseLayer;
 
 use crate::auth::Auth;
 use crate::live::hub::{Hub, Limits};
+use crate::live::webpubsub::WebPubSub;
 use crate::server::{self, ServerLimits};
 use crate::settings::{Settings, StoreKind};
 use crate::store::cosmos::CosmosStore;
@@ -124,6 +125,15 @@ impl Application {
     pub fn live_limits(self, limits: crate::live::hub::Limits) -> Self {
         Application {
             state: self.state.with_live(crate::live::hub::Hub::new(limits)),
+            ..self
+        }
+    }
+
+    /// The same application pushing live updates to, and negotiating client URLs with, Azure
+    /// Web PubSub (`BLOG_WEBPUBSUB_ENDPOINT`).
+    pub fn with_webpubsub(self, webpubsub: Arc<WebPubSub>) -> Self {
+        Application {
+            state: self.state.with_webpubsub(webpubsub),
             ..self
         }
     }
@@ -255,14 +265,20 @@ pub async fn serve(
 /// The application's state as the settings describe it, over `store`.
 fn state(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
     let key = token_key(settings)?;
-    Ok(AppState::new(store)
+    let state = AppState::new(store)
         .with_auth(Auth::new(&settings.auth).with_token_key(key))
         .with_feed_cache(settings.feed_cache)
         .with_write_limit(settings.writes_per_minute)
         .with_search_limit(
             settings.searches_per_minute,
             crate::api::search_limit::DEFAULT_SEARCHES_IN_FLIGHT,
-        ))
+        );
+    let Some(webpubsub) = &settings.webpubsub else {
+        return Ok(state);
+    };
+    let publisher = WebPubSub::from_settings(webpubsub).map_err(|e| anyhow::anyhow!(e))?;
+    tracing::info!(endpoint = %webpubsub.endpoint, hub = %webpubsub.hub, "live updates pushed to Azure Web PubSub");
+    Ok(state.with_webpubsub(publisher))
 }
 
 /// The key local accounts' tokens are signed with: `BLOG_TOKEN_KEY`; else, on the embedded store,

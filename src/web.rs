@@ -112,16 +112,19 @@ pub fn origin_of(url: &str) -> Option<String> {
 }
 
 /// The origins the client's page may call besides its own: the OpenID Connect issuer's, when
-/// callers sign in with one (its discovery document and token endpoint are fetched from the page).
+/// callers sign in with one (its discovery document and token endpoint are fetched from the
+/// page), and Web PubSub's client endpoint (`wss://<name>.webpubsub.azure.com`) when live
+/// updates are pushed there.
 fn connect_origins(state: &AppState) -> Vec<String> {
-    state
+    let issuer = state
         .auth
         .client_config()
         .issuer
         .as_deref()
-        .and_then(origin_of)
-        .into_iter()
-        .collect()
+        .and_then(origin_of);
+    // Live updates' WebSockets, where Web PubSub pushes them.
+    let push = state.webpubsub.as_ref().map(|w| w.client_origin());
+    issuer.into_iter().chain(push).collect()
 }
 
 /// A validator for an embedded file: a hash of its bytes, the same for the life of the binary.

@@ -154,6 +154,18 @@ param conduitEnabled bool = false
 @description('The key local accounts\' tokens are signed with (BLOG_TOKEN_KEY); empty: none set')
 param tokenKey string = ''
 
+@description('https://<name>.webpubsub.azure.com, where live updates are pushed (BLOG_WEBPUBSUB_ENDPOINT); empty: none')
+param webPubSubEndpoint string = ''
+
+// Live updates through Web PubSub, reached with the app's identity (the one COSMOS__clientId
+// names); the hub keeps its default name.
+var webPubSubSettings = empty(webPubSubEndpoint) ? [] : [
+  {
+    name: 'BLOG_WEBPUBSUB_ENDPOINT'
+    value: webPubSubEndpoint
+  }
+]
+
 // The RealWorld API and its accounts: on or off, and the one key every instance signs tokens
 // with (a secure parameter, kept by App Service as an app setting, encrypted at rest).
 var conduitSettings = concat([
@@ -261,7 +273,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         allowedOrigins: corsAllowedOrigins
         supportCredentials: false
       }
-      appSettings: concat(commonSettings, authSettings, conduitSettings)
+      appSettings: concat(commonSettings, authSettings, conduitSettings, webPubSubSettings)
     }
   }
 }

@@ -14,8 +14,8 @@ use super::likes::LikeBody;
 use super::posts::PostBody;
 use super::users::UserBody;
 use super::views::{
-    ClientConfigView, CommentPage, CommentView, LikePage, LikeView, PostSummaryPage,
-    PostSummaryView, PostView, TagPage, TagView, UserPage, UserView, View,
+    ClientConfigView, CommentPage, CommentView, LikePage, LikeView, NegotiatedView,
+    PostSummaryPage, PostSummaryView, PostView, TagPage, TagView, UserPage, UserView, View,
 };
 use crate::auth::Auth;
 use crate::domain::{Comment, Id, Like, Post, Text, User, Username};
@@ -133,6 +133,9 @@ impl Examples {
             "LikeBody" => to_value(&self.like_body),
             "Like" => to_value(&self.like),
             "ClientConfig" => to_value(&self.config),
+            "Negotiated" => to_value(&NegotiatedView {
+                url: "wss://blog.webpubsub.azure.com/client/hubs/live?access_token=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJibG9nIn0.c2lnbmF0dXJl".into(),
+            }),
             "UserPage" => to_value(&UserPage {
                 items: vec![self.follower.clone()],
                 continuation_token: None,
@@ -188,6 +191,8 @@ impl Examples {
             "q" => json!("cosmos partition"),
             // The example post's first tag.
             "tag" => json!(self.post.tags[0]),
+            // bo's timeline and ana's post.
+            "topics" => json!(format!("timeline:{BO},post:{POST}")),
             "If-None-Match" | "If-Match" => {
                 let body = serde_json::to_vec(etag_of?).expect("examples serialize");
                 json!(tag_of(&body))

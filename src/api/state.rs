@@ -14,6 +14,7 @@ use super::write_limit::Accounts;
 use super::{search_limit, write_limit};
 use crate::auth::Auth;
 use crate::live::hub::{Hub, Limits};
+use crate::live::webpubsub::WebPubSub;
 use crate::store::Store;
 
 /// What every handler shares ([`Shared`]), behind one reference count: a request's extractors
@@ -34,6 +35,16 @@ impl std::ops::Deref for AppState {
 impl axum::extract::FromRef<AppState> for Arc<dyn Store> {
     fn from_ref(s: &AppState) -> Self {
         s.store.clone()
+    }
+}
+
+impl axum::extract::FromRef<AppState> for crate::live::Push {
+    fn from_ref(s: &AppState) -> Self {
+        crate::live::Push(
+            s.webpubsub
+                .clone()
+                .map(|w| w as Arc<dyn crate::live::Publish>),
+        )
     }
 }
 
@@ -60,6 +71,10 @@ pub struct Shared {
     pub accounts: Arc<Accounts>,
     /// The live-update streams' caps and the change-feed follower they share.
     pub live: Arc<Hub>,
+    /// Azure Web PubSub, where the change-feed triggers push live updates and
+    /// `GET /api/events/negotiate` gets a client's URL (`BLOG_WEBPUBSUB_ENDPOINT`); `None`: not
+    /// configured.
+    pub webpubsub: Option<Arc<WebPubSub>>,
 }
 
 impl AppState {
@@ -84,6 +99,7 @@ impl AppState {
             progress: Arc::default(),
             accounts: Arc::default(),
             live: Hub::new(Limits::default()),
+            webpubsub: None,
         }))
     }
 
@@ -108,6 +124,12 @@ impl AppState {
     /// Live-update streams through `hub` (one with the default limits otherwise).
     pub fn with_live(mut self, hub: Arc<Hub>) -> Self {
         self.parts().live = hub;
+        self
+    }
+
+    /// Live updates pushed to, and client URLs from, Azure Web PubSub.
+    pub fn with_webpubsub(mut self, webpubsub: Arc<WebPubSub>) -> Self {
+        self.parts().webpubsub = Some(webpubsub);
         self
     }
 

@@ -413,6 +413,15 @@ page!(
     TagPage of TagView
 );
 
+/// Where live updates are pushed (`GET /api/events/negotiate`).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Negotiated)]
+pub struct NegotiatedView {
+    /// The WebSocket URL to open (`wss://…/client/hubs/<hub>?access_token=…`), within an hour.
+    pub url: String,
+}
+
 /// How callers sign in (`GET /api/config`): public values only.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

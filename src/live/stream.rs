@@ -246,7 +246,7 @@ impl Stream {
 }
 
 /// What an event says: its topic and the ids it has.
-fn data(e: &Event, topic: &str) -> Map<String, Value> {
+pub(crate) fn data(e: &Event, topic: &str) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("topic".into(), topic.into());
     for (field, v) in [
@@ -262,7 +262,7 @@ fn data(e: &Event, topic: &str) -> Map<String, Value> {
 }
 
 /// Whom `reader` follows: their live following edges (one query of their partition).
-async fn followed(store: &dyn Store, reader: &str) -> StoreResult<HashSet<String>> {
+pub(crate) async fn followed(store: &dyn Store, reader: &str) -> StoreResult<HashSet<String>> {
     let mut out = HashSet::new();
     let mut continuation = None;
     loop {

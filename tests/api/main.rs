@@ -21,7 +21,8 @@
 //! - `live_suite`: live updates (`GET /api/events`): topics, resuming, resets, on both stores;
 //!   caps, bad input and shutdown on the embedded one;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
-//! - `web`: the browser client's files as the handler serves them.
+//! - `web`: the browser client's files as the handler serves them;
+//! - `webpubsub`: live updates pushed to Azure Web PubSub, against a stand-in of its REST API.
 //!
 //! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
 
@@ -65,3 +66,4 @@ mod startup;
 mod timeline_process;
 mod validation;
 mod web;
+mod webpubsub;
