@@ -111,6 +111,15 @@ pub struct Counts {
     pub dropped: AtomicU64,
     /// Sent and refused, or not answered within [`SEND_TIMEOUT`].
     pub failed: AtomicU64,
+    /// Messages the sending task is done with (sent or failed), for whoever waits on them.
+    done: tokio::sync::watch::Sender<u64>,
+}
+
+impl Counts {
+    /// Once the sending task is done with `n` messages in all (sent or failed).
+    pub async fn done(&self, n: u64) {
+        let _ = self.done.subscribe().wait_for(|done| *done >= n).await;
+    }
 }
 
 /// One message on its way to a group.
@@ -339,5 +348,6 @@ async fn drain(
                 }
             }
         }
+        counts.done.send_modify(|done| *done += 1);
     }
 }
