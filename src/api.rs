@@ -1,6 +1,7 @@
 //! The HTTP API under `/api` (`docs/api.md`), plus the readiness answer and the browser
 //! client at `/` ([`crate::web`]) and the Functions host's trigger invocations at `/<FunctionName>`.
 
+mod answer;
 mod bookmarks;
 mod comments;
 mod conditional;
@@ -25,6 +26,7 @@ mod schema;
 mod search;
 pub mod search_limit;
 mod state;
+mod stored;
 mod tags;
 mod timeline;
 mod users;
@@ -33,23 +35,18 @@ pub mod write_limit;
 
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use serde::Serialize;
-use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use extract::{JsonBody, Paging, PathId, PathIds};
 pub use state::{AppState, Shared};
 
-use crate::domain::Id;
-use crate::error::{ApiError, ApiResult};
-use crate::store::{Container, Page, Store, StoreResult};
-use conditional::{no_cache, tagged, IfNoneMatch};
-use views::{PageView, View};
+use crate::error::ApiError;
+use answer::{encode, json_response};
+use conditional::no_cache;
 
 /// Request bodies over this size answer 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -137,6 +134,13 @@ pub fn api_routes() -> OpenApiRouter<AppState> {
     api_table!(documented_routes)
 }
 
+/// The whole OpenAPI document as generated from the route table: writes need a bearer token.
+/// (`docs/openapi.json` holds it; [`openapi`] serves it.)
+pub fn openapi_document() -> serde_json::Value {
+    let (_, doc) = api_routes().split_for_parts();
+    openapi::completed(doc)
+}
+
 /// The API's routes, to serve.
 fn api_router() -> Router<AppState> {
     api_table!(served_routes)
@@ -215,119 +219,4 @@ pub fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".into());
     ApiError::internal(format!("the request's handler panicked: {message}")).into_response()
-}
-
-/// A list response: the page of `P`'s views of the items a query found (`{"items": [...],
-/// "continuationToken": ... | null}`), never used unchecked from a cache (`Cache-Control:
-/// no-cache`).
-fn list<P: PageView>(page: Page) -> ApiResult<Response>
-where
-    P::Item: View,
-{
-    Ok(page_response(&P::from_stored(page)?))
-}
-
-/// A page answered as a list (see [`list`]).
-fn page_response(page: &impl Serialize) -> Response {
-    no_cache(json_response(encode(page)))
-}
-
-/// The encoded body of an answer.
-fn encode(body: &impl Serialize) -> Bytes {
-    Bytes::from(serde_json::to_vec(body).expect("views serialize"))
-}
-
-/// An already encoded JSON body, answered as `Json` would answer it.
-fn json_response(body: Bytes) -> Response {
-    let json = HeaderValue::from_static("application/json");
-    ([(header::CONTENT_TYPE, json)], body).into_response()
-}
-
-/// Read the item `id` (its own partition key) in one store operation: `None` when there is
-/// none or it is deleted (a deleted item is no item whatever the request's conditions name).
-async fn read_item(store: &dyn Store, c: Container, id: &Id) -> StoreResult<Option<Value>> {
-    let id = id.as_str();
-    Ok(store
-        .read(c, id, id)
-        .await?
-        .filter(|item| !crate::domain::is_deleted(item)))
-}
-
-/// 200 with the item's view `V` and its `ETag`, or 304 with only the `ETag` when
-/// `If-None-Match` names it (compared after the read, on the answer's tag); `None` when there
-/// is no item of the kind asked for.
-fn item_response<V: View + Serialize>(
-    item: Option<Value>,
-    is_kind: impl Fn(&Value) -> bool,
-    if_none_match: Option<IfNoneMatch>,
-) -> ApiResult<Option<Response>> {
-    let Some(item) = item.filter(|i| is_kind(i)) else {
-        return Ok(None);
-    };
-    let body = encode(&V::from_stored(item)?);
-    let tag = conditional::tag_of(&body);
-    if if_none_match.is_some_and(|m| m.matches(&tag)) {
-        return Ok(Some(tagged(StatusCode::NOT_MODIFIED.into_response(), &tag)));
-    }
-    Ok(Some(tagged(json_response(body), &tag)))
-}
-
-/// `status` with the view `V` of a stored item, tagged with its `ETag`.
-fn view_response<V: View + Serialize>(status: StatusCode, item: Value) -> ApiResult<Response> {
-    let body = encode(&V::from_stored(item)?);
-    let tag = conditional::tag_of(&body);
-    let mut resp = json_response(body);
-    *resp.status_mut() = status;
-    Ok(tagged(resp, &tag))
-}
-
-/// Add `Location: <path>` (a create's answer).
-fn set_location(resp: &mut Response, path: &str) {
-    if let Ok(v) = HeaderValue::from_str(path) {
-        resp.headers_mut().insert(header::LOCATION, v);
-    }
-}
-
-/// The `ETag` the view `V` of `item` is answered with.
-fn view_tag<V: View + Serialize>(item: &Value) -> ApiResult<String> {
-    Ok(conditional::tag_of(&encode(&V::from_stored(item.clone())?)))
-}
-
-/// Times an `If-Match` update re-reads an item whose store version moved without a change to
-/// its view (the change feed's bookkeeping) before it gives up with 412.
-const IF_MATCH_ATTEMPTS: usize = 4;
-
-/// Patch the item `id` (its own partition key) with `ops` while its view `V` still has the tag
-/// `if_match` names: `item` is the item as last read. The tag is compared with the view of the
-/// item read, and the patch is conditional on the store version of that read, so a change made
-/// in between is never overwritten; when that version has moved but the view is the same, the
-/// item is read again and the patch retried. 412 when the view differs, 404 when the item is
-/// gone.
-async fn patch_if_match<V: View + Serialize>(
-    store: &dyn Store,
-    c: Container,
-    id: &Id,
-    mut item: Value,
-    if_match: &str,
-    ops: &[crate::store::PatchOp],
-) -> ApiResult<Value> {
-    for _ in 0..IF_MATCH_ATTEMPTS {
-        if view_tag::<V>(&item)? != if_match {
-            return Err(crate::store::StoreError::PreconditionFailed.into());
-        }
-        let etag = item.get("_etag").and_then(Value::as_str);
-        match store.patch(c, id.as_str(), id.as_str(), ops, etag).await {
-            Ok(written) => return Ok(written),
-            Err(crate::store::StoreError::PreconditionFailed) => {
-                item = read_item(store, c, id)
-                    .await?
-                    .ok_or_else(|| ApiError::not_found(V::KIND, id.as_str()))?;
-            }
-            Err(crate::store::StoreError::NotFound) => {
-                return Err(ApiError::not_found(V::KIND, id.as_str()))
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(crate::store::StoreError::PreconditionFailed.into())
 }

@@ -2,12 +2,11 @@
 //! `docs/api.md`.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use unicode_segmentation::UnicodeSegmentation;
 
 pub mod accounts;
 pub mod bookmarks;
 pub mod chars;
+mod clock;
 mod deletion;
 pub mod favorites;
 pub mod follows;
@@ -16,10 +15,13 @@ pub mod jobs;
 mod patch;
 pub mod pending;
 pub mod tags;
+mod value;
 
+pub use clock::{format_time, now};
 pub use deletion::{is_deleted, is_live, tombstone_ops, DELETED, TOMBSTONE_TTL_SECS};
-pub use items::{Authored, Comment, Kind, Like, Meta, Post, User};
+pub use items::{short_content, Authored, Comment, Kind, Like, Meta, Post, User};
 pub use patch::PatchOp;
+pub use value::to_value;
 
 /// The feed shows this many posts.
 pub const FEED_SIZE: usize = 100;
@@ -216,53 +218,10 @@ impl Text {
     }
 }
 
-/// `content` cut to at most [`SHORT_CONTENT_CHARS`] characters at a grapheme boundary, with `…`
-/// appended when cut (the ellipsis counts towards the limit).
-pub fn short_content(content: &str) -> String {
-    if count_chars(content) <= SHORT_CONTENT_CHARS {
-        return content.to_string();
-    }
-    let budget = SHORT_CONTENT_CHARS - 1;
-    let mut out = String::new();
-    let mut used = 0;
-    for g in content.graphemes(true) {
-        let n = count_chars(g);
-        if used + n > budget {
-            break;
-        }
-        out.push_str(g);
-        used += n;
-    }
-    out.push('…');
-    out
-}
-
-/// Now, as RFC 3339 UTC with millisecond precision and fixed width, so it sorts as text.
-pub fn now() -> String {
-    format_time(time::OffsetDateTime::now_utc())
-}
-
-pub fn format_time(t: time::OffsetDateTime) -> String {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
-}
-
-pub fn to_value<T: Serialize>(t: &T) -> Value {
-    serde_json::to_value(t).expect("domain types serialize")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unicode_segmentation::UnicodeSegmentation;
 
     #[test]
     fn ids_reject_reserved_characters_and_length() {

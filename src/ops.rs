@@ -5,7 +5,7 @@
 //!   copies, run in the order of one table, [`PARTS`]: [`bookmarks`], [`posts`] (the walk in
 //!   [`verify`], what each copy should be in [`expected`] and [`newest`], the repair in
 //!   [`repair`], the report in [`report`]), [`timeline`], [`tags`], and the [`quarantine`];
-//!   [`lag`] tells lag from drift for each. Exit 0 without drift (lag aside), 1 with drift or a
+//!   [`lag`] tells lag from drift for each; [`traversal`] pages through a container for all. Exit 0 without drift (lag aside), 1 with drift or a
 //!   quarantined change, 2 when it cannot run.
 //! - `handler backup PATH`: an online copy of the embedded store ([`backup`]).
 //! - `handler quarantine list|replay|drop`: the changes a projection lane could not apply
@@ -27,6 +27,7 @@ pub mod repair;
 pub mod report;
 pub mod tags;
 pub mod timeline;
+pub mod traversal;
 pub mod verify;
 
 use std::any::Any;

@@ -9,6 +9,9 @@
 //! - `logging`: the log's format and levels;
 //! - `webpubsub`: Azure Web PubSub, the push service of live updates on Azure.
 //!
+//! Each reads its values with `read` (a type's `FromStr`, a switch), which names the setting
+//! when a value is malformed.
+//!
 //! A malformed value is an error naming the setting; secrets never print. Nothing outside this
 //! module reads the environment for a setting. The modules that use a setting import it from
 //! here; nothing here imports them.
@@ -16,18 +19,19 @@
 mod auth;
 mod change_feed;
 mod logging;
+mod read;
 mod server;
 mod store;
 mod webpubsub;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 pub use auth::{AuthMode, AuthSettings};
 pub use change_feed::DEFAULT_TIMELINE_FANOUT_LIMIT;
 pub use logging::{LogFormat, LogSettings};
+use read::flag;
 pub use server::{
     ServerLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_PORT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SEARCHES_PER_MINUTE, DEFAULT_WRITES_PER_MINUTE,
@@ -100,34 +104,6 @@ type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
 pub struct SettingError {
     pub name: &'static str,
     pub why: String,
-}
-
-fn bad(name: &'static str, why: impl Into<String>) -> SettingError {
-    SettingError {
-        name,
-        why: why.into(),
-    }
-}
-
-/// Parse an optional setting with its type's `FromStr`, naming the setting on error.
-fn parsed<T: FromStr<Err = String>>(
-    name: &'static str,
-    value: Option<String>,
-) -> Result<Option<T>, SettingError> {
-    value
-        .map(|v| v.parse::<T>().map_err(|why| bad(name, why)))
-        .transpose()
-}
-
-/// A switch, the same for every one: `true`/`false`, `1`/`0`, `on`/`off`, `yes`/`no` in any case.
-/// `None` when unset, so each switch picks its own default.
-fn flag(name: &'static str, value: Option<String>) -> Result<Option<bool>, SettingError> {
-    let Some(v) = value else { return Ok(None) };
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "on" | "yes" => Ok(Some(true)),
-        "false" | "0" | "off" | "no" => Ok(Some(false)),
-        _ => Err(bad(name, format!("`{v}` is neither `on` nor `off`"))),
-    }
 }
 
 impl Settings {

@@ -10,12 +10,17 @@
 
 pub mod cosmos;
 pub mod embedded;
+mod keys;
+pub mod layout;
 pub mod metrics;
+pub mod priority;
 mod query;
 mod retry;
 
 pub use query::{Cmp, Filter, Order, Page, Query, Scope, Words, SEARCHABLE, SEARCHABLE_LISTS};
 
+pub use layout::{LAYOUT_ID, TIMELINES_MOVED};
+pub use priority::{with_write_priority, WritePriority};
 pub use retry::{retry, ATTEMPTS};
 
 use std::time::Duration;
@@ -65,19 +70,6 @@ impl Container {
             Container::Timelines => "userId",
         }
     }
-}
-
-/// The `leases` item recording where the store keeps what an earlier release kept elsewhere:
-/// `{ "id": LAYOUT_ID, TIMELINES_MOVED: true }` once no timeline item is left in `users` (a new
-/// store records it when it creates its containers; an existing one once the timeline lane has
-/// moved them, `crate::projection::upgrade::timelines`, which reads it).
-pub const LAYOUT_ID: &str = "store.layout";
-/// The field of [`LAYOUT_ID`] saying that timeline items live in `timelines` only.
-pub const TIMELINES_MOVED: &str = "timelinesMoved";
-
-/// The layout record of a store created by this release: nothing to move.
-pub fn new_store_layout() -> Value {
-    serde_json::json!({ "id": LAYOUT_ID, TIMELINES_MOVED: true })
 }
 
 /// What can go wrong in a store operation. The HTTP layer maps each to a status.
@@ -140,33 +132,6 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 /// One patch operation on an item (defined with the items it changes, in `domain`).
 pub use crate::domain::PatchOp;
-
-/// Which writes go first where a store has one writer (the embedded store's connection): a
-/// waiting [`First`](WritePriority::First) write (a request's, the main projection lane's) is
-/// served before waiting [`Background`](WritePriority::Background) writes (the timeline lane's
-/// fan-out), so that a new post reaches the feed without waiting behind timeline items. Set for
-/// a piece of work with [`with_write_priority`]; Cosmos DB has no such queue and ignores it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum WritePriority {
-    #[default]
-    First,
-    Background,
-}
-
-tokio::task_local! {
-    static WRITE_PRIORITY: WritePriority;
-}
-
-/// Run `fut` with its store writes at priority `p` (work it spawns as tasks of their own keeps
-/// the default, [`WritePriority::First`]).
-pub async fn with_write_priority<F: std::future::Future>(p: WritePriority, fut: F) -> F::Output {
-    WRITE_PRIORITY.scope(p, fut).await
-}
-
-/// The priority of the store writes of the work running now.
-pub fn write_priority() -> WritePriority {
-    WRITE_PRIORITY.try_with(|p| *p).unwrap_or_default()
-}
 
 /// One operation of a transactional batch (all in one partition; all or nothing).
 #[derive(Debug, Clone)]
@@ -275,22 +240,4 @@ pub trait Store: Send + Sync + 'static {
         continuation: Option<&str>,
         max_items: u32,
     ) -> StoreResult<ChangePage>;
-}
-
-/// The error a store should report when an item's partition key property does not match `pk`.
-pub fn check_partition_key(c: Container, pk: &str, item: &Value) -> StoreResult<()> {
-    let field = c.partition_key_field();
-    match item.get(field).and_then(Value::as_str) {
-        Some(v) if v == pk => Ok(()),
-        _ => Err(StoreError::BadRequest(format!(
-            "item property `{field}` must equal the partition key"
-        ))),
-    }
-}
-
-/// The `id` of an item, or a `BadRequest`.
-pub fn item_id(item: &Value) -> StoreResult<&str> {
-    item.get("id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| StoreError::BadRequest("item has no string `id`".into()))
 }

@@ -22,7 +22,9 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::AppState;
+use headers::{common_headers, content_security_policy, is_fresh, tag_of_bytes};
 
+mod headers;
 pub mod reference;
 
 /// One embedded file of the client.
@@ -80,21 +82,6 @@ pub fn asset(name: &str) -> Option<&'static Asset> {
     ASSETS.iter().find(|a| a.name == name)
 }
 
-/// The `Content-Security-Policy` of the client. `connect_to` are further origins the page may
-/// call with `fetch` (the OpenID Connect issuer, when sign-in goes through one).
-pub fn content_security_policy(connect_to: &[String]) -> String {
-    let mut connect = String::from("'self'");
-    for origin in connect_to {
-        connect.push(' ');
-        connect.push_str(origin);
-    }
-    format!(
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
-         connect-src {connect}; object-src 'none'; base-uri 'none'; form-action 'self'; \
-         frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
-    )
-}
-
 /// The scheme, host and port of an `http(s)` URL, as a CSP source; `None` for anything else.
 pub fn origin_of(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
@@ -130,46 +117,6 @@ fn connect_origins(state: &AppState) -> Vec<String> {
 /// A validator for an embedded file: a hash of its bytes, the same for the life of the binary.
 pub fn etag(asset: &Asset) -> String {
     tag_of_bytes(asset.body)
-}
-
-fn tag_of_bytes(body: &[u8]) -> String {
-    use std::hash::{DefaultHasher, Hasher};
-    let mut h = DefaultHasher::new();
-    h.write(body);
-    format!("\"{:016x}\"", h.finish())
-}
-
-/// Whether the request's `If-None-Match` names `tag` (or `*`).
-fn is_fresh(request: &HeaderMap, tag: &str) -> bool {
-    request
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|t| t.trim())
-        .any(|t| t.strip_prefix("W/").unwrap_or(t) == tag || t == "*")
-}
-
-/// The headers of every embedded file's answer.
-fn common_headers(h: &mut HeaderMap, tag: &str, content_type: &'static str, csp: &str) {
-    if let Ok(v) = HeaderValue::from_str(tag) {
-        h.insert(header::ETAG, v);
-    }
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    if let Ok(v) = HeaderValue::from_str(csp) {
-        h.insert(header::CONTENT_SECURITY_POLICY, v);
-    }
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    // The sign-in callback carries an authorization code in the URL: never send it on.
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    // Revalidated on every load (a 304 while the binary is the same), so an upgrade shows at once.
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
 }
 
 fn serve(asset: &Asset, csp: &str, request: &HeaderMap) -> Response {

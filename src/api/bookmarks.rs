@@ -6,10 +6,11 @@ use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::answer::page_response;
 use super::deletion::no_content;
 use super::schema::PagingParams;
 use super::views::{PageView, PostSummaryPage, PostSummaryView, View};
-use super::{page_response, AppState, Paging, PathId, PathIds};
+use super::{AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
 use crate::domain::follows::edge_tombstone_ops;
@@ -20,7 +21,7 @@ use crate::store::{Container, Order, Query, Store, StoreError};
 
 /// 404 unless item `id` (of `kind`) is live in its own partition of `c`.
 async fn must_exist(store: &dyn Store, c: Container, kind: Kind, id: &Id) -> ApiResult<()> {
-    let item = super::read_item(store, c, id).await?;
+    let item = super::stored::read_item(store, c, id).await?;
     item.map(drop)
         .ok_or_else(|| ApiError::not_found(kind.as_str(), id.as_str()))
 }

@@ -8,13 +8,14 @@ use futures::TryFutureExt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::answer::list;
 use super::deletion::{mark_in_post, no_content, Marked};
 use super::items::{add_to_post, in_post, Added};
 use super::mutes::{muted_by, Reader};
 use super::schema::PagingParams;
 use super::views::{CommentPage, CommentView, View};
 use super::PathIds;
-use super::{list, AppState, JsonBody, Paging, PathId};
+use super::{AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::is_live;
 use crate::domain::{to_value, Authored, Comment, Kind, Text};

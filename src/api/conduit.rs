@@ -21,8 +21,11 @@
 #![allow(clippy::result_large_err)]
 
 mod articles;
+mod body;
 mod comments;
+mod errors;
 mod lists;
+mod own_writes;
 mod profiles;
 mod users;
 
@@ -30,18 +33,18 @@ use std::time::Duration;
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Router;
-use serde_json::{json, Map, Value};
 
 use super::write_limit::Writer;
 use super::AppState;
 use crate::auth::{Caller, Identity};
-use crate::domain::{Id, Invalid};
+use crate::domain::Id;
 use crate::error::ApiError;
+use errors::{unauthorized, FromApi as _};
 
 /// The longest a write waits for the change feed to carry it into the lists its caller reads
 /// next (see the module's documentation).
@@ -166,129 +169,6 @@ async fn description() -> Response {
 pub type Error = Response;
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// `{"errors": {field: [message]}}` with `status`.
-pub fn error(status: StatusCode, field: &str, message: &str) -> Error {
-    let body = json!({ "errors": { field: [message] } });
-    (status, axum::Json(body)).into_response()
-}
-
-/// 401: no token (`token: is missing`) or one that proves nothing (`token: is invalid`).
-fn unauthorized(message: &str) -> Error {
-    let mut resp = error(StatusCode::UNAUTHORIZED, "token", message);
-    resp.headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Token"));
-    resp
-}
-
-/// 422 for invalid input: the field and what is wrong with it.
-pub fn unprocessable(field: &str, message: &str) -> Error {
-    error(StatusCode::UNPROCESSABLE_ENTITY, field, message)
-}
-
-/// A domain check's refusal as a 422 naming the field as Conduit does (`content` is `body`,
-/// `tags` is `tagList`), `can't be blank` for an empty value.
-fn invalid(e: Invalid) -> Error {
-    let field = conduit_field(&e.field);
-    let message = if e.detail.contains("must not be empty") || e.detail.contains("blank") {
-        "can't be blank".to_string()
-    } else {
-        e.detail
-    };
-    unprocessable(field, &message)
-}
-
-fn conduit_field(native: &str) -> &str {
-    match native {
-        "content" => "body",
-        "tags" => "tagList",
-        other => other,
-    }
-}
-
-/// The native API's error `e` as a Conduit error about `what` (`article`, `comment`, `profile`):
-/// the same status, a Conduit body; a server-side failure keeps its log record.
-trait FromApi {
-    fn from_api(e: ApiError, what: &str) -> Error;
-}
-
-impl FromApi for Error {
-    fn from_api(e: ApiError, what: &str) -> Error {
-        let (field, message): (String, String) = match &e {
-            ApiError::InvalidInput(errors) => {
-                let mut fields = Map::new();
-                for f in errors {
-                    let message = if f.detail.contains("must not be empty") {
-                        "can't be blank".to_string()
-                    } else {
-                        f.detail.clone()
-                    };
-                    fields
-                        .entry(conduit_field(&f.field).to_string())
-                        .or_insert_with(|| json!([]))
-                        .as_array_mut()
-                        .expect("an array")
-                        .push(message.into());
-                }
-                let body = json!({ "errors": fields });
-                return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(body)).into_response();
-            }
-            ApiError::MalformedBody(m) | ApiError::BadRequest(m) => {
-                return unprocessable("body", m);
-            }
-            ApiError::UnknownUser(m) => ("user".into(), m.clone()),
-            ApiError::Unauthorized { .. } => return unauthorized("is invalid"),
-            ApiError::Forbidden(_) => (what.into(), "forbidden".into()),
-            ApiError::NotFound(_) => (what.into(), "not found".into()),
-            ApiError::Conflict(m) | ApiError::UserExists(m) | ApiError::Erasing(m) => {
-                (what.into(), m.clone())
-            }
-            other => ("server".into(), other.to_string()),
-        };
-        let status = e.status();
-        // The native answer's headers (`Retry-After`) and extensions (the failure to log).
-        let native = e.into_response();
-        let (mut parts, _) = native.into_parts();
-        parts.status = if status == StatusCode::BAD_REQUEST {
-            StatusCode::UNPROCESSABLE_ENTITY
-        } else {
-            status
-        };
-        parts.headers.remove(header::CONTENT_LENGTH);
-        parts.headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        let body = json!({ "errors": { field: [message] } });
-        Response::from_parts(
-            parts,
-            axum::body::Body::from(serde_json::to_vec(&body).expect("JSON")),
-        )
-    }
-}
-
-/// A native handler's answer, or its error as a Conduit one about `what`.
-async fn native(
-    answer: crate::error::ApiResult<Response>,
-    what: &str,
-) -> Result<(StatusCode, Value)> {
-    let resp = answer.map_err(|e| Error::from_api(e, what))?;
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .map_err(|e| Error::from_api(ApiError::internal(e.to_string()), what))?;
-    if bytes.is_empty() {
-        return Ok((status, Value::Null));
-    }
-    let value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::from_api(ApiError::internal(e.to_string()), what))?;
-    Ok((status, value))
-}
-
-/// A store error as a Conduit one about `what`.
-fn store_error(e: crate::store::StoreError, what: &str) -> Error {
-    Error::from_api(e.into(), what)
-}
-
 /// The signed-in local account making a request.
 #[derive(Clone)]
 pub struct Account {
@@ -355,55 +235,4 @@ impl FromRequestParts<AppState> for Viewer {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         Ok(Viewer(account_of(parts, state)?))
     }
-}
-
-/// A request body: a JSON object holding the object `key` (`{"user": {…}}`), or 422.
-fn body_object(bytes: &[u8], key: &str) -> Result<Map<String, Value>> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|_| unprocessable("body", "is not a JSON object"))?;
-    match value.get(key) {
-        Some(Value::Object(m)) => Ok(m.clone()),
-        _ => Err(unprocessable(key, "is missing")),
-    }
-}
-
-/// A string field of a body: `None` when absent; 422 when null or not a string (`nullable`
-/// turns null into `Some("")`, which the callers read as "cleared").
-fn string_field(m: &Map<String, Value>, field: &str, nullable: bool) -> Result<Option<String>> {
-    match m.get(field) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(Value::Null) if nullable => Ok(Some(String::new())),
-        Some(Value::Null) => Err(unprocessable(field, "can't be null")),
-        Some(_) => Err(unprocessable(field, "must be a string")),
-    }
-}
-
-/// Wait until the change feed has carried this request's write into the lists (see
-/// [`OWN_WRITES_WAIT`]).
-async fn own_writes(state: &AppState) {
-    if !state.progress.passed(OWN_WRITES_WAIT).await {
-        tracing::debug!("the change feed did not carry the write within the wait");
-    }
-    // A snapshot of the feed taken before the projection must not hide it.
-    state.feed.forget();
-    state.counts.forget();
-}
-
-/// The client address of a request, for the sign-in budget.
-fn client(parts_peer: Option<std::net::SocketAddr>) -> Writer {
-    Writer::peer(parts_peer)
-}
-
-/// `Retry-After` with a 429 about `field`.
-fn too_many(field: &str, wait: Duration) -> Error {
-    let mut resp = error(
-        StatusCode::TOO_MANY_REQUESTS,
-        field,
-        "too many attempts; retry later",
-    );
-    let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-    resp.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    resp
 }

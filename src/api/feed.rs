@@ -1,9 +1,10 @@
 //! Q6: the feed (the newest posts' short forms, in `feed`'s one partition).
 
+use super::answer::{encode, json_response};
 use super::conditional::no_cache;
 use super::schema::PagingParams;
 use super::views::{PageView, PostSummaryPage, PostSummaryView};
-use super::{encode, json_response, AppState, Paging};
+use super::{AppState, Paging};
 use crate::compression::TakesGzip;
 use crate::domain::{Kind, FEED_PK, FEED_SIZE};
 use crate::error::{ApiError, ApiResult};

@@ -8,9 +8,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::answer::page_response;
 use super::schema::PagingParams;
 use super::views::{PageView, UserPage, UserView};
-use super::{page_response, AppState, Paging, PathId, PathIds};
+use super::{AppState, Paging, PathId, PathIds};
 use crate::auth::Caller;
 use crate::domain::follows::{edge_tombstone_ops, following_id, Edge, FollowKind, MAX_FOLLOWING};
 use crate::domain::{is_deleted, is_live, now, Id, Kind, User};

@@ -8,12 +8,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::answer::list;
 use super::deletion::{mark_in_post, no_content};
 use super::items::{add_to_post, announce, change_counter, in_post, withdraw, Added};
 use super::schema::PagingParams;
 use super::views::{LikePage, LikeView, View};
 use super::PathIds;
-use super::{list, AppState, JsonBody, Paging, PathId};
+use super::{AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::favorites::Favorite;
 use crate::domain::{self, is_live, to_value, Id, Kind, Like};

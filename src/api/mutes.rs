@@ -9,9 +9,10 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use serde_json::Value;
 
+use super::answer::page_response;
 use super::deletion::no_content;
 use super::views::{PageView, UserPage, UserView, View};
-use super::{page_response, AppState, PathId, PathIds};
+use super::{AppState, PathId, PathIds};
 use crate::auth::Caller;
 use crate::domain::follows::{MuteList, MAX_MUTES};
 use crate::domain::{is_live, to_value, Id, Kind};

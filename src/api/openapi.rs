@@ -328,9 +328,9 @@ fn add_examples(op: &mut Value, path: &str, examples: &Examples, opening: &Value
     }
 }
 
-/// The whole document as generated: writes need a bearer token. (`docs/openapi.json` holds it.)
-pub fn document() -> Value {
-    let (_, doc) = super::api_routes().split_for_parts();
+/// The document the route table describes (`doc`), completed by the rules above: the whole
+/// document as generated, where writes need a bearer token ([`crate::api::openapi_document`]).
+pub(super) fn completed(doc: utoipa::openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the document serializes");
     complete(&mut doc);
     doc

@@ -93,8 +93,8 @@ pub async fn create_post(
         .store
         .create(Container::Posts, id.as_str(), to_value(&post))
         .await?;
-    let mut resp = super::view_response::<PostView>(StatusCode::CREATED, stored)?;
-    super::set_location(&mut resp, &format!("/api/posts/{id}"));
+    let mut resp = super::answer::view_response::<PostView>(StatusCode::CREATED, stored)?;
+    super::answer::set_location(&mut resp, &format!("/api/posts/{id}"));
     Ok(resp)
 }
 
@@ -153,7 +153,8 @@ pub async fn update_post(
     let store = &*s.store;
     let post = match if_match.as_ref().and_then(IfMatch::etag) {
         Some(tag) => {
-            super::patch_if_match::<PostView>(store, Container::Posts, &id, post, tag, &ops).await?
+            super::stored::patch_if_match::<PostView>(store, Container::Posts, &id, post, tag, &ops)
+                .await?
         }
         None => match store
             .patch(Container::Posts, id.as_str(), id.as_str(), &ops, None)
@@ -165,7 +166,7 @@ pub async fn update_post(
         },
     };
     super::deletion::refuse_if_deleted(store, Container::Posts, &id, &post, Kind::Post).await?;
-    super::view_response::<PostView>(StatusCode::OK, post)
+    super::answer::view_response::<PostView>(StatusCode::OK, post)
 }
 
 async fn read_post(store: &dyn Store, id: &Id) -> ApiResult<Value> {
@@ -202,8 +203,8 @@ pub async fn get_post(
     PathId(id): PathId,
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
-    let read = super::read_item(&*s.store, Container::Posts, &id).await?;
-    super::item_response::<PostView>(read, |post| is_live(post, Kind::Post), if_none_match)?
+    let read = super::stored::read_item(&*s.store, Container::Posts, &id).await?;
+    super::answer::item_response::<PostView>(read, |post| is_live(post, Kind::Post), if_none_match)?
         .ok_or_else(|| ApiError::not_found("post", id.as_str()))
 }
 

@@ -12,8 +12,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use utoipa::IntoParams;
 
+use super::answer::page_response;
 use super::views::{PageView, PostSummaryPage, PostSummaryView, View};
-use super::{page_response, AppState, Paging};
+use super::{AppState, Paging};
 use crate::domain::{is_live, Kind, Post};
 use crate::error::{ApiError, ApiResult, Place};
 use crate::store::{Container, Order, Page, Query, SEARCHABLE};

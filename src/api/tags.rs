@@ -6,8 +6,9 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::response::Response;
 
+use super::answer::page_response;
 use super::views::{PageView, PostSummaryPage, PostSummaryView, TagPage, TagView, View};
-use super::{page_response, AppState, Paging};
+use super::{AppState, Paging};
 use crate::domain::tags::{self, TagCount, COUNTS};
 use crate::error::{ApiError, ApiResult, Place};
 use crate::projection::tags::post_of;

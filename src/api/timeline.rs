@@ -7,10 +7,11 @@ use axum::response::Response;
 use futures::TryFutureExt;
 use serde_json::Value;
 
+use super::answer::page_response;
 use super::mutes::{muted_by, Reader};
 use super::schema::PagingParams;
 use super::views::{PageView, PostSummaryPage, PostSummaryView};
-use super::{page_response, AppState, Paging, PathId};
+use super::{AppState, Paging, PathId};
 use crate::domain::follows::{is_marker, FollowKind, TimelineItem, MAX_FOLLOWING, TIMELINE_SIZE};
 use crate::domain::Kind;
 use crate::error::{ApiError, ApiResult};

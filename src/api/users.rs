@@ -6,11 +6,12 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::answer::list;
 use super::conditional::{IfMatch, IfMatchParam, IfNoneMatch, IfNoneMatchParam};
 use super::deletion::no_content;
 use super::schema::PagingParams;
 use super::views::{PostSummaryPage, UserView};
-use super::{list, AppState, JsonBody, Paging, PathId};
+use super::{AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::tombstone_ops;
 use crate::domain::{is_deleted, is_live, to_value, Kind, User, Username};
@@ -68,8 +69,8 @@ pub async fn create_user(
         Err(StoreError::Conflict) => recreate(&*s.store, &caller, &id, &user).await?,
         Err(e) => return Err(e.into()),
     };
-    let mut resp = super::view_response::<UserView>(StatusCode::CREATED, stored)?;
-    super::set_location(&mut resp, &format!("/api/users/{id}"));
+    let mut resp = super::answer::view_response::<UserView>(StatusCode::CREATED, stored)?;
+    super::answer::set_location(&mut resp, &format!("/api/users/{id}"));
     Ok(resp)
 }
 
@@ -143,11 +144,12 @@ pub async fn rename_user(
     let user = match if_match.as_ref().and_then(IfMatch::etag) {
         Some(tag) => {
             let store = &*s.store;
-            let user = super::read_item(store, Container::Users, &id)
+            let user = super::stored::read_item(store, Container::Users, &id)
                 .await?
                 .filter(|u| is_live(u, Kind::User))
                 .ok_or_else(|| ApiError::not_found("user", id.as_str()))?;
-            super::patch_if_match::<UserView>(store, Container::Users, &id, user, tag, &ops).await?
+            super::stored::patch_if_match::<UserView>(store, Container::Users, &id, user, tag, &ops)
+                .await?
         }
         None => match s
             .store
@@ -160,7 +162,7 @@ pub async fn rename_user(
         },
     };
     super::deletion::refuse_if_deleted(&*s.store, Container::Users, &id, &user, Kind::User).await?;
-    super::view_response::<UserView>(StatusCode::OK, user)
+    super::answer::view_response::<UserView>(StatusCode::OK, user)
 }
 
 /// Q1 `GET /api/users/{userId}`: one point read (conditional on `If-None-Match`).
@@ -186,8 +188,8 @@ pub async fn get_user(
     PathId(id): PathId,
     if_none_match: Option<IfNoneMatch>,
 ) -> ApiResult<Response> {
-    let read = super::read_item(&*s.store, Container::Users, &id).await?;
-    super::item_response::<UserView>(read, |user| is_live(user, Kind::User), if_none_match)?
+    let read = super::stored::read_item(&*s.store, Container::Users, &id).await?;
+    super::answer::item_response::<UserView>(read, |user| is_live(user, Kind::User), if_none_match)?
         .ok_or_else(|| ApiError::not_found("user", id.as_str()))
 }
 

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{is_deleted, now, Post};
+use super::clock::now;
+use super::{is_deleted, Post};
 
 /// `type` of a bookmark (in `posts`) and of a bookmarked post's copy (in `users`).
 pub const BOOKMARK: &str = "bookmark";

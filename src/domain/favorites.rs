@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::now;
+use super::clock::now;
 
 /// `type` of a favorite edge.
 pub const FAVORITE: &str = "favorite";

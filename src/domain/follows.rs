@@ -166,7 +166,7 @@ impl Edge {
     }
 
     pub fn to_item(&self) -> Value {
-        super::to_value(self)
+        super::value::to_value(self)
     }
 }
 
@@ -201,7 +201,7 @@ impl MergeMarker {
     }
 
     pub fn to_item(&self) -> Value {
-        super::to_value(self)
+        super::value::to_value(self)
     }
 }
 
@@ -273,7 +273,7 @@ impl TimelineEntry {
     }
 
     pub fn to_item(&self) -> Value {
-        super::to_value(self)
+        super::value::to_value(self)
     }
 
     /// The entry in `owner`'s timeline holding `content` (what [`entry_content`] made), if it
@@ -363,7 +363,7 @@ impl MergedPost {
     }
 
     pub fn to_item(&self) -> Value {
-        super::to_value(self)
+        super::value::to_value(self)
     }
 }
 

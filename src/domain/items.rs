@@ -4,8 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use unicode_segmentation::UnicodeSegmentation;
 
-use super::{now, short_content, Id, Text, Username};
+use super::clock::now;
+use super::value::to_value;
+use super::{Id, Text, Username, SHORT_CONTENT_CHARS};
 
 /// What an item is: its `type` property.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -220,7 +223,7 @@ impl Post {
     /// changes no such copy; a read takes the counts from the post). A field added to `Post` is
     /// in every copy without more ado.
     pub fn copy_fields(&self) -> Map<String, Value> {
-        let Value::Object(mut fields) = super::to_value(self) else {
+        let Value::Object(mut fields) = to_value(self) else {
             unreachable!("a post serializes as an object")
         };
         for f in ["id", Kind::FIELD, "userId"]
@@ -378,6 +381,27 @@ impl Like {
     }
 }
 
+/// `content` cut to at most [`SHORT_CONTENT_CHARS`] characters at a grapheme boundary, with `…`
+/// appended when cut (the ellipsis counts towards the limit).
+pub fn short_content(content: &str) -> String {
+    if content.chars().count() <= SHORT_CONTENT_CHARS {
+        return content.to_string();
+    }
+    let budget = SHORT_CONTENT_CHARS - 1;
+    let mut out = String::new();
+    let mut used = 0;
+    for g in content.graphemes(true) {
+        let n = g.chars().count();
+        if used + n > budget {
+            break;
+        }
+        out.push_str(g);
+        used += n;
+    }
+    out.push('…');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,7 +443,7 @@ mod tests {
         fn read<T: serde::de::DeserializeOwned + Serialize>(item: &Value) -> Value {
             let typed: T =
                 serde_json::from_value(item.clone()).unwrap_or_else(|e| panic!("{e}: {item:#}"));
-            super::super::to_value(&typed)
+            super::super::value::to_value(&typed)
         }
         let mut kinds = BTreeSet::new();
         for (place, items) in fixture.as_object().unwrap() {
@@ -435,8 +459,8 @@ mod tests {
                     ("merged", "merged") => read::<MergedPost>(item),
                     ("timelines" | "merged", "timeline") => {
                         match TimelineItem::read(item).unwrap_or_else(|e| panic!("{e}")) {
-                            TimelineItem::Entry(e) => super::super::to_value(&e),
-                            TimelineItem::Marker(m) => super::super::to_value(&m),
+                            TimelineItem::Entry(e) => super::super::value::to_value(&e),
+                            TimelineItem::Marker(m) => super::super::value::to_value(&m),
                         }
                     }
                     other => panic!("no type for {other:?}"),
@@ -475,7 +499,7 @@ mod tests {
     #[test]
     fn kinds_are_stored_in_type() {
         let ana = Id::parse("id", "u1").unwrap();
-        let like = super::super::to_value(&Like::new(
+        let like = super::super::value::to_value(&Like::new(
             &Id::parse("id", "p1").unwrap(),
             &ana,
             "ana".into(),

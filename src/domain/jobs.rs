@@ -182,7 +182,7 @@ impl Job {
     }
 
     pub fn to_item(&self) -> Value {
-        super::to_value(self)
+        super::value::to_value(self)
     }
 }
 

@@ -60,7 +60,7 @@ impl TagCount {
     }
 
     pub fn to_item(&self) -> Value {
-        super::to_value(self)
+        super::value::to_value(self)
     }
 }
 

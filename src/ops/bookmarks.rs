@@ -33,7 +33,7 @@ use serde_json::Value;
 use super::expected::differences;
 use super::part::{self, Finding, Found, Look, Mend, Part, Pass, Tally, EXAMPLES};
 use super::progress::Progress;
-use super::verify::pages;
+use super::traversal::pages;
 use super::{PARTITIONS_IN_FLIGHT, TRAVERSAL_PAGE};
 use crate::domain::bookmarks::{Bookmark, Bookmarked, BOOKMARKED};
 use crate::domain::{is_deleted, Kind, Meta, Post, User};

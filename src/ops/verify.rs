@@ -22,7 +22,6 @@ use std::time::Duration;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::expected::{self, Drift};
 use super::lag::Window;
@@ -30,24 +29,11 @@ use super::newest::{self, Newest};
 use super::part::LATER_LOOKS;
 use super::progress::Progress;
 use super::report::{post_of, Report};
+use super::traversal::pages;
 use super::{PARTITIONS_IN_FLIGHT, TRAVERSAL_PAGE};
 use crate::domain::{is_deleted, Kind, Meta, User, FEED_PK};
 use crate::store::{retry, Container, Query, Store, StoreResult};
 use post::{check_posts, Names, PostCheck};
-
-/// Every page of a query, one after another.
-pub fn pages<'s>(
-    store: &'s dyn Store,
-    c: Container,
-    q: Query,
-) -> impl futures::Stream<Item = StoreResult<Vec<Value>>> + 's {
-    stream::try_unfold(Some(q), move |q| async move {
-        let Some(q) = q else { return Ok(None) };
-        let page = retry(|| store.query(c, &q)).await?;
-        let next = page.continuation.map(|t| q.clone().continuation(Some(t)));
-        Ok(Some((page.items, next)))
-    })
-}
 
 /// Verify the whole database. `progress` reports how far it got (a bar on a terminal).
 ///

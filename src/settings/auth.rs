@@ -5,7 +5,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
-use super::{bad, flag, parsed, Lookup, SettingError};
+use super::read::{bad, flag, parsed};
+use super::{Lookup, SettingError};
 
 /// `BLOG_AUTH`: who the caller of a write is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

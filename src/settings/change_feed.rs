@@ -2,7 +2,8 @@
 //! under the Functions host its Cosmos DB triggers do) and how far a post is copied into
 //! timelines (`BLOG_TIMELINE_FANOUT_LIMIT`).
 
-use super::{bad, flag, Lookup, SettingError};
+use super::read::{bad, flag};
+use super::{Lookup, SettingError};
 
 /// The fan-out limit when `BLOG_TIMELINE_FANOUT_LIMIT` is not set: authors with more followers
 /// are merged into timelines when read rather than copied into each.

@@ -8,7 +8,8 @@ use std::str::FromStr;
 use tracing::Level;
 use tracing_subscriber::filter::Targets;
 
-use super::{parsed, Lookup, SettingError};
+use super::read::parsed;
+use super::{Lookup, SettingError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {

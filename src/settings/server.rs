@@ -6,7 +6,8 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use super::{bad, Lookup, SettingError};
+use super::read::bad;
+use super::{Lookup, SettingError};
 
 /// Writes a caller may make per minute by default (`BLOG_WRITES_PER_MINUTE`): a person posting,
 /// commenting and liking as fast as they can read and type stays far below one write a second

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 pub use azure_data_cosmos::AccountEndpoint;
 
-use super::{bad, flag, parsed, Lookup, SettingError};
+use super::read::{bad, flag, parsed};
+use super::{Lookup, SettingError};
 
 /// The default of `BLOG_FEED_CACHE_MS`: how long a feed snapshot holds on a store that does not
 /// signal its commits.

@@ -2,7 +2,8 @@
 //! live updates (`docs/live.md`), reached with a Microsoft Entra token of the app's identity,
 //! never an access key.
 
-use super::{bad, Lookup, SettingError};
+use super::read::bad;
+use super::{Lookup, SettingError};
 
 /// The hub's name when `BLOG_WEBPUBSUB_HUB` is not set.
 pub const DEFAULT_WEBPUBSUB_HUB: &str = "live";

@@ -21,6 +21,7 @@ mod connect;
 mod errors;
 mod feed;
 mod paging;
+mod partition_key;
 mod sql;
 
 pub use bootstrap::container_definitions;
@@ -31,7 +32,7 @@ use async_trait::async_trait;
 use azure_data_cosmos::diagnostics::DiagnosticsContext;
 use azure_data_cosmos::feed::ContinuationToken;
 use azure_data_cosmos::models::{
-    ItemResponse, PartitionKey, PatchInstructions, PatchOperation, TransactionalBatch,
+    ItemResponse, PatchInstructions, PatchOperation, TransactionalBatch,
 };
 use azure_data_cosmos::options::{
     BatchOptions, ContentResponseOnWrite, ItemWriteOptions, OperationOptions, PatchItemOptions,
@@ -45,9 +46,11 @@ use tokio::sync::Mutex;
 use self::connect::{index, LazyConnection, Source};
 use self::errors::{batch_operation_error, continuation_error, error_charge, store_error};
 use self::paging::{first_page, page_size, scope};
+use self::partition_key::pk;
+use super::keys::{check_partition_key, item_id};
 use super::{
-    check_partition_key, item_id, metrics, BatchOp, ChangePage, Container, Page, PatchOp, Query,
-    Scope, Store, StoreError, StoreResult,
+    metrics, BatchOp, ChangePage, Container, Page, PatchOp, Query, Scope, Store, StoreError,
+    StoreResult,
 };
 use crate::settings::CosmosSettings;
 
@@ -128,12 +131,6 @@ impl Drop for OpMeter {
     fn drop(&mut self) {
         metrics::record(self.0);
     }
-}
-
-/// Partition keys are passed as owned strings: the SDK's `&'static str` conversion would not
-/// accept a borrowed key.
-fn pk(key: &str) -> PartitionKey {
-    PartitionKey::from(key.to_string())
 }
 
 /// Options of every write: return the stored item (with its `_etag`), as the `Store` trait

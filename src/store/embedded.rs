@@ -22,19 +22,20 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
-use rusqlite::{
-    params, params_from_iter, Connection, OpenFlags, OptionalExtension, TransactionBehavior,
-};
+use rusqlite::{params, params_from_iter, Connection, OpenFlags, TransactionBehavior};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::priority::write_priority;
 use super::{
-    metrics, write_priority, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query,
-    Store, StoreError, StoreResult, WritePriority,
+    metrics, BatchOp, ChangeNotifier, ChangePage, Container, Page, PatchOp, Query, Store,
+    StoreError, StoreResult, WritePriority,
 };
 
 mod checkpoint;
+mod errors;
 mod expiry;
+mod items;
 pub(crate) mod memory;
 mod query;
 pub mod schema;
@@ -42,6 +43,8 @@ mod turns;
 mod writer;
 
 use checkpoint::{Checkpointer, Due};
+use errors::{poisoned, sql};
+use items::{parse_body, read_item};
 use query::{run_query, where_clause};
 use turns::Turns;
 use writer::Writer;
@@ -133,7 +136,7 @@ impl EmbeddedStore {
         };
         if was == 0 {
             // A new file: every item is where this release keeps it (see `LAYOUT_ID`).
-            let layout = crate::store::new_store_layout();
+            let layout = crate::store::layout::new_store_layout();
             store
                 .inner
                 .write(Some(Container::Leases), WritePriority::First, |w| {
@@ -302,40 +305,6 @@ fn configure(c: &Connection) -> rusqlite::Result<()> {
     c.busy_timeout(std::time::Duration::from_secs(10))?;
     c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(())
-}
-
-fn poisoned() -> StoreError {
-    StoreError::Other("store connection lock poisoned".into())
-}
-
-fn sql(e: rusqlite::Error) -> StoreError {
-    match &e {
-        rusqlite::Error::SqliteFailure(f, _)
-            if matches!(
-                f.code,
-                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-            ) =>
-        {
-            // Answered 503 + Retry-After, which says nothing of the cause: one process is the only
-            // writer, so this is rare and worth a line (with SQLite's extended code).
-            tracing::warn!(error = %e, extended_code = f.extended_code, "the embedded store was busy");
-            StoreError::Unavailable(e.to_string())
-        }
-        _ => StoreError::Other(e.to_string()),
-    }
-}
-
-fn parse_body(text: &str) -> StoreResult<Value> {
-    serde_json::from_str(text).map_err(|e| StoreError::Other(format!("corrupt item: {e}")))
-}
-
-fn read_item(conn: &Connection, c: Container, pk: &str, id: &str) -> StoreResult<Option<Value>> {
-    let body: Option<String> = conn
-        .prepare_cached("SELECT body FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")
-        .and_then(|mut read| read.query_row(params![c.name(), pk, id], |r| r.get(0)))
-        .optional()
-        .map_err(sql)?;
-    body.as_deref().map(parse_body).transpose()
 }
 
 #[async_trait]

@@ -63,7 +63,7 @@ pub const PAGE: &str = r#"<!doctype html>
 /// The page's `Content-Security-Policy`: the client's, with lit's Trusted Types policy and inline
 /// styles allowed.
 pub fn content_security_policy() -> String {
-    super::content_security_policy(&[])
+    super::headers::content_security_policy(&[])
         .replace("trusted-types 'none'", "trusted-types lit-html")
         .replace("style-src 'self';", "style-src 'self' 'unsafe-inline';")
 }
@@ -93,9 +93,9 @@ fn script_plain() -> Bytes {
 
 /// `GET /api/docs/rapidoc-min.js`.
 pub fn script(request: &HeaderMap) -> Response {
-    let tag = super::tag_of_bytes(SCRIPT_GZIP);
+    let tag = super::headers::tag_of_bytes(SCRIPT_GZIP);
     let gzip = crate::compression::takes_gzip(request);
-    let mut resp = if super::is_fresh(request, &tag) {
+    let mut resp = if super::headers::is_fresh(request, &tag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else if gzip {
         let mut r = (StatusCode::OK, SCRIPT_GZIP).into_response();
@@ -107,7 +107,7 @@ pub fn script(request: &HeaderMap) -> Response {
     };
     let h = resp.headers_mut();
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-    super::common_headers(
+    super::headers::common_headers(
         h,
         &tag,
         "text/javascript; charset=utf-8",
@@ -118,13 +118,13 @@ pub fn script(request: &HeaderMap) -> Response {
 
 /// `GET /api/docs`.
 pub fn page(request: &HeaderMap) -> Response {
-    let tag = super::tag_of_bytes(PAGE.as_bytes());
-    let mut resp = if super::is_fresh(request, &tag) {
+    let tag = super::headers::tag_of_bytes(PAGE.as_bytes());
+    let mut resp = if super::headers::is_fresh(request, &tag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         (StatusCode::OK, PAGE).into_response()
     };
-    super::common_headers(
+    super::headers::common_headers(
         resp.headers_mut(),
         &tag,
         "text/html; charset=utf-8",

@@ -223,10 +223,12 @@ const MOVE_MODULE: [&str; 2] = [
     "src/projection/upgrade.rs",
 ];
 
-/// The store's layout record (`store::LAYOUT_ID`), which a new store writes saying that nothing
-/// is left to move: the store is below the projections, so the module cannot hold it.
-const LAYOUT_RECORD: [&str; 3] = [
+/// The store's layout record (`store::LAYOUT_ID`, defined in `store::layout`), which a new store
+/// writes saying that nothing is left to move: the store is below the projections, so the
+/// module cannot hold it.
+const LAYOUT_RECORD: [&str; 4] = [
     "src/store.rs",
+    "src/store/layout.rs",
     "src/store/embedded.rs",
     "src/store/cosmos/bootstrap.rs",
 ];

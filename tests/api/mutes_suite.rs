@@ -305,7 +305,7 @@ pub async fn only_the_signed_in_user_reads_and_changes_their_mutes(fixture: Fixt
 /// `mutedId` is held to the same pattern as every other id in a path.
 #[test]
 fn the_muted_id_has_the_id_pattern() {
-    let doc = blog::api::openapi::document();
+    let doc = blog::api::openapi_document();
     let op = &doc["paths"]["/api/users/{userId}/mutes/{mutedId}"]["put"];
     let pattern = |name: &str| {
         let params = op["parameters"].as_array().unwrap();

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use blog::api::openapi::document;
+use blog::api::openapi_document;
 use blog::api::operations;
 use serde_json::Value;
 
@@ -43,7 +43,7 @@ fn each_operation(doc: &Value) -> Vec<(String, String, &Value)> {
 #[test]
 fn the_kept_document_is_the_generated_one() {
     let path = repo().join("docs/openapi.json");
-    let generated = serde_json::to_string_pretty(&document()).unwrap() + "\n";
+    let generated = serde_json::to_string_pretty(&openapi_document()).unwrap() + "\n";
     if std::env::var_os("UPDATE_OPENAPI").is_some() {
         std::fs::write(&path, &generated).unwrap();
     }
@@ -62,7 +62,7 @@ fn the_kept_document_is_the_generated_one() {
 
 #[test]
 fn the_document_is_openapi_3_1_with_every_status_header_and_limit() {
-    let doc = document();
+    let doc = openapi_document();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1."));
     assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string());
     assert_eq!(
@@ -286,7 +286,7 @@ async fn the_served_document_lists_exactly_the_operations_the_router_and_the_fun
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-type"), Some("application/json"));
     let served = doc_operations(&r.body);
-    assert_eq!(served, doc_operations(&document()));
+    assert_eq!(served, doc_operations(&openapi_document()));
 
     // The route table, and the Functions app's HTTP functions, as (path, METHOD).
     let table: BTreeSet<_> = operations()
@@ -422,7 +422,7 @@ async fn the_api_root_links_what_a_client_needs() {
 async fn generators_read_the_document_as_the_server_behaves() {
     let app = spawn_app().await;
     let served = app.get("/api/openapi.json").await.body;
-    for doc in [&document(), &served] {
+    for doc in [&openapi_document(), &served] {
         let props = |schema: &str| -> Vec<String> {
             doc["components"]["schemas"][schema]["properties"]
                 .as_object()
@@ -467,7 +467,7 @@ async fn generators_read_the_document_as_the_server_behaves() {
     }
     // The pattern refuses every name the server refuses that a portable pattern can describe
     // (the Basic Multilingual Plane's), and admits every name the server keeps.
-    let pattern = document()["components"]["schemas"]["UserBody"]["properties"]["username"]
+    let pattern = openapi_document()["components"]["schemas"]["UserBody"]["properties"]["username"]
         ["pattern"]
         .as_str()
         .unwrap()
@@ -520,7 +520,7 @@ fn example_errors(doc: &Value, schema: &Value, example: &Value) -> Vec<String> {
 async fn every_operation_has_examples_that_its_schemas_accept() {
     let app = spawn_app().await;
     let served = app.get("/api/openapi.json").await.body;
-    for doc in [&document(), &served] {
+    for doc in [&openapi_document(), &served] {
         let mut bodies = 0;
         for (path, method, op) in each_operation(doc) {
             let what = format!("{method} {path}");
@@ -568,7 +568,7 @@ async fn every_operation_has_examples_that_its_schemas_accept() {
         assert!(bodies >= 6, "the writes' bodies have examples");
     }
     // The check can fail: an example that breaks its schema is reported.
-    let doc = document();
+    let doc = openapi_document();
     let post = serde_json::json!({ "$ref": "#/components/schemas/Post" });
     assert!(!example_errors(&doc, &post, &serde_json::json!({ "id": "x" })).is_empty());
 }
@@ -577,7 +577,7 @@ async fn every_operation_has_examples_that_its_schemas_accept() {
 /// example answers would carry, and the example bodies are accepted by the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_examples_are_what_the_server_accepts_and_tags() {
-    let doc = document();
+    let doc = openapi_document();
     let op = &doc["paths"]["/api/posts/{postId}"]["get"];
     let answer =
         &op["responses"]["200"]["content"]["application/json"]["examples"]["example"]["value"];

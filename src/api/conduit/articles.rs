@@ -14,11 +14,10 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::body::{body_object, string_field};
+use super::errors::{error, native, store_error, unprocessable, FromApi as _};
 use super::profiles::{follows, profile_of};
-use super::{
-    body_object, error, native, own_writes, store_error, string_field, unprocessable, Account,
-    FromApi as _, Result, Signed, Viewer,
-};
+use super::{Account, Result, Signed, Viewer};
 use crate::api::{AppState, JsonBody, PathId, PathIds};
 use crate::domain::{is_live, Id, Kind, Like, User};
 use crate::store::Container;
@@ -178,7 +177,7 @@ impl<'a> Context<'a> {
 /// The post `id` as the native API answers it (404 `article` when there is none).
 pub(super) async fn read_post(s: &AppState, id: &Id) -> Result<Shown> {
     let answer = crate::api::posts::get_post(State(s.clone()), PathId(id.clone()), None).await;
-    let (_, v) = super::native(answer, "article").await?;
+    let (_, v) = super::errors::native(answer, "article").await?;
     shown(&v)
 }
 
@@ -245,7 +244,7 @@ pub async fn create(
         crate::api::posts::create_post(State(s.clone()), account.caller(), JsonBody(body)).await;
     let (_, created) = native(answer, "article").await?;
     let post = shown(&created)?;
-    own_writes(&s).await;
+    super::own_writes::wait(&s).await;
     let article = Context::new(&s, Some(&account))
         .article(&post, true)
         .await?;
@@ -294,7 +293,7 @@ pub async fn update(
     .await;
     let (_, updated) = native(answer, "article").await?;
     let post = shown(&updated)?;
-    own_writes(&s).await;
+    super::own_writes::wait(&s).await;
     let article = Context::new(&s, Some(&account))
         .article(&post, true)
         .await?;
@@ -311,7 +310,7 @@ pub async fn remove(
     let answer =
         crate::api::posts::delete_post(State(s.clone()), account.caller(), PathId(id)).await;
     native(answer, "article").await?;
-    own_writes(&s).await;
+    super::own_writes::wait(&s).await;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -331,7 +330,7 @@ pub async fn favorite(
     )
     .await;
     native(answer, "article").await?;
-    own_writes(&s).await;
+    super::own_writes::wait(&s).await;
     article_answer(&s, Some(&account), &id, StatusCode::OK).await
 }
 
@@ -350,7 +349,7 @@ pub async fn unfavorite(
     )
     .await;
     native(answer, "article").await?;
-    own_writes(&s).await;
+    super::own_writes::wait(&s).await;
     article_answer(&s, Some(&account), &id, StatusCode::OK).await
 }
 

@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::articles::{not_blank, not_found, post_id, read_post, Context, Shown};
-use super::{
-    body_object, invalid, native, store_error, unprocessable, FromApi as _, Result, Signed, Viewer,
-};
+use super::body::body_object;
+use super::errors::{invalid, native, store_error, unprocessable, FromApi as _};
+use super::{Result, Signed, Viewer};
 use crate::api::{AppState, JsonBody, Paging, PathId, PathIds};
 use crate::domain::{is_live, Comment, Id, Kind};
 use crate::store::Container;

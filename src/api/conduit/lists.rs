@@ -16,8 +16,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::articles::{read_post, shown, Context, Shown};
+use super::errors::{invalid, native, store_error, unprocessable};
 use super::profiles::by_username;
-use super::{invalid, native, store_error, unprocessable, Account, Result, Signed, Viewer};
+use super::{Account, Result, Signed, Viewer};
 use crate::api::{AppState, Paging, PathId};
 use crate::domain::favorites::FAVORITE;
 use crate::domain::{tags, Id, Kind};

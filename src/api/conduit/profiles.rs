@@ -10,10 +10,9 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::errors::{error, invalid, native, store_error, FromApi as _};
 use super::users::read_user;
-use super::{
-    error, invalid, native, own_writes, store_error, Account, FromApi as _, Result, Signed, Viewer,
-};
+use super::{Account, Result, Signed, Viewer};
 use crate::api::{AppState, PathIds};
 use crate::domain::accounts::{handle_id, HandleGuard};
 use crate::domain::{Id, User};
@@ -111,6 +110,6 @@ async fn change_follow(
         crate::api::follows::unfollow(State(s.clone()), account.caller(), ids).await
     };
     native(answer, "profile").await?;
-    own_writes(&s).await;
+    super::own_writes::wait(&s).await;
     Ok(Json(json!({ "profile": profile_of(&user, follow) })).into_response())
 }

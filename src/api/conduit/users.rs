@@ -17,10 +17,9 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{
-    body_object, error, invalid, native, own_writes, store_error, string_field, too_many,
-    unprocessable, Account, FromApi as _, Result, Signed,
-};
+use super::body::{body_object, string_field};
+use super::errors::{error, invalid, native, store_error, too_many, unprocessable, FromApi as _};
+use super::{Account, Result, Signed};
 use crate::api::AppState;
 use crate::auth::local::{self, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS};
 use crate::auth::Identity;
@@ -181,7 +180,10 @@ pub async fn register(
     body: Bytes,
 ) -> Result<Response> {
     // A registration is a write of the client address's budget (`BLOG_WRITES_PER_MINUTE`).
-    if let Err(wait) = s.writes.check(&super::client(Some(peer))) {
+    if let Err(wait) = s
+        .writes
+        .check(&crate::api::write_limit::Writer::peer(Some(peer)))
+    {
         return Err(too_many("user", wait));
     }
     let m = body_object(&body, "user")?;
@@ -243,7 +245,11 @@ pub async fn login(
     if password.is_empty() {
         return Err(unprocessable("password", "can't be blank"));
     }
-    if let Err(wait) = s.accounts.per_address.check(&super::client(Some(peer))) {
+    if let Err(wait) = s
+        .accounts
+        .per_address
+        .check(&crate::api::write_limit::Writer::peer(Some(peer)))
+    {
         return Err(too_many("credentials", wait));
     }
     let account = crate::api::write_limit::Writer::User(email.trim().to_lowercase());
@@ -438,7 +444,7 @@ pub async fn update(
             .map_err(|e| store_error(e, "user"))?;
     }
     if renamed {
-        own_writes(&s).await;
+        super::own_writes::wait(&s).await;
     }
     let user = own_user(store, &account).await?;
     Ok(Json(user_answer(&user, &account.token)).into_response())

@@ -10,10 +10,10 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::pages;
 use crate::domain::{is_deleted, Authored, Kind, Meta, Post, User};
 use crate::ops::expected::{self, Drift};
 use crate::ops::report::notification;
+use crate::ops::traversal::pages;
 use crate::ops::PARTITIONS_IN_FLIGHT;
 use crate::store::{retry, Container, Query, Store, StoreResult};
 

@@ -354,7 +354,7 @@ mod tests {
     /// record, or with it saying anything else, is moving.
     #[test]
     fn a_new_store_has_nothing_to_move() {
-        assert!(moved(Some(&crate::store::new_store_layout())));
+        assert!(moved(Some(&crate::store::layout::new_store_layout())));
         assert!(!moved(None));
         assert!(!moved(Some(&json!({ "id": LAYOUT_ID }))));
         assert!(!moved(Some(

@@ -124,7 +124,7 @@ pub(super) async fn create_missing(client: &CosmosClient, database: &str) -> Sto
             .container_client(Container::Leases.name(), None)
             .await
             .map_err(|e| bootstrap_error("container", Container::Leases.name(), &e))?;
-        let layout = crate::store::new_store_layout();
+        let layout = crate::store::layout::new_store_layout();
         let key =
             azure_data_cosmos::models::PartitionKey::from(crate::store::LAYOUT_ID.to_string());
         leases

@@ -13,7 +13,8 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::errors::{error_charge, store_error};
-use super::{pk, OpMeter};
+use super::partition_key::pk;
+use super::OpMeter;
 use crate::store::{Page, Scope, StoreError, StoreResult};
 
 pub(super) fn page_size(limit: u32) -> MaxItemCountHint {

@@ -6,7 +6,8 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{params_from_iter, Connection};
 use serde_json::Value;
 
-use super::{parse_body, sql};
+use super::errors::sql;
+use super::items::parse_body;
 use crate::store::{
     Cmp, Container, Order, Page, Query, Scope, StoreError, StoreResult, Words, SEARCHABLE,
 };

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use rusqlite::{params, Transaction};
 use serde_json::{Map, Value};
 
-use super::{read_item, sql};
-use crate::store::{
-    check_partition_key, item_id, BatchOp, Container, PatchOp, StoreError, StoreResult,
-};
+use super::errors::sql;
+use super::items::read_item;
+use crate::store::keys::{check_partition_key, item_id};
+use crate::store::{BatchOp, Container, PatchOp, StoreError, StoreResult};
 
 /// The operations of one write transaction; batch and single calls share them.
 pub(super) struct Writer<'c> {
