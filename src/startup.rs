@@ -198,7 +198,7 @@ pub async fn serve(
     let waiting = waiting::router(app.clone(), settings.server.request_timeout);
     let (stop, stopped) = oneshot::channel::<()>();
     // Live-update streams end at once on shutdown: the server then waits for nothing of theirs.
-    let live = Hub::new(Limits::default());
+    let live = Hub::new(Limits::streams(settings.live));
     let closing = live.clone();
     let shutdown = async move {
         tokio::select! {

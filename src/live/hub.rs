@@ -21,6 +21,7 @@ use tokio::sync::{broadcast, watch, Notify};
 
 use super::{Batch, Cursor, Publish, FEEDS};
 use crate::projection::Lane;
+use crate::settings::LiveStreams;
 use crate::store::{ChangeNotifier, Store, StoreResult};
 
 /// Changes read per page while following.
@@ -45,9 +46,17 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
+        Limits::streams(LiveStreams::default())
+    }
+}
+
+impl Limits {
+    /// The caps the settings give (`BLOG_LIVE_STREAMS`, `BLOG_LIVE_STREAMS_PER_CLIENT`), a
+    /// backlog of 1,000 changes and a ring of 1,024 batches.
+    pub fn streams(caps: LiveStreams) -> Limits {
         Limits {
-            per_client: 8,
-            total: 256,
+            per_client: caps.per_client,
+            total: caps.total,
             backlog: 1000,
             ring: 1024,
         }
