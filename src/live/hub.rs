@@ -22,7 +22,7 @@ use tokio::sync::{broadcast, watch, Notify};
 use super::{Batch, Cursor, Publish, FEEDS};
 use crate::projection::Lane;
 use crate::settings::LiveStreams;
-use crate::store::{ChangeNotifier, Store, StoreResult};
+use crate::store::{metrics, ChangeNotifier, Store, StoreResult};
 
 /// Changes read per page while following.
 const PAGE: u32 = 100;
@@ -96,6 +96,8 @@ pub struct Hub {
     admitted: Mutex<Admitted>,
     following: Mutex<Following>,
     closing: watch::Sender<bool>,
+    /// The store work of every follower this hub started.
+    spent: metrics::Meter,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -157,6 +159,7 @@ impl Hub {
             admitted: Mutex::default(),
             following: Mutex::default(),
             closing: watch::Sender::new(false),
+            spent: metrics::Meter::default(),
         })
     }
 
@@ -206,9 +209,10 @@ impl Hub {
                 left: left.clone(),
             };
             let (hub, mine, last) = (self.clone(), ring.clone(), f.last.clone());
+            let spent = self.spent.clone();
             tokio::spawn(async move {
                 use futures::FutureExt as _;
-                let run = std::panic::AssertUnwindSafe(task.run(last));
+                let run = std::panic::AssertUnwindSafe(metrics::metered(spent, task.run(last)));
                 if run.catch_unwind().await.is_err() {
                     // Its streams end (no sender is left) and their pages reconnect to a new one.
                     tracing::error!("live updates: the change-feed follower panicked");
@@ -235,6 +239,12 @@ impl Hub {
             .running
             .as_ref()
             .map_or(0, |r| r.ring.len())
+    }
+
+    /// The store operations and request units the followers of this hub have spent so far
+    /// (what live updates cost the store besides the streams' own reads).
+    pub fn spent(&self) -> metrics::Usage {
+        self.spent.usage()
     }
 
     /// Whether the follower runs now.
