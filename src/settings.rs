@@ -6,6 +6,7 @@
 //! - `store`: the embedded or Cosmos DB store, the Cosmos DB account, the feed snapshot's age;
 //! - `auth`: who the caller of a write is (`none`, `jwt`, `easyauth`) and the scopes;
 //! - `change_feed`: the in-process pump and the timeline fan-out limit;
+//! - `live`: the caps on live-update streams;
 //! - `logging`: the log's format and levels;
 //! - `webpubsub`: Azure Web PubSub, the push service of live updates on Azure.
 //!
@@ -18,6 +19,7 @@
 
 mod auth;
 mod change_feed;
+mod live;
 mod logging;
 mod read;
 mod server;
@@ -30,6 +32,7 @@ use std::time::Duration;
 
 pub use auth::{AuthMode, AuthSettings};
 pub use change_feed::DEFAULT_TIMELINE_FANOUT_LIMIT;
+pub use live::{LiveStreams, DEFAULT_LIVE_STREAMS, DEFAULT_LIVE_STREAMS_PER_CLIENT};
 pub use logging::{LogFormat, LogSettings};
 use read::flag;
 pub use server::{
@@ -59,6 +62,8 @@ pub struct Settings {
     /// Header and request timeouts and the connection caps (`BLOG_HEADER_TIMEOUT_SECS`,
     /// `BLOG_REQUEST_TIMEOUT_SECS`, `BLOG_MAX_CONNECTIONS`, `BLOG_MAX_CONNECTIONS_PER_IP`).
     pub server: ServerLimits,
+    /// The caps on live-update streams (`BLOG_LIVE_STREAMS`, `BLOG_LIVE_STREAMS_PER_CLIENT`).
+    pub live: LiveStreams,
     pub auth: AuthSettings,
     /// How long a snapshot of the feed's first page answers `GET /api/feed` on a store that does
     /// not signal its commits (Cosmos DB); `BLOG_FEED_CACHE_MS`. `0` turns snapshots off on
@@ -146,6 +151,7 @@ impl Settings {
             log: logging::log_settings(get)?,
             auth,
             server: ServerLimits::from_lookup(get, hosted)?,
+            live: LiveStreams::from_lookup(get)?,
             feed_cache: store::feed_cache(get)?,
             writes_per_minute: server::writes_per_minute(get, local_only)?,
             searches_per_minute: server::searches_per_minute(get)?,
@@ -242,6 +248,8 @@ mod tests {
             ("BLOG_WRITES_PER_MINUTE", "1000001"),
             ("BLOG_TIMELINE_FANOUT_LIMIT", "-1"),
             ("BLOG_TIMELINE_FANOUT_LIMIT", "many"),
+            ("BLOG_LIVE_STREAMS", "0"),
+            ("BLOG_LIVE_STREAMS_PER_CLIENT", "some"),
         ] {
             assert_eq!(parse(&[(k, v)]).unwrap_err().name, k);
         }

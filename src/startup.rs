@@ -208,11 +208,8 @@ pub async fn serve(
     let waiting = waiting::router(app.clone(), settings.server.request_timeout);
     let (stop, stopped) = oneshot::channel::<()>();
     // Live-update streams end at once on shutdown: the server then waits for nothing of theirs.
-    let live = Hub::new(if settings.hosted {
-        Limits::hosted()
-    } else {
-        Limits::default()
-    });
+    let live = Limits::streams(settings.live);
+    let live = Hub::new(if settings.hosted { live.hosted() } else { live });
     let closing = live.clone();
     let shutdown = async move {
         tokio::select! {

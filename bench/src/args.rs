@@ -104,6 +104,16 @@ pub struct Args {
     /// into each timeline; on, the limit is a tenth of this.
     #[arg(long, default_value_t = 10_000, value_parser = positive)]
     pub fanout_followers: usize,
+    /// Live updates: streams of `GET /api/events` open at once on the in-process server, a
+    /// third each on the hot post, on a follower's timeline and on the author.
+    #[arg(long, default_value_t = 1_000, value_parser = positive)]
+    pub live_streams: usize,
+    /// Live updates: writes sent while the streams are open (comments, likes and posts in turn).
+    #[arg(long, default_value_t = 90, value_parser = positive)]
+    pub live_writes: usize,
+    /// Live updates: writes per second.
+    #[arg(long, default_value_t = 30.0, value_parser = rate)]
+    pub live_rate: f64,
     /// The product binary for the process measurements (cold start, feed throughput against a
     /// bare axum server, peak memory, size); default: `handler` next to this executable.
     #[arg(long)]
@@ -266,5 +276,7 @@ mod tests {
         assert!(a.conduit_only);
         assert_eq!(a.conduit_base.as_deref(), Some("http://127.0.0.1:3000"));
         assert!(Args::try_parse_from(["bench", "--conduit-limit", "0"]).is_err());
+        assert_eq!((a.live_streams, a.live_writes), (1_000, 90));
+        assert!(Args::try_parse_from(["bench", "--live-streams", "0"]).is_err());
     }
 }

@@ -2,10 +2,11 @@
 //! `report.svg`), for the performance page. Two panels, one row per request in the article's
 //! order: the store operations each command costs (V1; V3's request, and V3's change-feed work
 //! stacked on it where the command is a write) and the p50 latency of V1 and V3. Below them,
-//! when the scale rows ran, one panel per group of them (`chart::scale`), and last the
-//! RealWorld row's (`chart::conduit`).
+//! when the scale rows ran, one panel per group of them (`chart::scale`), then the live-updates
+//! row's (`chart::live`), and last the RealWorld row's (`chart::conduit`).
 
 mod conduit;
+mod live;
 mod scale;
 
 pub use conduit::write as write_conduit;
@@ -27,13 +28,15 @@ pub fn write(report: &Report, path: &Path) -> anyhow::Result<()> {
     let top = 140 + 34 * rows.len() as u32;
     let below = report.scale.as_ref().map_or(0, scale::height);
     let rw = conduit::height(&report.conduit);
-    let root = SVGBackend::new(path, (1100, top + below + rw)).into_drawing_area();
+    let root = SVGBackend::new(path, (1100, top + below + live::HEIGHT + rw)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_error)?;
     let (root, bottom) = root.split_vertically(top);
-    let (bottom, last) = bottom.split_vertically(below);
+    let (bottom, rest) = bottom.split_vertically(below);
+    let (middle, last) = rest.split_vertically(live::HEIGHT);
     if let Some(s) = &report.scale {
         scale::draw(&bottom, s)?;
     }
+    live::draw(&middle, &report.live)?;
     conduit::draw(&last, &report.conduit)?;
     let title = format!(
         "V1 against V3 on the {} store: {} users, {} posts, {} comments, {} likes",

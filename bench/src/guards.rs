@@ -25,6 +25,16 @@ pub const SEARCH_LOAD_READ_P99_MS: f64 = 50.0;
 pub const SEARCH_LOAD_WRITE_P99_MS: f64 = 100.0;
 pub const SEARCH_LOAD_LAG_P99_MS: f64 = 1_000.0;
 
+/// Live updates, with every stream open: each event naming a write reaches every stream on its
+/// topic (none lost); the delivery lag's p99 stays within this many times the p99 with one
+/// stream in the same run (at least [`LIVE_LAG_FLOOR_MS`], below which a loopback round trip's
+/// jitter is the figure); and the follower's store operations a second while the streams are
+/// idle, within this many times those with one stream, plus one (a poll falling either side of
+/// the window): its polling, whatever the number of streams.
+pub const LIVE_LAG_VS_ONE_STREAM_MAX: f64 = 200.0;
+pub const LIVE_LAG_FLOOR_MS: f64 = 1.0;
+pub const LIVE_IDLE_OPS_VS_ONE_STREAM_MAX: f64 = 1.5;
+
 /// Whether the targets fail the run: only in an optimized build of the bench (and of the handler
 /// it measures). A debug build, such as `cargo test`'s smoke run, still reports what is over.
 pub const JUDGED: bool = !cfg!(debug_assertions);
@@ -79,11 +89,43 @@ pub fn over(r: &Report) -> Vec<String> {
             }
         }
     }
+    out.extend(live(&r.live));
     if let Some(v) = r.versus.as_ref().filter(|v| v.handler_packaged) {
         if v.handler_bytes > HANDLER_BYTES {
             out.push(format!(
                 "{} is {} bytes, over the target of {HANDLER_BYTES}",
                 v.handler, v.handler_bytes
+            ));
+        }
+    }
+    out
+}
+
+/// The live-updates row's figures over their targets.
+fn live(l: &crate::results::live::LiveUpdates) -> Vec<String> {
+    let mut out = Vec::new();
+    if l.delivered < l.expected {
+        out.push(format!(
+            "live updates: {} of {} events naming a write never reached their streams",
+            l.expected - l.delivered,
+            l.expected
+        ));
+    }
+    let bound = LIVE_LAG_VS_ONE_STREAM_MAX * l.one_stream_lag.p99_ms.max(LIVE_LAG_FLOOR_MS);
+    if l.lag.p99_ms > bound {
+        out.push(format!(
+            "live updates: lag p99 {:.1} ms with {} streams is over {LIVE_LAG_VS_ONE_STREAM_MAX} \
+             times the one stream's ({:.2} ms, at least {LIVE_LAG_FLOOR_MS})",
+            l.lag.p99_ms, l.streams, l.one_stream_lag.p99_ms
+        ));
+    }
+    if let [one, all] = &l.idle[..] {
+        let bound = LIVE_IDLE_OPS_VS_ONE_STREAM_MAX * one.operations_per_second + 1.0;
+        if all.operations_per_second > bound {
+            out.push(format!(
+                "live updates: the follower made {:.2} store operations a second with {} idle \
+                 streams, over {LIVE_IDLE_OPS_VS_ONE_STREAM_MAX} times its {:.2} with one, plus one",
+                all.operations_per_second, all.streams, one.operations_per_second
             ));
         }
     }

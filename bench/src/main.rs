@@ -45,6 +45,8 @@
 //!   and S2, the same searches once the posts are ten times as many (the run's last row).
 //! - Search under load ([`search_load`]): SL, `--searchers` clients searching from one address
 //!   while a user at another reads, comments and posts, after S2 on its posts.
+//! - Live updates ([`live`]): `--live-streams` streams open at once while writes come in, after
+//!   SL.
 //! - A tag's page ([`tags`]): G1, one query of the tag's partition, before S2.
 //! - The RealWorld API ([`conduit`]): RW, register, follow, post, favorite, the lists, the feed
 //!   and an article through `/api/conduit` (or at `--conduit-base`, any RealWorld server on this
@@ -61,6 +63,7 @@ mod fanout;
 mod guards;
 mod lag;
 mod limit;
+mod live;
 mod measure;
 mod phases;
 mod price;
@@ -351,6 +354,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         // On those posts, with S1's searches; its posts and comments change no figure after it.
         let search_load = bench.search_load(&searches).await?;
         phases.done("search load");
+        let live = bench.live_updates().await?;
+        phases.done("live updates");
         // After every other row: its users and articles change no figure before it.
         let conduit = conduit::run(&conduit_plan(&args, Some(&origin))?).await?;
         phases.done("the RealWorld API");
@@ -370,6 +375,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             feed_snapshot,
             fanout,
             scale_rows,
+            live,
             conduit,
         ))
     }
@@ -389,6 +395,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         feed_snapshot,
         fanout,
         scale,
+        live,
         conduit,
     ) = measured?;
     let (change_feed_lag_under_load, change_feed_lag_under_load_skipped) =
@@ -449,6 +456,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         feed_snapshot,
         fanout,
         scale,
+        live,
         conduit,
         versus,
         versus_skipped,

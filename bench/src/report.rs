@@ -2,6 +2,7 @@
 //! and V3 side by side), then the other figures of the run (`results`).
 
 mod conduit;
+mod live;
 mod scale;
 
 pub use conduit::markdown as conduit_markdown;
@@ -224,6 +225,7 @@ pub fn markdown(r: &Report) -> String {
     if let Some(s) = &r.scale {
         out.push_str(&scale::markdown(s));
     }
+    out.push_str(&live::markdown(&r.live));
     out.push_str(&conduit::markdown(&r.conduit));
     match (&r.versus, &r.versus_skipped) {
         (Some(v), _) => out.push_str(&versus_markdown(v)),

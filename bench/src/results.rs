@@ -4,6 +4,7 @@
 //! measuring modules and the report both import it, downward.
 
 pub mod conduit;
+pub mod live;
 pub mod scale;
 
 use std::time::Duration;
@@ -63,6 +64,8 @@ pub struct Report {
     /// The rows of where the design tops out (writes per like by audience, others' lag under a
     /// big author, timeline pages, the like price on a large post); `None` when none was run.
     pub scale: Option<Scale>,
+    /// Live updates: `--live-streams` streams open at once while writes come in (`live`).
+    pub live: live::LiveUpdates,
     /// RW: the RealWorld API driven as any RealWorld server would be (`conduit`).
     pub conduit: conduit::Conduit,
     /// The product against a bare axum server, as processes; `None` when a binary is missing.

@@ -28,6 +28,9 @@ fn run_bench(args: &[&str]) -> (Value, String) {
     if report["conduit"].is_object() {
         assert!(svg.contains("[RW] RealWorld API"), "no RealWorld panels");
     }
+    if report["live"].is_object() {
+        assert!(svg.contains("[LU] live updates"), "no live-updates panels");
+    }
     if report["scale"].is_object() {
         assert!(
             svg.contains("store writes per like"),
@@ -104,6 +107,10 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         "2",
         "--searchers",
         "3",
+        "--live-streams",
+        "7",
+        "--live-writes",
+        "6",
     ]);
     let rows = report["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows
@@ -197,6 +204,24 @@ fn the_bench_runs_at_tiny_scale_and_reports_every_row() {
         }
     }
     assert!(table.contains("Search under load ([SL])"), "{table}");
+
+    // Live updates: every event naming a write reached every stream on its topic, the
+    // follower's idle work counted with one stream and with all of them.
+    let lu = &report["live"];
+    assert_eq!(lu["streams"], 7, "{lu}");
+    // 2 comments and 2 likes to 3 `post:` streams, 2 posts to 2 `timeline:` and 2 `user:`.
+    assert_eq!(lu["expected"], 20, "{lu}");
+    assert_eq!(lu["delivered"], lu["expected"], "{lu}");
+    assert_eq!(lu["lag"]["samples"], 20, "{lu}");
+    assert!(lu["eventsPerSecond"].as_f64().unwrap() > 0.0, "{lu}");
+    let idle: Vec<u64> = lu["idle"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["streams"].as_u64().unwrap())
+        .collect();
+    assert_eq!(idle, [1, 7], "{lu}");
+    assert!(table.contains("**[LU]** live updates | 20 / 20"), "{table}");
 
     // V1 fans out where the article says it does.
     for q in [4, 9] {

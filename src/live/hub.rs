@@ -21,7 +21,8 @@ use tokio::sync::{broadcast, watch, Notify};
 
 use super::{Batch, Cursor, Publish, FEEDS};
 use crate::projection::Lane;
-use crate::store::{ChangeNotifier, Store, StoreResult};
+use crate::settings::LiveStreams;
+use crate::store::{metrics, ChangeNotifier, Store, StoreResult};
 
 /// Changes read per page while following.
 const PAGE: u32 = 100;
@@ -47,24 +48,30 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
+        Limits::streams(LiveStreams::default())
+    }
+}
+
+impl Limits {
+    /// The caps the settings give (`BLOG_LIVE_STREAMS`, `BLOG_LIVE_STREAMS_PER_CLIENT`), a
+    /// backlog of 1,000 changes and a ring of 1,024 batches; streams as long as their pages.
+    pub fn streams(caps: LiveStreams) -> Limits {
         Limits {
-            per_client: 8,
-            total: 256,
+            per_client: caps.per_client,
+            total: caps.total,
             backlog: 1000,
             ring: 1024,
             lifetime: None,
         }
     }
-}
 
-impl Limits {
-    /// Under the Functions host, where each stream is an invocation: one the host times out
-    /// (30 minutes by default on Flex Consumption) restarts the handler, so a stream ends well
-    /// before, and its page resumes from where it stood.
-    pub fn hosted() -> Limits {
+    /// The same under the Functions host, where each stream is an invocation: one the host
+    /// times out (30 minutes by default on Flex Consumption) restarts the handler, so a stream
+    /// ends well before, and its page resumes from where it stood.
+    pub fn hosted(self) -> Limits {
         Limits {
             lifetime: Some(Duration::from_secs(10 * 60)),
-            ..Limits::default()
+            ..self
         }
     }
 }
@@ -104,6 +111,8 @@ pub struct Hub {
     /// Whether the follower runs, as [`Hub::following`] says, for whoever waits for it to stop.
     runs: watch::Sender<bool>,
     closing: watch::Sender<bool>,
+    /// The store work of every follower this hub started.
+    spent: metrics::Meter,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -166,6 +175,7 @@ impl Hub {
             following: Mutex::default(),
             runs: watch::Sender::new(false),
             closing: watch::Sender::new(false),
+            spent: metrics::Meter::default(),
         })
     }
 
@@ -215,9 +225,10 @@ impl Hub {
                 left: left.clone(),
             };
             let (hub, mine, last) = (self.clone(), ring.clone(), f.last.clone());
+            let spent = self.spent.clone();
             tokio::spawn(async move {
                 use futures::FutureExt as _;
-                let run = std::panic::AssertUnwindSafe(task.run(last));
+                let run = std::panic::AssertUnwindSafe(metrics::metered(spent, task.run(last)));
                 if run.catch_unwind().await.is_err() {
                     // Its streams end (no sender is left) and their pages reconnect to a new one.
                     tracing::error!("live updates: the change-feed follower panicked");
@@ -245,6 +256,12 @@ impl Hub {
             .running
             .as_ref()
             .map_or(0, |r| r.ring.len())
+    }
+
+    /// The store operations and request units the followers of this hub have spent so far
+    /// (what live updates cost the store besides the streams' own reads).
+    pub fn spent(&self) -> metrics::Usage {
+        self.spent.usage()
     }
 
     /// Whether the follower runs now.

@@ -36,3 +36,23 @@ pub(super) fn flag(
         _ => Err(bad(name, format!("`{v}` is neither `on` nor `off`"))),
     }
 }
+
+/// A whole number from `min` to `max` (unset: `default`), naming the setting otherwise.
+pub(super) fn within(
+    name: &'static str,
+    value: Option<String>,
+    (min, max): (u64, u64),
+    default: u64,
+) -> Result<u64, SettingError> {
+    let Some(v) = value else { return Ok(default) };
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| {
+            bad(
+                name,
+                format!("`{v}` is not a whole number from {min} to {max}"),
+            )
+        })
+}

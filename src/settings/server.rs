@@ -6,7 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use super::read::bad;
+use super::read::{bad, within};
 use super::{Lookup, SettingError};
 
 /// Writes a caller may make per minute by default (`BLOG_WRITES_PER_MINUTE`): a person posting,
@@ -165,19 +165,8 @@ impl ServerLimits {
     /// unset means the default, except that the per-address cap is off by default under the
     /// Functions host (`hosted`), where every connection comes from the host.
     pub(super) fn from_lookup(get: &Lookup, hosted: bool) -> Result<Self, SettingError> {
-        let within = |name: &'static str, min: u64, max: u64, default: u64| match get(name) {
-            None => Ok(default),
-            Some(v) => v
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|n| (min..=max).contains(n))
-                .ok_or_else(|| {
-                    bad(
-                        name,
-                        format!("`{v}` is not a whole number from {min} to {max}"),
-                    )
-                }),
+        let within = |name: &'static str, min: u64, max: u64, default: u64| {
+            within(name, get(name), (min, max), default)
         };
         let number = |name: &'static str, max: u64, default: u64| within(name, 1, max, default);
         let d = ServerLimits::default();

@@ -379,6 +379,11 @@ pub async fn the_follower_runs_only_while_streams_are_open() {
         .await
         .expect("the follower stopped");
     assert_eq!(hub.open_streams(), 0);
+    // Its reads of the feeds are counted, and none comes while no follower runs.
+    let spent = hub.spent().operations;
+    assert!(spent >= 2, "the follower read both feeds: {spent}");
+    app.settle().await;
+    assert_eq!(hub.spent().operations, spent, "no stream, no read");
     // Started again, it starts from the present: what came meanwhile is no live event.
     let ana = id(&app.create_user("ana").await);
     let post = id(&app.create_post(&ana, "Hello", "first").await);

@@ -1,4 +1,5 @@
-//! The real binary as a process: data survives a restart, also after `kill -9`.
+//! The real binary as a process: data survives a restart, also after `kill -9`; its settings
+//! set what a client observes.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -118,4 +119,43 @@ async fn a_malformed_setting_stops_the_process_naming_it() {
     assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("PORT"), "{text}");
+}
+
+/// The caps on live-update streams are the settings given: with `BLOG_LIVE_STREAMS=2` the third
+/// stream open at once is refused 503 `streams-full`; with `BLOG_LIVE_STREAMS_PER_CLIENT=1` a
+/// client's second, 429 `too-many-streams`; each with `Retry-After`.
+#[tokio::test]
+async fn the_stream_caps_are_the_ones_set() {
+    let dir = tempfile::tempdir().unwrap();
+    // The setting, the streams it admits, and how the next one is refused.
+    let cases = [
+        (("BLOG_LIVE_STREAMS", "2"), 2, 503, "/streams-full"),
+        (
+            ("BLOG_LIVE_STREAMS_PER_CLIENT", "1"),
+            1,
+            429,
+            "/too-many-streams",
+        ),
+    ];
+    for (i, (setting, admitted, status, kind)) in cases.into_iter().enumerate() {
+        let settings = &[setting];
+        let db = dir.path().join(format!("blog-{i}.db"));
+        let (mut child, base) = spawn_handler(&db, settings).await;
+        let client = reqwest::Client::new();
+        let url = format!("{base}/api/events?topics=post:p");
+        let mut open = Vec::new();
+        for _ in 0..admitted {
+            let stream = client.get(&url).send().await.unwrap();
+            assert_eq!(stream.status(), 200, "{settings:?}");
+            open.push(stream);
+        }
+        let refused = client.get(&url).send().await.unwrap();
+        assert_eq!(refused.status(), status, "{settings:?}");
+        assert!(refused.headers().contains_key("retry-after"));
+        let body: Value = refused.json().await.unwrap();
+        assert!(body["type"].as_str().unwrap().ends_with(kind), "{body}");
+        drop(open);
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+    }
 }
