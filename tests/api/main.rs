@@ -22,6 +22,7 @@
 //!   caps, bad input and shutdown on the embedded one;
 //! - `counters`: what keeping `commentCount` / `likeCount` exact costs, and that they converge;
 //! - `web`: the browser client's files as the handler serves them;
+//! - `doc_links`: the relative links of the repository's Markdown;
 //! - `webpubsub`: live updates pushed to Azure Web PubSub, against a stand-in of its REST API.
 //!
 //! The `bench` tool's smoke test is in its own package: `bench/tests/smoke.rs`.
@@ -50,6 +51,7 @@ mod architecture;
 mod compression;
 mod cosmos;
 mod counters;
+mod doc_links;
 mod embedded;
 mod errors;
 mod functions;
