@@ -18,7 +18,7 @@ use super::PathIds;
 use super::{AppState, JsonBody, Paging, PathId};
 use crate::auth::Caller;
 use crate::domain::is_live;
-use crate::domain::{to_value, Authored, Comment, Kind, Text};
+use crate::domain::{to_value, Authored, Comment, Id, Kind, Text};
 use crate::error::Problem;
 use crate::error::{ApiError, ApiResult};
 use crate::store::Container;
@@ -118,9 +118,15 @@ pub async fn read_comments(
     list::<CommentPage>(page)
 }
 
-/// A post's comments as nobody in particular reads them (the RealWorld API's list).
-pub async fn list_comments(s: State<AppState>, p: PathId, paging: Paging) -> ApiResult<Response> {
-    read_comments(s, p, Reader(None), paging).await
+/// A post's comments as `reader` reads them, without the comments of whom they muted; as
+/// nobody in particular with none (the RealWorld API's list).
+pub async fn comments_read_by(
+    s: State<AppState>,
+    p: PathId,
+    reader: Option<Id>,
+    paging: Paging,
+) -> ApiResult<Response> {
+    read_comments(s, p, Reader(reader), paging).await
 }
 
 /// `DELETE /api/posts/{postId}/comments/{commentId}`: by the comment's author or the post's.

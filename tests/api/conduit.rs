@@ -398,6 +398,64 @@ async fn posts_and_likes_made_natively_read_as_articles_and_favorites() {
     assert_eq!(gone.status, 204);
 }
 
+/// A signed-in reader's comment lists leave out the users they muted, as the native list does
+/// for its reader; an anonymous reader and the muted user still see every comment.
+#[tokio::test]
+async fn a_readers_muted_users_comments_are_left_out_of_their_lists() {
+    let app = TestApp::spawn(embedded_fixture().await, false).await;
+    let (dee, bo) = (
+        token(&register(&app, "dee", "dee@x.org").await),
+        token(&register(&app, "bo", "bo@x.org").await),
+    );
+    let author = app.create_user("old-timer").await;
+    let post = app
+        .create_post(author["id"].as_str().unwrap(), "Talk", "About it.")
+        .await;
+    let slug = format!("talk-{}", post["id"].as_str().unwrap());
+    let path = format!("/articles/{slug}/comments");
+    for (t, body) in [(&dee, "from dee"), (&bo, "from bo")] {
+        let body = Some(json!({"comment": {"body": body}}));
+        let c = send(&app, reqwest::Method::POST, &path, Some(t), body).await;
+        assert_eq!(c.status, 201, "{:?}", c.body);
+    }
+    // Their user ids, from the native list; dee mutes bo there (BLOG_AUTH=none: the path names
+    // the caller).
+    let native = app
+        .get(&format!(
+            "/api/posts/{}/comments",
+            post["id"].as_str().unwrap()
+        ))
+        .await;
+    let id_of = |content: &str| {
+        native.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["content"] == content)
+            .map(|c| c["userId"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let (dee_id, bo_id) = (id_of("from dee"), id_of("from bo"));
+    let muted = app
+        .put(&format!("/api/users/{dee_id}/mutes/{bo_id}"), Value::Null)
+        .await;
+    assert_eq!(muted.status, 204, "{:?}", muted.body);
+    let bodies = |r: &Resp| -> Vec<String> {
+        r.body["comments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["body"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let as_dee = send(&app, reqwest::Method::GET, &path, Some(&dee), None).await;
+    assert_eq!(bodies(&as_dee), ["from dee"]);
+    let anyone = send(&app, reqwest::Method::GET, &path, None, None).await;
+    assert_eq!(bodies(&anyone).len(), 2);
+    let as_bo = send(&app, reqwest::Method::GET, &path, Some(&bo), None).await;
+    assert_eq!(bodies(&as_bo).len(), 2);
+}
+
 #[tokio::test]
 async fn conduit_writes_spend_the_callers_write_budget() {
     let app = TestApp::spawn_with(embedded_fixture().await, false, |a| a.with_write_limit(3)).await;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::articles::{not_blank, not_found, post_id, read_post, Context, Shown};
 use super::body::body_object;
 use super::errors::{invalid, native, store_error, unprocessable, FromApi as _};
-use super::{Result, Signed, Viewer};
+use super::{Account, Result, Signed, Viewer};
 use crate::api::{AppState, JsonBody, Paging, PathId, PathIds};
 use crate::domain::{is_live, Comment, Id, Kind};
 use crate::store::Container;
@@ -54,8 +54,9 @@ async fn comment_answer(ctx: &mut Context<'_>, c: &ShownComment) -> Result<Value
     }))
 }
 
-/// A post's live comments, oldest first, at most [`MAX_COMMENTS`].
-async fn post_comments(s: &AppState, id: &Id) -> Result<Vec<ShownComment>> {
+/// A post's live comments, oldest first, at most [`MAX_COMMENTS`], without those of the users
+/// `reader` muted.
+async fn post_comments(s: &AppState, id: &Id, reader: Option<Id>) -> Result<Vec<ShownComment>> {
     let mut out = Vec::new();
     let mut continuation = None;
     while out.len() < MAX_COMMENTS {
@@ -63,8 +64,13 @@ async fn post_comments(s: &AppState, id: &Id) -> Result<Vec<ShownComment>> {
             limit: Paging::MAX_LIMIT,
             continuation: continuation.take(),
         };
-        let answer =
-            crate::api::comments::list_comments(State(s.clone()), PathId(id.clone()), paging).await;
+        let answer = crate::api::comments::comments_read_by(
+            State(s.clone()),
+            PathId(id.clone()),
+            reader.clone(),
+            paging,
+        )
+        .await;
         let (_, page) = native(answer, "comment").await?;
         for item in page["items"].as_array().into_iter().flatten() {
             if let Ok(c) = ShownComment::deserialize(item) {
@@ -88,7 +94,7 @@ pub async fn comments(
 ) -> Result<Response> {
     let id = post_id(&slug)?;
     read_post(&s, &id).await?;
-    let list = post_comments(&s, &id).await?;
+    let list = post_comments(&s, &id, viewer.as_ref().map(Account::user_id)).await?;
     let mut ctx = Context::new(&s, viewer.as_ref());
     let mut out = Vec::with_capacity(list.len());
     for c in &list {
@@ -147,7 +153,7 @@ pub async fn uncomment(
         .filter(|c| is_live(c, Kind::Comment));
     let comment_id = match stored {
         Some(_) => numbered,
-        None => post_comments(&s, &id)
+        None => post_comments(&s, &id, None)
             .await?
             .into_iter()
             .find(|c| Comment::number_of(&c.id) == number)
