@@ -190,6 +190,13 @@ pub async fn ready(app: &TestApp, topics: &str, last: Option<&str>) -> (Events, 
     (events, before)
 }
 
+/// A new stream on `topics` and where it stands once `ready`: the cursor to resume from.
+async fn standing(app: &TestApp, topics: &str) -> (Events, String) {
+    let (events, seen) = ready(app, topics, None).await;
+    let at = seen.last().and_then(|m| m.id.clone());
+    (events, at.expect("ready says where it stands"))
+}
+
 async fn follow(app: &TestApp, user: &str, followee: &str) {
     let r = app
         .put(
@@ -260,13 +267,7 @@ pub async fn a_resumed_stream_gets_exactly_what_it_missed(app: &TestApp) {
     let post = id(&app.create_post(&ana, "Hello", "first").await);
     app.settle().await;
     let topic = format!("post:{post}");
-    let (events, seen) = ready(app, &topic, None).await;
-    let at = seen
-        .last()
-        .unwrap()
-        .id
-        .clone()
-        .expect("ready says where it stands");
+    let (events, at) = standing(app, &topic).await;
     drop(events);
 
     let first = id(&app.comment(&post, &ana, "one").await.body);
@@ -492,13 +493,7 @@ pub async fn under_the_functions_host_streams_end_and_resume() {
     let post = id(&app.create_post(&ana, "Hello", "first").await);
     app.settle().await;
     let topic = format!("post:{post}");
-    let (mut events, seen) = ready(&app, &topic, None).await;
-    let at = seen
-        .last()
-        .unwrap()
-        .id
-        .clone()
-        .expect("ready says where it stands");
+    let (mut events, at) = standing(&app, &topic).await;
     // A second stream from the same address: under the host that is any two readers.
     let (_second, _) = ready(&app, &topic, None).await;
     // The stream ends cleanly after its lifetime (within `QUIET`, or `next` fails the test).
