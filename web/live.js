@@ -40,6 +40,9 @@ export function follow(ctx, topics, onEvent, poll) {
     }
     // A refused stream (429, 503) is closed for good; one that ends or breaks the browser resumes.
     source.addEventListener('error', () => source?.readyState === EventSource.CLOSED && fallBack());
+    // One that never says `ready` is held back whole (a host that buffers answers): poll instead.
+    const late = setTimeout(() => ctx.alive() && fallBack(), 10000);
+    source.addEventListener('ready', () => clearTimeout(late));
   };
   // Web PubSub (json.webpubsub.azure.v1): each message's `data` is a hint with its `kind`. At most
   // once: when an open socket closes the screen refetches (`reset`) and negotiates again.
